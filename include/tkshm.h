@@ -1,0 +1,420 @@
+/*
+ * tkshm.h - shared-memory rate limiting for the processes of one host.
+ *
+ * tkshm keeps per-key rate-limit state in a memory-mapped table that every
+ * process of a host can attach (Apache prefork children, PHP-FPM workers,
+ * gunicorn workers, any fork()ing server).  Every change to a key's state is
+ * one compare-and-swap: no process ever holds a lock, so a worker that is
+ * killed (kill -9, OOM, segfault) or stopped at any instruction leaves
+ * nothing to repair and nobody waiting.
+ *
+ * Decisions are bit-identical to ThrottleKit's (the same IEEE-754 double
+ * arithmetic in the same order), so tkshm, ThrottleKit's Node and Python
+ * clients and its Redis scripts agree on every field.
+ *
+ * Conventions of this header
+ * --------------------------
+ * - Every fallible call returns an int: TKSHM_OK (0) or a negative code from
+ *   enum tkshm_error.  tkshm_strerror() turns a code into a sentence.
+ *   A denial is a decision (allowed == false), never an error.
+ * - Bad input is refused with an error before anything is changed.
+ * - The library never aborts, never prints and never exits.
+ * - Time is injected: every operation has an `_at` form taking `now_ms`, the
+ *   time in milliseconds since the Unix epoch as a double (fractions allowed).
+ *   The forms without `_at` read CLOCK_REALTIME once per call.
+ * - Each call's contract ends with fixed fields:
+ *     Threads:   whether one handle may be used by several threads at once.
+ *     Processes: what holds when several processes use the same table.
+ *     Crash:     what a process killed in the middle of the call leaves.
+ */
+#ifndef TKSHM_H
+#define TKSHM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && !defined(TKSHM_STATIC_DEFINE)
+#define TKSHM_API __attribute__((visibility("default")))
+#else
+#define TKSHM_API
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Versions
+ * ------------------------------------------------------------------------- */
+
+#define TKSHM_VERSION_MAJOR 0
+#define TKSHM_VERSION_MINOR 1
+#define TKSHM_VERSION_PATCH 0
+
+/** The library's version as "MAJOR.MINOR.PATCH".  Never fails. */
+TKSHM_API const char *tkshm_version(void);
+
+/** The segment layout version this library writes and accepts.  It changes
+ *  independently of the API version; a table with another layout version is
+ *  refused with TKSHM_EVERSION. */
+TKSHM_API uint32_t tkshm_layout_version(void);
+
+/* ---------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------- */
+
+/** Every error the library returns.  Codes are negative and stable. */
+enum tkshm_error {
+	TKSHM_OK = 0,
+	TKSHM_ENULL = -30900,	     /**< a required pointer argument is NULL */
+	TKSHM_EINVAL = -30901,	     /**< an argument is out of its range */
+	TKSHM_EKEYEMPTY = -30902,    /**< the key has length 0 */
+	TKSHM_EKEYLONG = -30903,     /**< the key is longer than TKSHM_KEY_MAX */
+	TKSHM_ECOST = -30904,	     /**< cost is NaN, infinite, <= 0 or > 2^53-1 */
+	TKSHM_ENOW = -30905,	     /**< now_ms is NaN, infinite or negative */
+	TKSHM_EPOLICY = -30906,	     /**< invalid policy or policy string */
+	TKSHM_EMISMATCH = -30907,    /**< the table exists with another policy or size */
+	TKSHM_EBADMAGIC = -30908,    /**< the file is not a tkshm table */
+	TKSHM_EVERSION = -30909,     /**< the table has another layout version */
+	TKSHM_ESIZE = -30910,	     /**< the file size is not what its header says */
+	TKSHM_ECORRUPT = -30911,     /**< the header or table fails validation */
+	TKSHM_ESYMLINK = -30912,     /**< the path is a symbolic link */
+	TKSHM_ENOTFILE = -30913,     /**< the path is not a regular file */
+	TKSHM_EPERM = -30914,	     /**< permission denied by the system */
+	TKSHM_ENOENT = -30915,	     /**< no such file, and creation was not asked */
+	TKSHM_EEXIST = -30916,	     /**< the table exists and TKSHM_O_EXCL was given */
+	TKSHM_ENOSPC = -30917,	     /**< no space to allocate the table */
+	TKSHM_ENOMEM = -30918,	     /**< out of memory (process memory or mapping) */
+	TKSHM_ESYSTEM = -30919,	     /**< another system call failure; see errno */
+	TKSHM_EFULL = -30920,	     /**< the key's probe window is full of live keys
+					  and the table refuses to evict */
+	TKSHM_EBUSY = -30921,	     /**< contention did not settle within the
+					  bounded number of retries */
+	TKSHM_EREADONLY = -30922,    /**< a write through a read-only handle */
+};
+
+/** A sentence describing `err` (a tkshm code, or TKSHM_OK).  Unknown codes get
+ *  "unknown tkshm error".  Never returns NULL.  Threads: safe. */
+TKSHM_API const char *tkshm_strerror(int err);
+
+/** The symbolic name of `err` ("TKSHM_EKEYLONG").  Never returns NULL. */
+TKSHM_API const char *tkshm_error_name(int err);
+
+/* ---------------------------------------------------------------------------
+ * Policies
+ * ------------------------------------------------------------------------- */
+
+/** The longest key accepted, in bytes. */
+#define TKSHM_KEY_MAX 1024
+
+/** The largest cost accepted: 2^53 - 1, ThrottleKit's Number.MAX_SAFE_INTEGER. */
+#define TKSHM_COST_MAX 9007199254740991.0
+
+/** Algorithms.  Values are stored in table headers and never reused. */
+typedef enum tkshm_kind {
+	TKSHM_KIND_GCRA = 1,	     /**< Generic Cell Rate Algorithm (default) */
+} tkshm_kind;
+
+/** A validated policy: an algorithm and its parameters, in ThrottleKit's
+ *  units (milliseconds, requests).  Build one with tkshm_policy_gcra() or
+ *  tkshm_policy_parse(); a policy built by hand is validated when used. */
+typedef struct tkshm_policy {
+	tkshm_kind kind;
+	union {
+		struct {
+			double limit;	  /**< requests per period, > 0 */
+			double period_ms; /**< period length, > 0 */
+			double burst;	  /**< burst tolerance, >= 1 */
+		} gcra;
+		double reserved[16]; /**< room for the parameters of later kinds */
+	} u;
+} tkshm_policy;
+
+/** Builds a GCRA policy: `limit` requests per `period_ms`, with a burst of
+ *  `burst` (0 means "same as limit", ThrottleKit's default).
+ *  @return TKSHM_OK; TKSHM_ENULL if out is NULL; TKSHM_EPOLICY if a parameter
+ *  is not finite, not positive, burst < 1, or the emission interval
+ *  period_ms/limit is so small or large that a decision field could stop
+ *  being finite.  On error *out is unchanged.
+ *  Threads: safe.  Processes: n/a.  Crash: n/a. */
+TKSHM_API int tkshm_policy_gcra(tkshm_policy *out, double limit,
+				double period_ms, double burst);
+
+/** Checks every parameter of `p` as the constructors do.
+ *  @return TKSHM_OK, TKSHM_ENULL or TKSHM_EPOLICY (with a sentence in err when
+ *  err is not NULL). */
+TKSHM_API int tkshm_policy_validate(const tkshm_policy *p, char *err,
+				    size_t err_len);
+
+/** Parses a policy string with ThrottleKit's kind and option names:
+ *      "gcra:limit=10,periodMs=1000,burst=5"
+ *  Options are comma-separated name=value pairs, values are decimal numbers;
+ *  whitespace around tokens is ignored.  An unknown kind or option, a repeated
+ *  option, a missing required option or a malformed number is refused.
+ *  @param err  if not NULL, receives a sentence naming what is wrong.
+ *  @return TKSHM_OK, TKSHM_ENULL or TKSHM_EPOLICY; *out unchanged on error.
+ *  Threads: safe. */
+TKSHM_API int tkshm_policy_parse(const char *spec, tkshm_policy *out,
+				 char *err, size_t err_len);
+
+/** Writes the canonical policy string of `p` (parseable by
+ *  tkshm_policy_parse, numbers printed with round-trip precision).
+ *  @return the length written (excluding NUL), TKSHM_ENULL, TKSHM_EPOLICY, or
+ *  TKSHM_EINVAL if `len` is too small (buf then holds a truncated string). */
+TKSHM_API int tkshm_policy_format(const tkshm_policy *p, char *buf,
+				  size_t len);
+
+/** True when both policies have the same kind and bit-identical parameters. */
+TKSHM_API bool tkshm_policy_equal(const tkshm_policy *a,
+				  const tkshm_policy *b);
+
+/* ---------------------------------------------------------------------------
+ * Tables
+ * ------------------------------------------------------------------------- */
+
+/** An open table: a process-local handle onto a shared segment.  A handle
+ *  survives fork(): children may keep using the parent's handle. */
+typedef struct tkshm_table tkshm_table;
+
+/** What to do when a new key's probe window holds only live keys. */
+typedef enum tkshm_on_full {
+	/** Evict the key with the least debt.  Its debt is remembered (merged
+	 *  into a small per-table array indexed by key hash, keeping the
+	 *  maximum), and a key that comes back starts from that debt, so an
+	 *  eviction never resets a key in debt.  Evictions of keys in debt are
+	 *  counted and flagged in the decision. */
+	TKSHM_ON_FULL_EVICT = 0,
+	/** Refuse: the check returns TKSHM_EFULL and the caller fails open or
+	 *  closed.  Refusals are counted. */
+	TKSHM_ON_FULL_REFUSE = 1,
+} tkshm_on_full;
+
+/** Open flags. */
+#define TKSHM_O_CREATE 0x1u /**< create the table if the path does not exist */
+#define TKSHM_O_EXCL 0x2u   /**< with CREATE: fail with TKSHM_EEXIST if it does */
+#define TKSHM_O_RDONLY 0x4u /**< map read-only: peek, stats, verify only */
+
+/** The default directory for relative table names and the default slots. */
+#define TKSHM_DEFAULT_DIR "/dev/shm"
+#define TKSHM_DEFAULT_SLOTS 65536u
+
+/** Options for tkshm_open().  Initialise with TKSHM_OPTIONS_INIT so that
+ *  `size` is right; fields added later go at the end. */
+typedef struct tkshm_options {
+	size_t size;		    /**< sizeof(tkshm_options) */
+	const tkshm_policy *policy; /**< required to create; when attaching,
+				      NULL adopts the table's, otherwise it must
+				      equal the table's (TKSHM_EMISMATCH) */
+	uint64_t slots;		    /**< capacity to create (rounded up to a
+				      power of two, at least 8); 0 = default.
+				      When attaching, 0 or the table's value */
+	uint32_t mode;		    /**< permission bits of a created file */
+	int64_t gid;		    /**< group of a created file; -1 keeps the
+				      creator's group */
+	uint32_t flags;		    /**< TKSHM_O_* */
+	tkshm_on_full on_full;	    /**< fixed at creation, stored in the header */
+	char *errbuf;		    /**< optional: receives a sentence that names
+				      what was wrong or what differs */
+	size_t errbuf_len;
+} tkshm_options;
+
+#define TKSHM_OPTIONS_INIT                                                   \
+	{                                                                    \
+		sizeof(tkshm_options), NULL, 0, 0600, -1, TKSHM_O_CREATE,    \
+		    TKSHM_ON_FULL_EVICT, NULL, 0                             \
+	}
+
+/** Opens the table at `path`, creating it if TKSHM_O_CREATE is set and it
+ *  does not exist.  A path without a '/' names a file in TKSHM_DEFAULT_DIR.
+ *  A NULL path creates an anonymous table (MAP_SHARED|MAP_ANONYMOUS) that
+ *  is shared with the children forked after this call (the prefork pattern).
+ *
+ *  Creation is race-free: the segment is built and fully allocated under no
+ *  name (O_TMPFILE, or a private temporary name) and then linked to `path`;
+ *  whoever links first wins and every other creator attaches to the winner's
+ *  segment, so no process ever sees a half-built table.  The file gets
+ *  `mode` (default 0600) and `gid`, is never opened through a symbolic link
+ *  (TKSHM_ESYMLINK), and is allocated up front, so a full disk fails here
+ *  (TKSHM_ENOSPC) and never later with SIGBUS.
+ *
+ *  Attaching validates magic, layout version, header checksum, geometry,
+ *  the stored policy and the file size, and refuses any mismatch with its own
+ *  code: TKSHM_EBADMAGIC, TKSHM_EVERSION, TKSHM_ESIZE, TKSHM_ECORRUPT,
+ *  TKSHM_EMISMATCH (opts->errbuf names the field that differs).
+ *
+ *  @param opts  NULL means TKSHM_OPTIONS_INIT (which cannot create: no policy).
+ *  @param out   receives the handle; unchanged on error.
+ *  @return TKSHM_OK or a negative tkshm_error.
+ *  Threads: safe (each call makes its own handle).
+ *  Processes: any number may open one path at once; all end up on one
+ *  segment.  Crash: a creator killed before linking leaves only an unnamed
+ *  inode, which the kernel frees; nothing half-built is ever visible. */
+TKSHM_API int tkshm_open(const char *path, const tkshm_options *opts,
+			 tkshm_table **out);
+
+/** Unmaps the table and frees the handle.  The shared state stays (for a file
+ *  until it is removed; for an anonymous table until its last process
+ *  unmaps it).  NULL is accepted and ignored.
+ *  Threads: no other thread may use the handle during or after the call. */
+TKSHM_API int tkshm_close(tkshm_table *t);
+
+/* ---------------------------------------------------------------------------
+ * Decisions
+ * ------------------------------------------------------------------------- */
+
+/** Flags reported in tkshm_decision.flags. */
+#define TKSHM_DECISION_EVICTED_DEBTOR 0x1u /**< to make room, this check
+						evicted a key that was in debt
+						(its debt is remembered) */
+#define TKSHM_DECISION_DEBT_RESTORED 0x2u  /**< the key was absent and started
+						from debt remembered from an
+						eviction */
+
+/** The result of one check, with ThrottleKit's fields, all integers. */
+typedef struct tkshm_decision {
+	bool allowed;		/**< admitted (and consumed) */
+	int64_t limit;		/**< the effective ceiling (GCRA: burst) */
+	int64_t remaining;	/**< whole units left; never negative */
+	int64_t reset_at;	/**< epoch ms of full replenishment */
+	int64_t retry_after_ms; /**< 0 when allowed */
+	uint32_t flags;		/**< TKSHM_DECISION_* */
+} tkshm_decision;
+
+/** One element of a batch. */
+typedef struct tkshm_request {
+	const void *key;
+	size_t key_len;
+	double cost;
+} tkshm_request;
+
+/** Milliseconds since the Unix epoch from CLOCK_REALTIME, with sub-ms
+ *  fraction.  The clock the `_at`-less calls use.  Never fails. */
+TKSHM_API double tkshm_now_ms(void);
+
+/** Checks `key` against the table's policy at `now_ms`, consuming `cost`
+ *  if admitted.  A denial consumes nothing and writes nothing.
+ *  @param key      1..TKSHM_KEY_MAX arbitrary bytes.
+ *  @param cost     finite, > 0, <= TKSHM_COST_MAX; fractions allowed.
+ *  @param now_ms   finite, >= 0.
+ *  @param out      receives the decision.
+ *  @return TKSHM_OK when a decision was made (read out->allowed);
+ *  TKSHM_ENULL, TKSHM_EKEYEMPTY, TKSHM_EKEYLONG, TKSHM_ECOST, TKSHM_ENOW for
+ *  bad input (nothing changed); TKSHM_EREADONLY on a read-only handle;
+ *  TKSHM_EFULL when the window is full and the table refuses to evict;
+ *  TKSHM_EBUSY if contention did not settle (the caller fails open or
+ *  closed; this takes thousands of colliding writers).
+ *  Threads: safe.  Processes: safe; concurrent checks of one key never admit
+ *  more than the policy allows, whatever their interleaving.
+ *  Crash: a process killed anywhere in the call leaves the table valid; at
+ *  worst its own admission was recorded without being reported. */
+TKSHM_API int tkshm_check_at(tkshm_table *t, const void *key, size_t key_len,
+			     double cost, double now_ms, tkshm_decision *out);
+
+/** tkshm_check_at() with now_ms = tkshm_now_ms(). */
+TKSHM_API int tkshm_check(tkshm_table *t, const void *key, size_t key_len,
+			  double cost, tkshm_decision *out);
+
+/** Checks `n` requests at one instant; out[i] is the decision for reqs[i].
+ *  Every request is validated first: if any is invalid, the call returns
+ *  its error and checks nothing.  Otherwise each request is checked in input
+ *  order (a key repeated in the batch sees its earlier consumption).
+ *  If a check fails with TKSHM_EFULL or TKSHM_EBUSY, the requests before it
+ *  stand and the call returns that error; `*done` (if not NULL) receives
+ *  the number of decisions made.  Threads, Processes, Crash: as
+ *  tkshm_check_at(). */
+TKSHM_API int tkshm_check_many_at(tkshm_table *t, const tkshm_request *reqs,
+				  size_t n, double now_ms, tkshm_decision *out,
+				  size_t *done);
+
+/** tkshm_check_many_at() with one read of the system clock. */
+TKSHM_API int tkshm_check_many(tkshm_table *t, const tkshm_request *reqs,
+			       size_t n, tkshm_decision *out, size_t *done);
+
+/** What a check of cost 1 would decide now, without consuming or writing
+ *  (ThrottleKit's peek: allowed == remaining >= 1).  Works on read-only
+ *  handles.  Errors as tkshm_check_at() minus the write-side ones.
+ *  Threads: safe.  Processes: safe.  Crash: nothing written. */
+TKSHM_API int tkshm_peek_at(tkshm_table *t, const void *key, size_t key_len,
+			    double now_ms, tkshm_decision *out);
+
+/** tkshm_peek_at() with the system clock. */
+TKSHM_API int tkshm_peek(tkshm_table *t, const void *key, size_t key_len,
+			 tkshm_decision *out);
+
+/** Forgets `key`: its next check starts fresh.  Also clears the remembered
+ *  debt of its hash cell (shared with the few keys that hash to the same
+ *  cell, so a reset may forgive their evicted debt too).  Resetting an absent
+ *  key succeeds.  Errors: TKSHM_ENULL, TKSHM_EKEYEMPTY, TKSHM_EKEYLONG,
+ *  TKSHM_EREADONLY, TKSHM_EBUSY.
+ *  Threads, Processes: safe.  Crash: the key is either reset or not. */
+TKSHM_API int tkshm_reset(tkshm_table *t, const void *key, size_t key_len);
+
+/* ---------------------------------------------------------------------------
+ * Introspection
+ * ------------------------------------------------------------------------- */
+
+/** Counters and geometry of a table.  Counters are summed over shards that
+ *  processes update without a shared hot line, so a sum taken while others
+ *  work is a consistent-enough snapshot, not an atomic one. */
+typedef struct tkshm_stats {
+	uint64_t allowed, denied;
+	uint64_t inserts;	    /**< keys inserted (including re-inserts) */
+	uint64_t reclaims;	    /**< idle slots taken over by another key */
+	uint64_t evictions;	    /**< live keys evicted to make room */
+	uint64_t evictions_in_debt; /**< ... of which were in debt */
+	uint64_t debt_restores;	    /**< inserts that started from remembered debt */
+	uint64_t cas_retries;	    /**< compare-and-swaps lost to another writer */
+	uint64_t refusals;	    /**< TKSHM_EFULL returned */
+	uint64_t duplicates_killed; /**< concurrent placeholders of one key retired */
+	uint64_t resets;
+	/* geometry (immutable) */
+	uint64_t slots, buckets, debt_cells, file_bytes;
+	double bytes_per_key; /**< file_bytes / slots */
+	double created_ms;
+	uint32_t layout_version;
+	tkshm_on_full on_full;
+	tkshm_policy policy;
+	bool anonymous;
+} tkshm_stats;
+
+/** Fills `out`.  Works on read-only handles.  Errors: TKSHM_ENULL.
+ *  Threads, Processes: safe.  Crash: nothing written. */
+TKSHM_API int tkshm_stats_get(tkshm_table *t, tkshm_stats *out);
+
+/** Longest probe distance tracked in tkshm_usage.probe_hist. */
+#define TKSHM_WINDOW_SLOTS 8
+
+/** A scan of every slot at one instant (O(slots), read-only). */
+typedef struct tkshm_usage {
+	uint64_t live;	       /**< keys whose state is not yet idle */
+	uint64_t idle;	       /**< keys whose state equals absent (reclaimable) */
+	uint64_t empty;	       /**< never-used slots */
+	uint64_t placeholders; /**< inserts in progress (or abandoned by a crash) */
+	uint64_t dead;	       /**< retired placeholders, reclaimable */
+	uint64_t probe_hist[TKSHM_WINDOW_SLOTS]; /**< keys (live or idle) by
+						    position in their window */
+} tkshm_usage;
+
+/** Scans the table at `now_ms`.  Errors: TKSHM_ENULL, TKSHM_ENOW.
+ *  Threads, Processes: safe.  Crash: nothing written. */
+TKSHM_API int tkshm_usage_get(tkshm_table *t, double now_ms, tkshm_usage *out);
+
+/** Receives one broken invariant per call, as a sentence. */
+typedef void (*tkshm_problem_fn)(void *ctx, const char *problem);
+
+/** Checks every invariant of the slot protocol (src/shm/protocol.h) and of
+ *  the header, reading only.  Calls `fn` (if not NULL) once per problem.
+ *  @param problems  if not NULL, receives the number of problems.
+ *  @return TKSHM_OK if all hold, TKSHM_ECORRUPT if any is broken, TKSHM_ENULL.
+ *  A table being written while it is verified may show transient states;
+ *  the checked invariants hold at every instant, so a report is real.
+ *  Threads, Processes: safe.  Crash: nothing written. */
+TKSHM_API int tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx,
+			   uint64_t *problems);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TKSHM_H */

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages that tkshm needs and that are missing.
+#
+#   scripts/install-deps.sh [demo|test|bench]     (default: demo)
+#
+#   demo   build the library, tkshm-inspect and the demo
+#   test   demo + what the test suite and the sanitizer builds need
+#   bench  test + the C++ benchmarks and their plots
+#
+# Runs apt-get only when something is missing (apt-get update once, then one
+# apt-get install).  As a non-root user it uses sudo when sudo exists.
+set -euo pipefail
+
+export DEBIAN_FRONTEND=noninteractive
+
+# --- the package lists (the only place they are written) --------------------
+DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev)
+TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
+	libclang-rt-14-dev binutils python3 procps)
+BENCH_PKGS=("${TEST_PKGS[@]}" libbenchmark-dev g++ gnuplot-nox)
+# -----------------------------------------------------------------------------
+
+usage() {
+	echo "usage: $0 [demo|test|bench]" >&2
+	exit 2
+}
+
+set_name=${1:-demo}
+case "$set_name" in
+demo) pkgs=("${DEMO_PKGS[@]}") ;;
+test) pkgs=("${TEST_PKGS[@]}") ;;
+bench) pkgs=("${BENCH_PKGS[@]}") ;;
+-h | --help) usage ;;
+*)
+	echo "install-deps: unknown set '$set_name'" >&2
+	usage
+	;;
+esac
+[[ $# -le 1 ]] || usage
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+	echo "install-deps: not a Debian system (no dpkg-query); make sure" \
+		"these are installed: ${pkgs[*]}" >&2
+	exit 0
+fi
+
+missing=()
+for pkg in "${pkgs[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null |
+		grep -q 'install ok installed'; then
+		missing+=("$pkg")
+	fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+	echo "install-deps: all ${#pkgs[@]} packages of set '$set_name' are installed"
+	exit 0
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+	as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+	as_root=(sudo --preserve-env=DEBIAN_FRONTEND)
+else
+	echo "install-deps: missing packages (${missing[*]}), and this is not" \
+		"root and sudo is absent: install them as root" >&2
+	exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+"${as_root[@]}" apt-get update
+"${as_root[@]}" apt-get install -y --no-install-recommends "${missing[@]}"

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Builds tkshm three ways and runs the test suite on each; stops at the first
+# failing stage.
+#
+#   plain  build/plain  RelWithDebInfo              all tests
+#   asan   build/asan   Debug, address+undefined    all tests
+#   tsan   build/tsan   Debug, clang, thread        tests labelled concurrency
+#
+# In the plain and asan stages, tests labelled `serial` run alone (-j1) after
+# the others ran two at a time.  Every build uses -Werror, tools on, bench off.
+# The last line is "summary: N passed, N failed" (test runs over all stages).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+JOBS=2
+total_passed=0
+total_failed=0
+stage_times=()
+t_start=$SECONDS
+
+banner() {
+	printf '\n===== test.sh: %s =====\n' "$*"
+}
+
+summary() {
+	local elapsed=$((SECONDS - t_start))
+	echo
+	if [[ ${#stage_times[@]} -gt 0 ]]; then
+		echo "stages: ${stage_times[*]} (total ${elapsed}s)"
+	fi
+	if [[ $((total_passed + total_failed)) -eq 0 ]]; then
+		echo "test.sh: warning: no test ran (no tests defined yet?)"
+	fi
+	echo "summary: ${total_passed} passed, ${total_failed} failed"
+}
+
+fail() {
+	echo "test.sh: FAILED: $*" >&2
+	summary
+	exit 1
+}
+
+# configure_build DIR [cmake args...]
+configure_build() {
+	local dir=$1
+	shift
+	cmake -S . -B "$dir" \
+		-DTKSHM_WERROR=ON \
+		-DTKSHM_BUILD_TESTS=ON \
+		-DTKSHM_BUILD_TOOLS=ON \
+		-DTKSHM_BUILD_BENCH=OFF \
+		-DTKSHM_BUILD_DEMO=ON \
+		"$@" || fail "configure of $dir"
+	cmake --build "$dir" -j"$JOBS" || fail "build of $dir"
+}
+
+# run_ctest STAGE DIR [ctest args...]
+# Runs ctest with the command prefix in CTEST_PREFIX (an array, maybe empty),
+# adds its counts to the totals and stops the script if a test failed.
+CTEST_PREFIX=()
+run_ctest() {
+	local stage=$1 dir=$2
+	shift 2
+	local log rc=0 counts failed=0 total=0
+	log=$(mktemp)
+	"${CTEST_PREFIX[@]}" ctest --test-dir "$dir" --output-on-failure \
+		--no-tests=ignore "$@" 2>&1 | tee "$log" || rc=$?
+	# "100% tests passed, 0 tests failed out of 12"
+	counts=$(sed -n 's/.*tests passed, \([0-9]*\) tests* failed out of \([0-9]*\).*/\1 \2/p' "$log" | tail -n 1)
+	rm -f "$log"
+	if [[ -n $counts ]]; then
+		read -r failed total <<<"$counts"
+	fi
+	total_passed=$((total_passed + total - failed))
+	total_failed=$((total_failed + failed))
+	if [[ $rc -ne 0 ]]; then
+		[[ $failed -gt 0 ]] || total_failed=$((total_failed + 1))
+		fail "$stage: ctest $* (exit $rc)"
+	fi
+}
+
+# run_stage_tests STAGE DIR: parallel non-serial tests, then serial ones alone.
+run_stage_tests() {
+	local stage=$1 dir=$2
+	run_ctest "$stage" "$dir" -LE serial -j"$JOBS"
+	run_ctest "$stage" "$dir" -L serial -j1
+}
+
+bash scripts/install-deps.sh test
+
+# --- plain ------------------------------------------------------------------
+banner "[1/3] plain: RelWithDebInfo, all tests (build/plain)"
+t0=$SECONDS
+configure_build build/plain -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DTKSHM_SANITIZE=
+run_stage_tests plain build/plain
+stage_times+=("plain=$((SECONDS - t0))s")
+
+# --- asan + ubsan -----------------------------------------------------------
+banner "[2/3] asan: Debug, address+undefined, all tests (build/asan)"
+t0=$SECONDS
+configure_build build/asan -DCMAKE_BUILD_TYPE=Debug \
+	'-DTKSHM_SANITIZE=address;undefined'
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+run_stage_tests asan build/asan
+unset ASAN_OPTIONS UBSAN_OPTIONS
+stage_times+=("asan=$((SECONDS - t0))s")
+
+# --- tsan -------------------------------------------------------------------
+banner "[3/3] tsan: Debug, clang, thread, concurrency tests (build/tsan)"
+t0=$SECONDS
+configure_build build/tsan -DCMAKE_BUILD_TYPE=Debug \
+	-DCMAKE_C_COMPILER=clang -DTKSHM_SANITIZE=thread
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+# clang 14's TSan runtime dies with "FATAL: ThreadSanitizer: unexpected
+# memory mapping" when the kernel randomises mmap with more bits than it
+# expects (vm.mmap_rnd_bits > 28).  Probe with a trivial program; if it
+# fails, run the tests with address-space randomisation off (setarch -R).
+probe_dir=build/tsan/tsan-probe
+mkdir -p "$probe_dir"
+cat >"$probe_dir/probe.c" <<'PROBE'
+#include <pthread.h>
+static int counter;
+static void *bump(void *arg)
+{
+	(void)arg;
+	__atomic_fetch_add(&counter, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+int main(void)
+{
+	pthread_t t;
+	if (pthread_create(&t, NULL, bump, NULL) != 0)
+		return 2;
+	bump(NULL);
+	pthread_join(t, NULL);
+	return counter == 2 ? 0 : 1;
+}
+PROBE
+clang -fsanitize=thread -g -O1 -pthread "$probe_dir/probe.c" \
+	-o "$probe_dir/probe" || fail "tsan: cannot build the TSan probe"
+if "$probe_dir/probe" >"$probe_dir/probe.log" 2>&1; then
+	echo "test.sh: tsan probe runs as is"
+	CTEST_PREFIX=()
+elif setarch "$(uname -m)" -R "$probe_dir/probe" \
+	>"$probe_dir/probe-setarch.log" 2>&1; then
+	echo "test.sh: tsan probe failed ($(head -n 1 "$probe_dir/probe.log"));" \
+		"running the tsan tests under setarch $(uname -m) -R"
+	CTEST_PREFIX=(setarch "$(uname -m)" -R)
+else
+	cat "$probe_dir/probe.log" "$probe_dir/probe-setarch.log" >&2
+	fail "tsan: a trivial TSan program fails, even under setarch -R" \
+		"(try: sysctl vm.mmap_rnd_bits=28)"
+fi
+
+run_ctest tsan build/tsan -L concurrency
+CTEST_PREFIX=()
+unset TSAN_OPTIONS
+stage_times+=("tsan=$((SECONDS - t0))s")
+
+summary

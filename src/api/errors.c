@@ -1,0 +1,60 @@
+/*
+ * errors.c - the one table of error codes, names and sentences.
+ */
+#include "tkshm.h"
+
+#define TK_ERRORS(X)                                                         \
+	X(TKSHM_OK, "success")                                               \
+	X(TKSHM_ENULL, "a required pointer argument is NULL")                \
+	X(TKSHM_EINVAL, "an argument is out of range")                       \
+	X(TKSHM_EKEYEMPTY, "the key is empty")                               \
+	X(TKSHM_EKEYLONG, "the key is longer than TKSHM_KEY_MAX bytes")      \
+	X(TKSHM_ECOST,                                                       \
+	  "the cost must be a finite number > 0 and <= 2^53-1")              \
+	X(TKSHM_ENOW, "the time must be a finite number of ms >= 0")         \
+	X(TKSHM_EPOLICY, "the policy is invalid")                            \
+	X(TKSHM_EMISMATCH,                                                   \
+	  "the table exists with another policy or size")                   \
+	X(TKSHM_EBADMAGIC, "the file is not a tkshm table")                  \
+	X(TKSHM_EVERSION,                                                    \
+	  "the table was written by an incompatible layout version")        \
+	X(TKSHM_ESIZE, "the file size does not match the table header")      \
+	X(TKSHM_ECORRUPT, "the table is corrupt")                            \
+	X(TKSHM_ESYMLINK, "the path is a symbolic link")                     \
+	X(TKSHM_ENOTFILE, "the path is not a regular file")                  \
+	X(TKSHM_EPERM, "permission denied")                                  \
+	X(TKSHM_ENOENT, "the table does not exist")                          \
+	X(TKSHM_EEXIST, "the table already exists")                          \
+	X(TKSHM_ENOSPC, "no space left to allocate the table")               \
+	X(TKSHM_ENOMEM, "out of memory")                                     \
+	X(TKSHM_ESYSTEM, "a system call failed (see errno)")                 \
+	X(TKSHM_EFULL,                                                       \
+	  "the key's probe window is full and the table refuses to evict")  \
+	X(TKSHM_EBUSY, "contention did not settle within the retry bound")  \
+	X(TKSHM_EREADONLY, "the table was opened read-only")
+
+const char *
+tkshm_strerror(int err)
+{
+	switch (err) {
+#define TK_CASE(code, text)                                                  \
+	case code:                                                           \
+		return text;
+		TK_ERRORS(TK_CASE)
+#undef TK_CASE
+	}
+	return "unknown tkshm error";
+}
+
+const char *
+tkshm_error_name(int err)
+{
+	switch (err) {
+#define TK_CASE(code, text)                                                  \
+	case code:                                                           \
+		return #code;
+		TK_ERRORS(TK_CASE)
+#undef TK_CASE
+	}
+	return "TKSHM_EUNKNOWN";
+}

@@ -1,0 +1,212 @@
+/*
+ * table_api.c - the public table calls: argument checks, then the store.
+ *
+ * Every argument is checked here, before anything is changed; the shared
+ * table code (src/shm/) assumes valid arguments.  This is the limiter of
+ * ThrottleKit's model: it binds the table's algorithm (fixed in its header)
+ * to the shared store and to a clock, which callers can replace by passing
+ * `now_ms` themselves.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shm/table.h"
+#include "tkshm.h"
+
+/* Beyond 2^62 ms (146 million years) a TAT could stop being finite. */
+#define TK_NOW_MAX 4611686018427387904.0
+
+static int
+tk_check_key(const void *key, size_t len)
+{
+	if (!key)
+		return TKSHM_ENULL;
+	if (len == 0)
+		return TKSHM_EKEYEMPTY;
+	if (len > TKSHM_KEY_MAX)
+		return TKSHM_EKEYLONG;
+	return TKSHM_OK;
+}
+
+static int
+tk_check_cost(double cost)
+{
+	return isfinite(cost) && cost > 0 && cost <= TKSHM_COST_MAX
+		   ? TKSHM_OK
+		   : TKSHM_ECOST;
+}
+
+static int
+tk_check_now(double now)
+{
+	return isfinite(now) && now >= 0 && now <= TK_NOW_MAX ? TKSHM_OK
+							      : TKSHM_ENOW;
+}
+
+int
+tkshm_open(const char *path, const tkshm_options *opts, tkshm_table **out)
+{
+	static const tkshm_options defaults = TKSHM_OPTIONS_INIT;
+	struct tkshm_table *t;
+	int rc;
+
+	if (!out)
+		return TKSHM_ENULL;
+	if (!opts)
+		opts = &defaults;
+	if (opts->size != sizeof(tkshm_options))
+		return TKSHM_EINVAL;
+	if (opts->errbuf && opts->errbuf_len)
+		opts->errbuf[0] = '\0';
+	t = calloc(1, sizeof *t);
+	if (!t)
+		return TKSHM_ENOMEM;
+	rc = tk_segment_open(path, opts, t);
+	if (rc != TKSHM_OK) {
+		free(t);
+		return rc;
+	}
+	*out = t;
+	return TKSHM_OK;
+}
+
+int
+tkshm_close(tkshm_table *t)
+{
+	if (!t)
+		return TKSHM_OK;
+	tk_segment_close(t);
+	free(t);
+	return TKSHM_OK;
+}
+
+int
+tkshm_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
+	       double now_ms, tkshm_decision *out)
+{
+	int rc;
+
+	if (!t || !out)
+		return TKSHM_ENULL;
+	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK ||
+	    (rc = tk_check_cost(cost)) != TKSHM_OK ||
+	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
+		return rc;
+	if (t->readonly)
+		return TKSHM_EREADONLY;
+	return tk_table_check(t, key, key_len, cost, now_ms, out);
+}
+
+int
+tkshm_check(tkshm_table *t, const void *key, size_t key_len, double cost,
+	    tkshm_decision *out)
+{
+	return tkshm_check_at(t, key, key_len, cost, tkshm_now_ms(), out);
+}
+
+int
+tkshm_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
+		    double now_ms, tkshm_decision *out, size_t *done)
+{
+	int rc;
+
+	if (done)
+		*done = 0;
+	if (!t || (n && (!reqs || !out)))
+		return TKSHM_ENULL;
+	if ((rc = tk_check_now(now_ms)) != TKSHM_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		if ((rc = tk_check_key(reqs[i].key, reqs[i].key_len)) !=
+			TKSHM_OK ||
+		    (rc = tk_check_cost(reqs[i].cost)) != TKSHM_OK)
+			return rc;
+	if (t->readonly)
+		return TKSHM_EREADONLY;
+	for (size_t i = 0; i < n; i++) {
+		rc = tk_table_check(t, reqs[i].key, reqs[i].key_len,
+				    reqs[i].cost, now_ms, &out[i]);
+		if (rc != TKSHM_OK)
+			return rc;
+		if (done)
+			*done = i + 1;
+	}
+	return TKSHM_OK;
+}
+
+int
+tkshm_check_many(tkshm_table *t, const tkshm_request *reqs, size_t n,
+		 tkshm_decision *out, size_t *done)
+{
+	return tkshm_check_many_at(t, reqs, n, tkshm_now_ms(), out, done);
+}
+
+int
+tkshm_peek_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
+	      tkshm_decision *out)
+{
+	int rc;
+
+	if (!t || !out)
+		return TKSHM_ENULL;
+	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK ||
+	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
+		return rc;
+	tk_table_peek(t, key, key_len, now_ms, out);
+	return TKSHM_OK;
+}
+
+int
+tkshm_peek(tkshm_table *t, const void *key, size_t key_len,
+	   tkshm_decision *out)
+{
+	return tkshm_peek_at(t, key, key_len, tkshm_now_ms(), out);
+}
+
+int
+tkshm_reset(tkshm_table *t, const void *key, size_t key_len)
+{
+	int rc;
+
+	if (!t)
+		return TKSHM_ENULL;
+	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK)
+		return rc;
+	if (t->readonly)
+		return TKSHM_EREADONLY;
+	return tk_table_reset(t, key, key_len);
+}
+
+int
+tkshm_stats_get(tkshm_table *t, tkshm_stats *out)
+{
+	uint64_t c[TK_SHARD_COUNTERS];
+
+	if (!t || !out)
+		return TKSHM_ENULL;
+	memset(out, 0, sizeof *out);
+	tk_counters_sum(t, c);
+	out->allowed = c[TK_C_ALLOWED];
+	out->denied = c[TK_C_DENIED];
+	out->inserts = c[TK_C_INSERTS];
+	out->reclaims = c[TK_C_RECLAIMS];
+	out->evictions = c[TK_C_EVICTIONS];
+	out->evictions_in_debt = c[TK_C_EVICTIONS_IN_DEBT];
+	out->debt_restores = c[TK_C_DEBT_RESTORES];
+	out->cas_retries = c[TK_C_CAS_RETRIES];
+	out->refusals = c[TK_C_REFUSALS];
+	out->duplicates_killed = c[TK_C_DUPLICATES_KILLED];
+	out->resets = c[TK_C_RESETS];
+	out->slots = t->nbuckets * TK_SLOTS_PER_BUCKET;
+	out->buckets = t->nbuckets;
+	out->debt_cells = t->ndebt;
+	out->file_bytes = t->map_size;
+	out->bytes_per_key = (double)t->map_size / (double)out->slots;
+	out->created_ms = t->created_ms;
+	out->layout_version = TK_LAYOUT_VERSION;
+	out->on_full = t->on_full;
+	out->policy = t->policy;
+	out->anonymous = t->anonymous;
+	return TKSHM_OK;
+}

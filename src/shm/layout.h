@@ -1,0 +1,150 @@
+/*
+ * layout.h - the bytes of a table segment: an ABI between processes.
+ *
+ * Segment, in order (every region starts on a 4 KiB boundary):
+ *
+ *   header   one page, immutable after the segment is published (I10)
+ *   shards   TK_SHARDS counter shards, 128 bytes each (I11)
+ *   buckets  nbuckets cache lines of 4 slots {fp, st}
+ *   labels   one 32-byte label per slot: a bounded key prefix for operators
+ *   debt     ndebt 8-byte cells remembering the debt of evicted keys (I8)
+ *
+ * The header stores the geometry (nbuckets, ndebt, nshards) and every offset;
+ * attach recomputes the offsets from the geometry with overflow checks and
+ * refuses a header whose offsets or file size differ (segment.c).  Nothing
+ * here is a pointer.
+ */
+#ifndef TKSHM_SHM_LAYOUT_H
+#define TKSHM_SHM_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bumped whenever any byte of the segment changes meaning. */
+#define TK_LAYOUT_VERSION 1u
+
+/* "TKSHM", NUL, CR, LF: the CR LF catches text-mode mangling. */
+#define TK_MAGIC "TKSHM\0\r\n"
+#define TK_MAGIC_LEN 8
+
+/* Written as a native integer: a segment from a machine of the other byte
+ * order reads back as 0x04030201 and is refused. */
+#define TK_BYTE_ORDER_MARK 0x01020304u
+
+#define TK_PAGE 4096u
+#define TK_SLOTS_PER_BUCKET 4u
+#define TK_WINDOW (2u * TK_SLOTS_PER_BUCKET)
+#define TK_SHARDS 64u
+#define TK_SHARD_COUNTERS 16u
+#define TK_LABEL_PREFIX 23u
+#define TK_MIN_SLOTS 8u
+#define TK_MAX_SLOTS (UINT64_C(1) << 36)
+#define TK_POLICY_PARAMS 16u
+
+/* I1: written only whole, by tk_cas128; read as two 8-byte halves. */
+struct tk_slot {
+	_Alignas(16) uint64_t fp;
+	uint64_t st;
+};
+
+/* One cache line: the unit a probe reads. */
+struct tk_bucket {
+	_Alignas(64) struct tk_slot s[TK_SLOTS_PER_BUCKET];
+};
+
+/* Display-only key prefix of the slot with the same index.  `fp` is the
+ * fingerprint the label was written for; w[0]'s low byte is the key length
+ * (255 meaning 255 or more) and the following 23 bytes are the key's first
+ * bytes.  Written seqlock-style after an insert (table.c, tk_label_write);
+ * a reader accepts it only if fp matches the slot's. */
+struct tk_label {
+	_Alignas(32) uint64_t fp;
+	uint64_t w[3];
+};
+
+/* Per-shard counters, indexed by enum tk_counter. */
+struct tk_shard {
+	_Alignas(64) uint64_t c[TK_SHARD_COUNTERS];
+};
+
+enum tk_counter {
+	TK_C_ALLOWED,
+	TK_C_DENIED,
+	TK_C_INSERTS,
+	TK_C_RECLAIMS,
+	TK_C_EVICTIONS,
+	TK_C_EVICTIONS_IN_DEBT,
+	TK_C_DEBT_RESTORES,
+	TK_C_CAS_RETRIES,
+	TK_C_REFUSALS,
+	TK_C_DUPLICATES_KILLED,
+	TK_C_RESETS,
+	TK_C_COUNT
+};
+
+/* The policy as stored: a kind and its parameters in ThrottleKit's order. */
+struct tk_policy_wire {
+	uint32_t kind;
+	uint32_t reserved;
+	double p[TK_POLICY_PARAMS];
+};
+
+#define TK_HDR_ANONYMOUS 0x1u
+
+struct tk_header {
+	char magic[TK_MAGIC_LEN];
+	uint32_t layout_version;
+	uint32_t byte_order;
+	uint32_t header_size;	  /* sizeof(struct tk_header) */
+	uint32_t abi;		  /* tk_layout_abi(): sizes of the structs */
+	uint64_t file_size;	  /* bytes of the whole segment */
+	uint64_t seed;		  /* XXH3 seed, from getrandom() */
+	double created_ms;	  /* epoch ms */
+	uint32_t creator_pid;
+	uint32_t flags;		  /* TK_HDR_* */
+	uint32_t on_full;	  /* tkshm_on_full */
+	uint32_t nshards;
+	uint64_t nbuckets;	  /* power of two, >= 2 */
+	uint64_t ndebt;		  /* power of two, >= 1 */
+	uint64_t shards_off;
+	uint64_t buckets_off;
+	uint64_t labels_off;
+	uint64_t debt_off;
+	struct tk_policy_wire policy;
+	uint64_t checksum;	  /* XXH64 of every byte before this field */
+};
+
+_Static_assert(sizeof(struct tk_slot) == 16, "slot is 16 bytes");
+_Static_assert(sizeof(struct tk_bucket) == 64, "bucket is one cache line");
+_Static_assert(sizeof(struct tk_label) == 32, "label is 32 bytes");
+_Static_assert(sizeof(struct tk_shard) == 128, "shard is two cache lines");
+_Static_assert(TK_C_COUNT <= TK_SHARD_COUNTERS, "counters fit a shard");
+_Static_assert(sizeof(struct tk_header) <= TK_PAGE, "header fits one page");
+_Static_assert(offsetof(struct tk_header, magic) == 0, "magic first");
+_Static_assert(offsetof(struct tk_header, checksum) ==
+		   sizeof(struct tk_header) - 8,
+	       "checksum last");
+_Static_assert(sizeof(double) == 8, "IEEE-754 binary64");
+
+/* A fingerprint of the struct sizes, so builds that disagree refuse each
+ * other's segments (TKSHM_EVERSION). */
+static inline uint32_t
+tk_layout_abi(void)
+{
+	return (uint32_t)(sizeof(struct tk_slot) | sizeof(struct tk_bucket) << 6 |
+			  sizeof(struct tk_label) << 14 |
+			  sizeof(struct tk_shard) << 20) ^
+	       (uint32_t)sizeof(struct tk_header) << 8;
+}
+
+/* The offsets and size a geometry implies. */
+struct tk_geometry {
+	uint64_t nbuckets, ndebt, nshards;
+	uint64_t shards_off, buckets_off, labels_off, debt_off, file_size;
+};
+
+/* Fills the offsets of g from its counts.  Returns 0, or -1 when a count is
+ * out of range or a size would overflow. */
+int tk_geometry_compute(struct tk_geometry *g);
+
+#endif /* TKSHM_SHM_LAYOUT_H */

@@ -1,0 +1,574 @@
+/*
+ * segment.c - creating, publishing, attaching and validating a segment.
+ *
+ * Creation never exposes a half-built segment: the file is created without a
+ * name (O_TMPFILE in the target directory, or a private O_EXCL temporary name
+ * where O_TMPFILE is unsupported), fully allocated with posix_fallocate (so a
+ * full disk fails here, not later with SIGBUS), initialised, and only then
+ * linked to its path.  link() never replaces, so exactly one creator wins;
+ * the others get EEXIST and attach to the winner's segment.  A creator killed
+ * before linking leaves an unnamed inode the kernel frees (or, with the
+ * fallback, a stray temporary name; the real path is never affected).
+ *
+ * Attaching reads the header with pread into private memory, validates every
+ * field against the file and against the geometry recomputed from its counts
+ * (I10), then maps the file and copies the validated values into the handle.
+ * The library never re-reads the shared header after that.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shm/layout.h"
+#include "shm/table.h"
+
+#define TK_OPEN_ATTEMPTS 16
+
+/* Writes a sentence into the caller's error buffer, if any. */
+static void
+tk_say(const tkshm_options *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!o || !o->errbuf || o->errbuf_len == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(o->errbuf, o->errbuf_len, fmt, ap);
+	va_end(ap);
+}
+
+/* Maps a failed system call's errno to a tkshm error. */
+static int
+tk_errno_code(int e)
+{
+	switch (e) {
+	case EACCES:
+	case EPERM:
+	case EROFS:
+		return TKSHM_EPERM;
+	case ELOOP:
+		return TKSHM_ESYMLINK;
+	case ENOENT:
+	case ENOTDIR:
+		return TKSHM_ENOENT;
+	case ENOSPC:
+	case EDQUOT:
+	case EFBIG:
+		return TKSHM_ENOSPC;
+	case ENOMEM:
+		return TKSHM_ENOMEM;
+	case EEXIST:
+		return TKSHM_EEXIST;
+	default:
+		return TKSHM_ESYSTEM;
+	}
+}
+
+static uint64_t
+tk_align_page(uint64_t x)
+{
+	return (x + TK_PAGE - 1) & ~(uint64_t)(TK_PAGE - 1);
+}
+
+static bool
+tk_is_pow2(uint64_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+int
+tk_geometry_compute(struct tk_geometry *g)
+{
+	if (!tk_is_pow2(g->nbuckets) || g->nbuckets < 2 ||
+	    g->nbuckets > TK_MAX_SLOTS / TK_SLOTS_PER_BUCKET)
+		return -1;
+	if (!tk_is_pow2(g->ndebt) || g->ndebt > TK_MAX_SLOTS)
+		return -1;
+	if (g->nshards != TK_SHARDS)
+		return -1;
+	/* Bounded counts: no product below can overflow 64 bits. */
+	g->shards_off = TK_PAGE;
+	g->buckets_off = tk_align_page(g->shards_off +
+				       g->nshards * sizeof(struct tk_shard));
+	g->labels_off = tk_align_page(g->buckets_off +
+				      g->nbuckets * sizeof(struct tk_bucket));
+	g->debt_off = tk_align_page(g->labels_off +
+				    g->nbuckets * TK_SLOTS_PER_BUCKET *
+					sizeof(struct tk_label));
+	g->file_size = tk_align_page(g->debt_off + g->ndebt * sizeof(uint64_t));
+	return 0;
+}
+
+/* The geometry for a requested number of slots. */
+static int
+tk_geometry_for_slots(uint64_t slots, struct tk_geometry *g)
+{
+	uint64_t nb = 2;
+
+	if (slots < TK_MIN_SLOTS)
+		slots = TK_MIN_SLOTS;
+	if (slots > TK_MAX_SLOTS)
+		return -1;
+	while (nb * TK_SLOTS_PER_BUCKET < slots)
+		nb <<= 1;
+	memset(g, 0, sizeof *g);
+	g->nbuckets = nb;
+	/* One debt cell per bucket: 2 bytes per slot. */
+	g->ndebt = nb;
+	g->nshards = TK_SHARDS;
+	return tk_geometry_compute(g);
+}
+
+static void
+tk_policy_to_wire(const tkshm_policy *p, struct tk_policy_wire *w)
+{
+	memset(w, 0, sizeof *w);
+	w->kind = (uint32_t)p->kind;
+	switch (p->kind) {
+	case TKSHM_KIND_GCRA:
+		w->p[0] = p->u.gcra.limit;
+		w->p[1] = p->u.gcra.period_ms;
+		w->p[2] = p->u.gcra.burst;
+		break;
+	}
+}
+
+static void
+tk_policy_from_wire(const struct tk_policy_wire *w, tkshm_policy *p)
+{
+	memset(p, 0, sizeof *p);
+	p->kind = (tkshm_kind)w->kind;
+	switch (p->kind) {
+	case TKSHM_KIND_GCRA:
+		p->u.gcra.limit = w->p[0];
+		p->u.gcra.period_ms = w->p[1];
+		p->u.gcra.burst = w->p[2];
+		break;
+	}
+}
+
+static uint64_t
+tk_header_checksum(const struct tk_header *h)
+{
+	return XXH64(h, offsetof(struct tk_header, checksum), 0);
+}
+
+/* Fills the handle from a validated header and a mapping of its segment. */
+static void
+tk_handle_fill(struct tkshm_table *t, const struct tk_header *h,
+	       const struct tk_algo *algo, uint8_t *base, bool readonly)
+{
+	t->base = base;
+	t->map_size = h->file_size;
+	t->readonly = readonly;
+	t->anonymous = (h->flags & TK_HDR_ANONYMOUS) != 0;
+	t->shards = (struct tk_shard *)(base + h->shards_off);
+	t->buckets = (struct tk_bucket *)(base + h->buckets_off);
+	t->labels = (struct tk_label *)(base + h->labels_off);
+	t->debt = (uint64_t *)(base + h->debt_off);
+	t->nshards = h->nshards;
+	t->nbuckets = h->nbuckets;
+	t->bucket_mask = h->nbuckets - 1;
+	t->ndebt = h->ndebt;
+	t->debt_mask = h->ndebt - 1;
+	t->seed = h->seed;
+	t->created_ms = h->created_ms;
+	t->on_full = (tkshm_on_full)h->on_full;
+	tk_policy_from_wire(&h->policy, &t->policy);
+	t->algo = *algo;
+}
+
+/* Builds a fresh header for a geometry and policy. */
+static int
+tk_header_build(struct tk_header *h, const struct tk_geometry *g,
+		const tkshm_policy *p, tkshm_on_full on_full, bool anonymous)
+{
+	memset(h, 0, sizeof *h);
+	memcpy(h->magic, TK_MAGIC, TK_MAGIC_LEN);
+	h->layout_version = TK_LAYOUT_VERSION;
+	h->byte_order = TK_BYTE_ORDER_MARK;
+	h->header_size = (uint32_t)sizeof(struct tk_header);
+	h->abi = tk_layout_abi();
+	h->file_size = g->file_size;
+	if (getrandom(&h->seed, sizeof h->seed, 0) != (ssize_t)sizeof h->seed)
+		return TKSHM_ESYSTEM;
+	h->created_ms = tkshm_now_ms();
+	h->creator_pid = (uint32_t)getpid();
+	h->flags = anonymous ? TK_HDR_ANONYMOUS : 0;
+	h->on_full = (uint32_t)on_full;
+	h->nshards = (uint32_t)g->nshards;
+	h->nbuckets = g->nbuckets;
+	h->ndebt = g->ndebt;
+	h->shards_off = g->shards_off;
+	h->buckets_off = g->buckets_off;
+	h->labels_off = g->labels_off;
+	h->debt_off = g->debt_off;
+	tk_policy_to_wire(p, &h->policy);
+	h->checksum = tk_header_checksum(h);
+	return TKSHM_OK;
+}
+
+/* Validates a header read from a file of `file_size` bytes.  On success
+ * fills *algo from the stored policy. */
+static int
+tk_header_validate(const struct tk_header *h, uint64_t file_size,
+		   const tkshm_options *o, struct tk_algo *algo)
+{
+	struct tk_geometry g;
+	tkshm_policy p;
+	char why[160];
+
+	if (memcmp(h->magic, TK_MAGIC, TK_MAGIC_LEN) != 0) {
+		tk_say(o, "not a tkshm table: bad magic");
+		return TKSHM_EBADMAGIC;
+	}
+	if (h->byte_order != TK_BYTE_ORDER_MARK) {
+		tk_say(o, "table was written with another byte order");
+		return TKSHM_EVERSION;
+	}
+	if (h->layout_version != TK_LAYOUT_VERSION) {
+		tk_say(o, "table layout version %u, this library reads %u",
+		       h->layout_version, TK_LAYOUT_VERSION);
+		return TKSHM_EVERSION;
+	}
+	if (h->header_size != sizeof(struct tk_header) ||
+	    h->abi != tk_layout_abi()) {
+		tk_say(o, "table header size/ABI %u/%#x, this library uses "
+			  "%zu/%#x",
+		       h->header_size, h->abi, sizeof(struct tk_header),
+		       tk_layout_abi());
+		return TKSHM_EVERSION;
+	}
+	if (h->file_size != file_size) {
+		tk_say(o, "file is %llu bytes, its header says %llu",
+		       (unsigned long long)file_size,
+		       (unsigned long long)h->file_size);
+		return TKSHM_ESIZE;
+	}
+	if (tk_header_checksum(h) != h->checksum) {
+		tk_say(o, "header checksum mismatch");
+		return TKSHM_ECORRUPT;
+	}
+	memset(&g, 0, sizeof g);
+	g.nbuckets = h->nbuckets;
+	g.ndebt = h->ndebt;
+	g.nshards = h->nshards;
+	if (tk_geometry_compute(&g) != 0 || g.shards_off != h->shards_off ||
+	    g.buckets_off != h->buckets_off || g.labels_off != h->labels_off ||
+	    g.debt_off != h->debt_off || g.file_size != h->file_size) {
+		tk_say(o, "header geometry is inconsistent");
+		return TKSHM_ECORRUPT;
+	}
+	if (h->on_full > TKSHM_ON_FULL_REFUSE) {
+		tk_say(o, "header on-full policy %u is unknown", h->on_full);
+		return TKSHM_ECORRUPT;
+	}
+	tk_policy_from_wire(&h->policy, &p);
+	if (tk_algo_init(algo, &p, why, sizeof why) != TKSHM_OK) {
+		tk_say(o, "stored policy is invalid: %s", why);
+		return TKSHM_ECORRUPT;
+	}
+	return TKSHM_OK;
+}
+
+/* Names the first policy parameter that differs. */
+static void
+tk_say_policy_mismatch(const tkshm_options *o, const tkshm_policy *have,
+		       const tkshm_policy *want)
+{
+	char a[256], b[256];
+
+	if (tkshm_policy_format(have, a, sizeof a) < 0)
+		snprintf(a, sizeof a, "(kind %d)", (int)have->kind);
+	if (tkshm_policy_format(want, b, sizeof b) < 0)
+		snprintf(b, sizeof b, "(kind %d)", (int)want->kind);
+	tk_say(o, "table policy is \"%s\", not \"%s\"", a, b);
+}
+
+/* Attaches an open file descriptor.  Closes nothing. */
+static int
+tk_attach_fd(int fd, const tkshm_options *o, const struct tk_geometry *want,
+	     struct tkshm_table *t)
+{
+	struct tk_header h;
+	struct tk_algo algo;
+	struct stat st;
+	bool ro = (o->flags & TKSHM_O_RDONLY) != 0;
+	void *base;
+	ssize_t n;
+	int rc;
+
+	if (fstat(fd, &st) != 0)
+		return tk_errno_code(errno);
+	if (!S_ISREG(st.st_mode)) {
+		tk_say(o, "not a regular file");
+		return TKSHM_ENOTFILE;
+	}
+	if ((uint64_t)st.st_size < TK_PAGE) {
+		tk_say(o, "file is %lld bytes, smaller than a table header",
+		       (long long)st.st_size);
+		return (uint64_t)st.st_size >= TK_MAGIC_LEN ? TKSHM_ESIZE
+							    : TKSHM_EBADMAGIC;
+	}
+	n = pread(fd, &h, sizeof h, 0);
+	if (n != (ssize_t)sizeof h)
+		return n < 0 ? tk_errno_code(errno) : TKSHM_ESIZE;
+	rc = tk_header_validate(&h, (uint64_t)st.st_size, o, &algo);
+	if (rc != TKSHM_OK)
+		return rc;
+	if (o->policy) {
+		tkshm_policy stored;
+		tk_policy_from_wire(&h.policy, &stored);
+		if (!tkshm_policy_equal(o->policy, &stored)) {
+			tk_say_policy_mismatch(o, &stored, o->policy);
+			return TKSHM_EMISMATCH;
+		}
+	}
+	if (want && want->nbuckets != h.nbuckets) {
+		tk_say(o, "table has %llu slots, %llu were asked for",
+		       (unsigned long long)(h.nbuckets * TK_SLOTS_PER_BUCKET),
+		       (unsigned long long)(want->nbuckets *
+					    TK_SLOTS_PER_BUCKET));
+		return TKSHM_EMISMATCH;
+	}
+	base = mmap(NULL, h.file_size, ro ? PROT_READ : PROT_READ | PROT_WRITE,
+		    MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED)
+		return tk_errno_code(errno);
+	tk_handle_fill(t, &h, &algo, base, ro);
+	return TKSHM_OK;
+}
+
+/* Maps a fresh, fully allocated segment on fd (or anonymous memory when
+ * fd < 0) and initialises it.  The regions are zero: EMPTY slots (I4),
+ * zero counters, no labels, no remembered debt. */
+static int
+tk_build(int fd, const struct tk_geometry *g, const tkshm_policy *p,
+	 const struct tk_algo *algo, tkshm_on_full on_full,
+	 struct tkshm_table *t)
+{
+	struct tk_header h;
+	void *base;
+	int rc;
+
+	rc = tk_header_build(&h, g, p, on_full, fd < 0);
+	if (rc != TKSHM_OK)
+		return rc;
+	if (fd < 0)
+		base = mmap(NULL, g->file_size, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	else
+		base = mmap(NULL, g->file_size, PROT_READ | PROT_WRITE,
+			    MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED)
+		return tk_errno_code(errno);
+	memcpy(base, &h, sizeof h);
+	tk_handle_fill(t, &h, algo, base, false);
+	return TKSHM_OK;
+}
+
+/* Creates the table file under no name and links it to `path`.  Returns
+ * TKSHM_EEXIST when another process linked first (the caller attaches). */
+static int
+tk_create_and_link(const char *path, const tkshm_options *o,
+		   const struct tk_geometry *g, const struct tk_algo *algo,
+		   struct tkshm_table *t)
+{
+	char dir[4096], tmp[4200], proc[64];
+	const char *slash = strrchr(path, '/');
+	size_t dlen = slash ? (size_t)(slash - path) : 0;
+	mode_t mode = o->mode ? (mode_t)(o->mode & 07777) : 0600;
+	bool named_tmp = false;
+	int fd, rc, e;
+
+	if (dlen >= sizeof dir)
+		return TKSHM_EINVAL;
+	if (dlen == 0) {
+		dir[0] = '/';
+		dir[1] = '\0';
+	} else {
+		memcpy(dir, path, dlen);
+		dir[dlen] = '\0';
+	}
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR ||
+		       errno == EINVAL)) {
+		uint32_t r = 0;
+		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+			r = (uint32_t)getpid();
+		snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%08x", path,
+			 (long)getpid(), r);
+		fd = open(tmp, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC,
+			  mode);
+		named_tmp = true;
+	}
+	if (fd < 0) {
+		e = errno;
+		tk_say(o, "cannot create a table in %s: %s", dir, strerror(e));
+		return tk_errno_code(e);
+	}
+	/* The umask may have removed bits the caller asked for. */
+	if (fchmod(fd, mode) != 0 ||
+	    (o->gid >= 0 && fchown(fd, (uid_t)-1, (gid_t)o->gid) != 0)) {
+		e = errno;
+		tk_say(o, "cannot set mode %o / group %lld: %s", (unsigned)mode,
+		       (long long)o->gid, strerror(e));
+		rc = tk_errno_code(e);
+		goto fail;
+	}
+	/* Allocate every block now: a full disk fails here, never later
+	 * with SIGBUS in a worker. */
+	e = posix_fallocate(fd, 0, (off_t)g->file_size);
+	if (e != 0) {
+		tk_say(o, "cannot allocate %llu bytes: %s",
+		       (unsigned long long)g->file_size, strerror(e));
+		rc = tk_errno_code(e);
+		goto fail;
+	}
+	rc = tk_build(fd, g, o->policy, algo, o->on_full, t);
+	if (rc != TKSHM_OK)
+		goto fail;
+	/* Publish: link never replaces an existing name. */
+	if (named_tmp) {
+		rc = link(tmp, path) == 0 ? TKSHM_OK : tk_errno_code(errno);
+		e = errno;
+		unlink(tmp);
+	} else {
+		snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+		rc = linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) ==
+			     0
+			 ? TKSHM_OK
+			 : tk_errno_code(errno);
+		e = errno;
+		if (rc == TKSHM_ENOENT &&
+		    linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0)
+			rc = TKSHM_OK;
+	}
+	if (rc != TKSHM_OK) {
+		munmap(t->base, t->map_size);
+		t->base = NULL;
+		close(fd);
+		if (rc != TKSHM_EEXIST)
+			tk_say(o, "cannot publish %s: %s", path, strerror(e));
+		return rc;
+	}
+	close(fd);
+	return TKSHM_OK;
+fail:
+	if (named_tmp)
+		unlink(tmp);
+	close(fd);
+	return rc;
+}
+
+int
+tk_segment_open(const char *path, const tkshm_options *o,
+		struct tkshm_table *t)
+{
+	struct tk_geometry want, *wantp = NULL;
+	struct tk_algo algo;
+	char full[4096], why[160];
+	bool ro = (o->flags & TKSHM_O_RDONLY) != 0;
+	int rc;
+
+	if (o->policy) {
+		rc = tk_algo_init(&algo, o->policy, why, sizeof why);
+		if (rc != TKSHM_OK) {
+			tk_say(o, "%s", why);
+			return rc;
+		}
+	}
+	if (o->on_full != TKSHM_ON_FULL_EVICT &&
+	    o->on_full != TKSHM_ON_FULL_REFUSE) {
+		tk_say(o, "unknown on_full value %d", (int)o->on_full);
+		return TKSHM_EINVAL;
+	}
+	if (o->slots) {
+		if (tk_geometry_for_slots(o->slots, &want) != 0) {
+			tk_say(o, "slots must be at most %llu",
+			       (unsigned long long)TK_MAX_SLOTS);
+			return TKSHM_EINVAL;
+		}
+		wantp = &want;
+	}
+
+	if (!path) {
+		if (!o->policy) {
+			tk_say(o, "an anonymous table needs a policy");
+			return TKSHM_EPOLICY;
+		}
+		if (ro)
+			return TKSHM_EINVAL;
+		if (!wantp)
+			(void)tk_geometry_for_slots(TKSHM_DEFAULT_SLOTS, &want);
+		return tk_build(-1, &want, o->policy, &algo, o->on_full, t);
+	}
+	if (path[0] == '\0')
+		return TKSHM_EINVAL;
+	if (!strchr(path, '/')) {
+		if ((size_t)snprintf(full, sizeof full, "%s/%s",
+				     TKSHM_DEFAULT_DIR, path) >= sizeof full)
+			return TKSHM_EINVAL;
+		path = full;
+	} else if (strlen(path) >= sizeof full) {
+		return TKSHM_EINVAL;
+	}
+
+	for (int attempt = 0; attempt < TK_OPEN_ATTEMPTS; attempt++) {
+		int fd = open(path,
+			      (ro ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			if ((o->flags & TKSHM_O_CREATE) &&
+			    (o->flags & TKSHM_O_EXCL)) {
+				close(fd);
+				tk_say(o, "%s exists", path);
+				return TKSHM_EEXIST;
+			}
+			rc = tk_attach_fd(fd, o, wantp, t);
+			close(fd);
+			return rc;
+		}
+		if (errno != ENOENT) {
+			int e = errno;
+			tk_say(o, "cannot open %s: %s", path,
+			       e == ELOOP ? "it is a symbolic link"
+					  : strerror(e));
+			return tk_errno_code(e);
+		}
+		if (!(o->flags & TKSHM_O_CREATE) || ro) {
+			tk_say(o, "%s does not exist", path);
+			return TKSHM_ENOENT;
+		}
+		if (!o->policy) {
+			tk_say(o, "creating %s needs a policy", path);
+			return TKSHM_EPOLICY;
+		}
+		if (!wantp)
+			(void)tk_geometry_for_slots(TKSHM_DEFAULT_SLOTS, &want);
+		rc = tk_create_and_link(path, o, &want, &algo, t);
+		if (rc != TKSHM_EEXIST)
+			return rc;
+		if (o->flags & TKSHM_O_EXCL) {
+			tk_say(o, "%s exists", path);
+			return TKSHM_EEXIST;
+		}
+		/* Lost the race to publish: attach to the winner's. */
+	}
+	tk_say(o, "%s keeps appearing and disappearing", path);
+	return TKSHM_EBUSY;
+}
+
+void
+tk_segment_close(struct tkshm_table *t)
+{
+	if (t->base)
+		munmap(t->base, t->map_size);
+	t->base = NULL;
+}

@@ -1,0 +1,514 @@
+/*
+ * table.c - probe, update, insert, reclaim and evict: the slot protocol.
+ *
+ * The invariants I1..I11 are stated and proved in protocol.h; this file cites
+ * them where it relies on them.  In short: a key is looked up in its window
+ * of eight slots; its unique REAL slot (I5) is updated by one 16-byte CAS; a
+ * denial writes nothing (I7); an absent key is inserted by claiming a
+ * placeholder, rescanning, retiring rival placeholders and only then making
+ * the placeholder REAL (I6).
+ *
+ * Every load of a slot word here is sequentially consistent.  I6 needs the
+ * rescan's loads ordered after the claim CAS and totally ordered with the
+ * other inserters' CASes; on x86-64 a seq_cst load is a plain MOV, so the
+ * check path pays nothing for using the same order everywhere.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "shm/atomic.h"
+#include "shm/protocol.h"
+#include "shm/table.h"
+
+/* After this many lost CASes in one call, give up with TKSHM_EBUSY.  Each
+ * lost CAS means another writer made progress, so this takes thousands of
+ * colliding writers on one window. */
+#define TK_MAX_RETRIES 4096
+
+/* ------------------------------------------------------------------------
+ * Placeholder tags: unique per insert attempt (I6 relies on it).
+ * A tag is a 22-bit random process id and a 29-bit per-process counter.
+ * ---------------------------------------------------------------------- */
+
+static uint64_t tk_proc_id;	 /* 0 = not drawn yet in this process */
+static uint64_t tk_tag_counter; /* per process */
+
+static void tk_after_fork_child(void);
+
+__attribute__((constructor)) static void
+tk_table_init_once(void)
+{
+	/* A child must draw a new process id, or its tags would repeat its
+	 * parent's.  pthread_atfork cannot fail here except for ENOMEM; the
+	 * fallback is the pid mixed in below. */
+	(void)pthread_atfork(NULL, NULL, tk_after_fork_child);
+}
+
+static uint64_t
+tk_draw_proc_id(void)
+{
+	uint64_t r = 0;
+
+	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+		r = (uint64_t)getpid() * UINT64_C(0x9E3779B97F4A7C15);
+	r ^= (uint64_t)getpid() << 7;
+	r &= (UINT64_C(1) << 22) - 1;
+	return r ? r : 1;
+}
+
+static uint64_t
+tk_new_tag(void)
+{
+	/* Relaxed: the id only needs to be some value drawn in this process;
+	 * a race between threads drawing it twice is harmless. */
+	uint64_t id = __atomic_load_n(&tk_proc_id, __ATOMIC_RELAXED);
+	uint64_t n;
+
+	if (id == 0) {
+		id = tk_draw_proc_id();
+		__atomic_store_n(&tk_proc_id, id, __ATOMIC_RELAXED);
+	}
+	/* Relaxed: uniqueness comes from the atomicity of the add alone. */
+	n = __atomic_fetch_add(&tk_tag_counter, 1, __ATOMIC_RELAXED);
+	return id << 29 | (n & ((UINT64_C(1) << 29) - 1));
+}
+
+/* Counter shards: one per thread, drawn lazily (I11). */
+static _Thread_local uint32_t tk_tls_shard; /* shard + 1; 0 = not drawn */
+
+static void
+tk_after_fork_child(void)
+{
+	/* Relaxed: the child is single-threaded here. */
+	__atomic_store_n(&tk_proc_id, 0, __ATOMIC_RELAXED);
+	tk_tls_shard = 0;
+}
+
+void
+tk_count(struct tkshm_table *t, enum tk_counter c, uint64_t n)
+{
+	uint32_t s = tk_tls_shard;
+
+	if (t->readonly)
+		return;
+	if (s == 0) {
+		uint32_t r = 0;
+		if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+			r = (uint32_t)getpid() * 2654435761u;
+		s = tk_tls_shard = r % TK_SHARDS + 1;
+	}
+	/* Relaxed: a counter orders nothing; the handle's nshards was checked
+	 * at attach to equal TK_SHARDS (I10). */
+	tk_fetch_add_relaxed(&t->shards[s - 1].c[c], n);
+}
+
+void
+tk_counters_sum(const struct tkshm_table *t, uint64_t sum[TK_SHARD_COUNTERS])
+{
+	memset(sum, 0, sizeof(uint64_t) * TK_SHARD_COUNTERS);
+	for (uint32_t s = 0; s < t->nshards; s++)
+		for (unsigned c = 0; c < TK_SHARD_COUNTERS; c++)
+			/* Relaxed: a snapshot of independent counters. */
+			sum[c] += tk_load_relaxed(&t->shards[s].c[c]);
+}
+
+/* ------------------------------------------------------------------------
+ * Scanning a window
+ * ---------------------------------------------------------------------- */
+
+enum tk_free_kind { TK_FREE_EMPTY, TK_FREE_DEAD, TK_FREE_IDLE };
+
+struct tk_scan {
+	int real;		/* position of the key's REAL slot, or -1 */
+	uint64_t real_st;
+	int mine;		/* position of our own placeholder, or -1 */
+	unsigned nrivals;	/* the key's other placeholders */
+	int rival[TK_WINDOW];
+	uint64_t rival_st[TK_WINDOW];
+	int free;		/* first EMPTY, DEAD or idle slot, or -1 */
+	enum tk_free_kind free_kind;
+	uint64_t free_fp, free_st;
+	int ph;			/* first placeholder of another key, or -1 */
+	uint64_t ph_fp, ph_st;
+	int evict;		/* least-indebted live slot of another key */
+	uint64_t evict_fp, evict_st;
+	double evict_debt;
+};
+
+/* Reads one slot as a consistent-enough pair: fp, then st, then fp again.
+ * If fp is unchanged, st was written together with that fp, or the slot went
+ * A -> B -> A in between, in which case st is still a state of a key with
+ * this fp and any CAS built on it fails if the pair moved on (I1). */
+static inline void
+tk_slot_read(const struct tk_slot *s, uint64_t *fp, uint64_t *st)
+{
+	for (;;) {
+		/* seq_cst: I6, the rescan is ordered after our claim. */
+		uint64_t f = tk_load_seq_cst(&s->fp);
+		uint64_t v = tk_load_seq_cst(&s->st);
+		if (tk_load_seq_cst(&s->fp) == f) {
+			*fp = f;
+			*st = v;
+			return;
+		}
+		tk_cpu_relax();
+	}
+}
+
+/* Scans the window of w at `now`.  With stop_at_real, returns as soon as the
+ * key's REAL slot is found (it is unique, I5). */
+static void
+tk_scan(const struct tkshm_table *t, const struct tk_where *w, double now,
+	uint64_t mine_st, bool stop_at_real, struct tk_scan *sc)
+{
+	sc->real = sc->mine = sc->free = sc->ph = sc->evict = -1;
+	sc->nrivals = 0;
+	sc->evict_debt = 0;
+	for (unsigned i = 0; i < TK_WINDOW; i++) {
+		const struct tk_slot *s = tk_slot_at(t, tk_window_index(w, i));
+		uint64_t fp, st;
+
+		tk_slot_read(s, &fp, &st);
+		if (fp == 0) {
+			/* I2: nothing of this key lies behind an EMPTY slot. */
+			if (sc->free < 0) {
+				sc->free = (int)i;
+				sc->free_kind = TK_FREE_EMPTY;
+				sc->free_fp = 0;
+				sc->free_st = 0;
+			}
+			return;
+		}
+		if (fp == w->fp) {
+			if (!tk_st_is_special(st)) {
+				sc->real = (int)i;
+				sc->real_st = st;
+				if (stop_at_real)
+					return;
+			} else if (mine_st != 0 && st == mine_st) {
+				sc->mine = (int)i;
+			} else if (tk_st_is_placeholder(st)) {
+				sc->rival[sc->nrivals] = (int)i;
+				sc->rival_st[sc->nrivals++] = st;
+			} else if (sc->free < 0) {
+				sc->free = (int)i;
+				sc->free_kind = TK_FREE_DEAD;
+				sc->free_fp = fp;
+				sc->free_st = st;
+			}
+			continue;
+		}
+		if (tk_st_is_dead(st) ||
+		    (!tk_st_is_special(st) &&
+		     tk_algo_is_idle(&t->algo, st, now))) {
+			if (sc->free < 0) {
+				sc->free = (int)i;
+				sc->free_kind =
+				    tk_st_is_dead(st) ? TK_FREE_DEAD : TK_FREE_IDLE;
+				sc->free_fp = fp;
+				sc->free_st = st;
+			}
+		} else if (tk_st_is_placeholder(st)) {
+			if (sc->ph < 0) {
+				sc->ph = (int)i;
+				sc->ph_fp = fp;
+				sc->ph_st = st;
+			}
+		} else {
+			double debt = tk_algo_debt(&t->algo, st, now);
+			if (sc->evict < 0 || debt < sc->evict_debt) {
+				sc->evict = (int)i;
+				sc->evict_fp = fp;
+				sc->evict_st = st;
+				sc->evict_debt = debt;
+			}
+		}
+	}
+}
+
+static inline struct tk_slot *
+tk_window_slot(const struct tkshm_table *t, const struct tk_where *w, int i)
+{
+	return tk_slot_at(t, tk_window_index(w, (unsigned)i));
+}
+
+/* I8: merge an evicted state into its debt cell before the eviction CAS. */
+static void
+tk_debt_remember(struct tkshm_table *t, uint64_t fp, uint64_t st)
+{
+	uint64_t *cell = tk_debt_cell(t, fp);
+	/* seq_cst (inside tk_cas64): an inserter that sees the eviction must
+	 * see this merge, which precedes the eviction CAS in the total order. */
+	uint64_t cur = tk_load_seq_cst(cell);
+
+	for (;;) {
+		uint64_t merged = cur == 0 || !tk_algo_state_valid(&t->algo, cur)
+				      ? st
+				      : tk_algo_debt_merge(&t->algo, cur, st);
+		if (merged == cur || tk_cas64(cell, &cur, merged))
+			return;
+	}
+}
+
+/* The state an absent key starts from: remembered debt if still owed. */
+static bool
+tk_debt_recall(const struct tkshm_table *t, uint64_t fp, double now,
+	       uint64_t *st)
+{
+	/* seq_cst: pairs with tk_debt_remember (see there). */
+	uint64_t v = tk_load_seq_cst(tk_debt_cell(t, fp));
+
+	if (v == 0 || !tk_algo_state_valid(&t->algo, v) ||
+	    tk_algo_is_idle(&t->algo, v, now))
+		return false;
+	*st = v;
+	return true;
+}
+
+static void
+tk_backoff(unsigned retries)
+{
+	if (retries > 64) {
+		sched_yield();
+		return;
+	}
+	for (unsigned i = 0; i < (1u << (retries < 8 ? retries : 8)); i++)
+		tk_cpu_relax();
+}
+
+/* Retires our placeholder (CAS -> DEAD); losing the CAS means somebody
+ * already retired or reclaimed it, which is just as good. */
+static void
+tk_retire(const struct tkshm_table *t, const struct tk_where *w, int pos,
+	  uint64_t st)
+{
+	(void)tk_cas128(tk_window_slot(t, w, pos), w->fp, st, w->fp,
+			TK_ST_DEAD);
+}
+
+/* ------------------------------------------------------------------------
+ * Check
+ * ---------------------------------------------------------------------- */
+
+int
+tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
+	       double now, tkshm_decision *out)
+{
+	struct tk_where w;
+	struct tk_scan sc;
+	uint64_t mine_st = 0; /* our placeholder's state word, 0 = none */
+	int mine_pos = -1;
+	uint32_t flags = 0;
+	unsigned retries = 0, claims = 0;
+
+	tk_where_of(t, tk_key_fp(t, key, len), &w);
+	__builtin_prefetch(&t->buckets[w.b0], 1, 3);
+	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
+
+	for (;;) {
+		uint64_t nst, init_st = 0;
+		bool present;
+
+		tk_scan(t, &w, now, mine_st, mine_st == 0, &sc);
+
+		if (sc.real >= 0) {
+			/* I5: this is the key's only REAL slot. */
+			if (mine_st != 0 && sc.mine >= 0)
+				tk_retire(t, &w, sc.mine, mine_st);
+			mine_st = 0;
+			if (!tk_algo_check(&t->algo, true, sc.real_st, now, cost,
+					   &nst, out)) {
+				/* I7: a denial writes nothing. */
+				out->flags |= flags;
+				tk_count(t, TK_C_DENIED, 1);
+				return TKSHM_OK;
+			}
+			if (tk_cas128(tk_window_slot(t, &w, sc.real), w.fp,
+				      sc.real_st, w.fp, nst)) {
+				out->flags |= flags;
+				tk_count(t, TK_C_ALLOWED, 1);
+				return TKSHM_OK;
+			}
+			goto lost;
+		}
+
+		if (mine_st != 0 && sc.mine >= 0) {
+			/* I6 d: retire every rival placeholder of this key. */
+			bool all = true;
+			for (unsigned r = 0; r < sc.nrivals; r++) {
+				if (tk_cas128(tk_window_slot(t, &w, sc.rival[r]),
+					      w.fp, sc.rival_st[r], w.fp,
+					      TK_ST_DEAD))
+					tk_count(t, TK_C_DUPLICATES_KILLED, 1);
+				else
+					all = false;
+			}
+			if (!all)
+				goto lost;
+			/* I6 e: make our placeholder REAL. */
+			present = tk_debt_recall(t, w.fp, now, &init_st);
+			if (!tk_algo_check(&t->algo, present, init_st, now, cost,
+					   &nst, out)) {
+				tk_retire(t, &w, sc.mine, mine_st);
+				out->flags |= flags |
+					      (present ? TKSHM_DECISION_DEBT_RESTORED
+						       : 0);
+				tk_count(t, TK_C_DENIED, 1);
+				return TKSHM_OK;
+			}
+			if (tk_cas128(tk_window_slot(t, &w, sc.mine), w.fp,
+				      mine_st, w.fp, nst)) {
+				tk_label_write(t,
+					       tk_window_index(&w,
+							       (unsigned)sc.mine),
+					       w.fp, key, len);
+				out->flags |= flags |
+					      (present ? TKSHM_DECISION_DEBT_RESTORED
+						       : 0);
+				tk_count(t, TK_C_INSERTS, 1);
+				if (present)
+					tk_count(t, TK_C_DEBT_RESTORES, 1);
+				tk_count(t, TK_C_ALLOWED, 1);
+				return TKSHM_OK;
+			}
+			mine_st = 0;
+			goto lost;
+		}
+		/* Our placeholder, if we had one, was retired or reclaimed. */
+		mine_st = 0;
+
+		/* The key is absent.  Decide first: a request that would be
+		 * denied even from the absent state claims nothing (I7). */
+		present = tk_debt_recall(t, w.fp, now, &init_st);
+		if (!tk_algo_check(&t->algo, present, init_st, now, cost, &nst,
+				   out)) {
+			out->flags |= flags |
+				      (present ? TKSHM_DECISION_DEBT_RESTORED : 0);
+			tk_count(t, TK_C_DENIED, 1);
+			return TKSHM_OK;
+		}
+
+		/* I6 a: claim a victim, in the order of I2 and I8. */
+		{
+			uint64_t vfp, vst, tag_st;
+			int v;
+			enum tk_counter taken = TK_C_COUNT;
+
+			if (sc.free >= 0) {
+				v = sc.free;
+				vfp = sc.free_fp;
+				vst = sc.free_st;
+				if (sc.free_kind == TK_FREE_IDLE)
+					taken = TK_C_RECLAIMS;
+			} else if (sc.nrivals > 0) {
+				/* Stealing a rival placeholder of our own key
+				 * retires it and claims in one CAS. */
+				v = sc.rival[0];
+				vfp = w.fp;
+				vst = sc.rival_st[0];
+			} else if (sc.ph >= 0) {
+				v = sc.ph;
+				vfp = sc.ph_fp;
+				vst = sc.ph_st;
+			} else if (t->on_full == TKSHM_ON_FULL_REFUSE) {
+				tk_count(t, TK_C_REFUSALS, 1);
+				return TKSHM_EFULL;
+			} else if (sc.evict >= 0) {
+				v = sc.evict;
+				vfp = sc.evict_fp;
+				vst = sc.evict_st;
+				taken = TK_C_EVICTIONS;
+				/* I8: remember the debt before taking the slot. */
+				tk_debt_remember(t, vfp, vst);
+			} else {
+				/* Every slot changed class under us. */
+				goto lost;
+			}
+			tag_st = tk_st_placeholder(tk_new_tag());
+			if (!tk_cas128(tk_window_slot(t, &w, v), vfp, vst, w.fp,
+				       tag_st))
+				goto lost;
+			mine_st = tag_st;
+			mine_pos = v;
+			if (++claims > TK_MAX_RETRIES) {
+				/* Our placeholders keep being taken: bounded. */
+				tk_retire(t, &w, mine_pos, mine_st);
+				return TKSHM_EBUSY;
+			}
+			if (taken != TK_C_COUNT)
+				tk_count(t, taken, 1);
+			if (taken == TK_C_EVICTIONS && sc.evict_debt > 0) {
+				tk_count(t, TK_C_EVICTIONS_IN_DEBT, 1);
+				flags |= TKSHM_DECISION_EVICTED_DEBTOR;
+			}
+			/* I6 b: rescan (the claim CAS was a full barrier). */
+			continue;
+		}
+	lost:
+		if (++retries > TK_MAX_RETRIES) {
+			if (mine_st != 0 && mine_pos >= 0)
+				tk_retire(t, &w, mine_pos, mine_st);
+			return TKSHM_EBUSY;
+		}
+		tk_count(t, TK_C_CAS_RETRIES, 1);
+		tk_backoff(retries);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Peek and reset
+ * ---------------------------------------------------------------------- */
+
+void
+tk_table_peek(struct tkshm_table *t, const void *key, size_t len, double now,
+	      tkshm_decision *out)
+{
+	struct tk_where w;
+	struct tk_scan sc;
+	uint64_t st = 0;
+	bool present;
+
+	tk_where_of(t, tk_key_fp(t, key, len), &w);
+	tk_scan(t, &w, now, 0, true, &sc);
+	if (sc.real >= 0) {
+		tk_algo_peek(&t->algo, true, sc.real_st, now, out);
+		return;
+	}
+	present = tk_debt_recall(t, w.fp, now, &st);
+	tk_algo_peek(&t->algo, present, st, now, out);
+	if (present)
+		out->flags |= TKSHM_DECISION_DEBT_RESTORED;
+}
+
+int
+tk_table_reset(struct tkshm_table *t, const void *key, size_t len)
+{
+	struct tk_where w;
+	struct tk_scan sc;
+	unsigned retries = 0;
+
+	tk_where_of(t, tk_key_fp(t, key, len), &w);
+	for (;;) {
+		/* `now` only classifies other keys' slots, unused here. */
+		tk_scan(t, &w, 0.0, 0, true, &sc);
+		if (sc.real < 0)
+			break;
+		/* I4: DEAD is equivalent to absent, so the key starts fresh. */
+		if (tk_cas128(tk_window_slot(t, &w, sc.real), w.fp, sc.real_st,
+			      w.fp, TK_ST_DEAD))
+			break;
+		if (++retries > TK_MAX_RETRIES)
+			return TKSHM_EBUSY;
+		tk_count(t, TK_C_CAS_RETRIES, 1);
+		tk_backoff(retries);
+	}
+	/* I9: reset is the one writer that lowers a debt cell.  seq_cst so an
+	 * inserter that sees the reset slot also sees the cleared cell. */
+	__atomic_store_n(tk_debt_cell(t, w.fp), 0, __ATOMIC_SEQ_CST);
+	tk_count(t, TK_C_RESETS, 1);
+	return TKSHM_OK;
+}

@@ -1,0 +1,116 @@
+/*
+ * table.h - the process-local handle and the table's internal operations.
+ *
+ * A handle holds copies of the header's validated fields: after attach the
+ * library never re-reads geometry or policy from the shared header, so a
+ * process that scribbles on the header cannot make another one index out of
+ * bounds (I10).
+ */
+#ifndef TKSHM_SHM_TABLE_H
+#define TKSHM_SHM_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "algorithms/algorithm.h"
+#include "shm/layout.h"
+#include "tkshm.h"
+
+struct tkshm_table {
+	uint8_t *base;	  /* the mapping */
+	size_t map_size;  /* bytes mapped (== file_size) */
+	bool readonly;
+	bool anonymous;
+	struct tk_bucket *buckets;
+	struct tk_label *labels;
+	struct tk_shard *shards;
+	uint64_t *debt;
+	uint64_t nbuckets, bucket_mask;
+	uint64_t ndebt, debt_mask;
+	uint32_t nshards;
+	uint64_t seed;
+	double created_ms;
+	tkshm_on_full on_full;
+	tkshm_policy policy;
+	struct tk_algo algo;
+};
+
+/* A key's fingerprint and window (I3). */
+struct tk_where {
+	uint64_t fp;
+	uint64_t b0, b1;
+};
+
+/* Fingerprint of a key: XXH3 keyed with the segment's random seed, so
+ * nobody who does not know the seed can aim keys at one window.  Never 0
+ * (I3).  Inlined (XXH_INLINE_ALL) so short keys hash without a call. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+static inline uint64_t
+tk_key_fp(const struct tkshm_table *t, const void *key, size_t len)
+{
+	uint64_t h = XXH3_64bits_withSeed(key, len, t->seed);
+	return h ? h : 1;
+}
+
+/* Both buckets of a fingerprint's window, distinct (nbuckets >= 2). */
+static inline void
+tk_where_of(const struct tkshm_table *t, uint64_t fp, struct tk_where *w)
+{
+	uint64_t alt = ((fp >> 29) * UINT64_C(0x9E3779B97F4A7C15)) >> 17;
+
+	alt &= t->bucket_mask;
+	if (alt == 0)
+		alt = 1;
+	w->fp = fp;
+	w->b0 = fp & t->bucket_mask;
+	w->b1 = w->b0 ^ alt;
+}
+
+/* The slot at window position i (0..7) and its global index. */
+static inline uint64_t
+tk_window_index(const struct tk_where *w, unsigned i)
+{
+	uint64_t b = i < TK_SLOTS_PER_BUCKET ? w->b0 : w->b1;
+	return b * TK_SLOTS_PER_BUCKET + (i % TK_SLOTS_PER_BUCKET);
+}
+
+static inline struct tk_slot *
+tk_slot_at(const struct tkshm_table *t, uint64_t index)
+{
+	return &t->buckets[index / TK_SLOTS_PER_BUCKET]
+		    .s[index % TK_SLOTS_PER_BUCKET];
+}
+
+/* The debt cell of a fingerprint (I8). */
+static inline uint64_t *
+tk_debt_cell(const struct tkshm_table *t, uint64_t fp)
+{
+	return &t->debt[((fp * UINT64_C(0xC2B2AE3D27D4EB4F)) >> 24) &
+			t->debt_mask];
+}
+
+/* Segment (segment.c). */
+int tk_segment_open(const char *path, const tkshm_options *o,
+		    struct tkshm_table *t);
+void tk_segment_close(struct tkshm_table *t);
+
+/* Operations (table.c).  Arguments are validated by the caller (api/). */
+int tk_table_check(struct tkshm_table *t, const void *key, size_t len,
+		   double cost, double now, tkshm_decision *out);
+void tk_table_peek(struct tkshm_table *t, const void *key, size_t len,
+		   double now, tkshm_decision *out);
+int tk_table_reset(struct tkshm_table *t, const void *key, size_t len);
+
+/* Counters (stats.c). */
+void tk_count(struct tkshm_table *t, enum tk_counter c, uint64_t n);
+void tk_counters_sum(const struct tkshm_table *t,
+		     uint64_t sum[TK_SHARD_COUNTERS]);
+
+/* Labels (label.c; reading in label.h). */
+void tk_label_write(struct tkshm_table *t, uint64_t index, uint64_t fp,
+		    const void *key, size_t len);
+
+#endif /* TKSHM_SHM_TABLE_H */

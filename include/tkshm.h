@@ -158,8 +158,12 @@ TKSHM_API int tkshm_policy_validate(const tkshm_policy *p, char *err,
 TKSHM_API int tkshm_policy_parse(const char *spec, tkshm_policy *out,
 				 char *err, size_t err_len);
 
+/** The longest canonical policy string, NUL included. */
+#define TKSHM_POLICY_MAX 512
+
 /** Writes the canonical policy string of `p` (parseable by
- *  tkshm_policy_parse, numbers printed with round-trip precision).
+ *  tkshm_policy_parse, numbers printed with round-trip precision; at most
+ *  TKSHM_POLICY_MAX bytes with the NUL).
  *  @return the length written (excluding NUL), TKSHM_ENULL, TKSHM_EPOLICY, or
  *  TKSHM_EINVAL if `len` is too small (buf then holds a truncated string). */
 TKSHM_API int tkshm_policy_format(const tkshm_policy *p, char *buf,
@@ -198,6 +202,8 @@ typedef enum tkshm_on_full {
 /** The default directory for relative table names and the default slots. */
 #define TKSHM_DEFAULT_DIR "/dev/shm"
 #define TKSHM_DEFAULT_SLOTS 65536u
+/** The largest capacity a table can be created with. */
+#define TKSHM_MAX_SLOTS (UINT64_C(1) << 36)
 
 /** Options for tkshm_open().  Initialise with TKSHM_OPTIONS_INIT so that
  *  `size` is right; fields added later go at the end. */
@@ -209,7 +215,9 @@ typedef struct tkshm_options {
 	uint64_t slots;		    /**< capacity to create (rounded up to a
 				      power of two, at least 8); 0 = default.
 				      When attaching, 0 or the table's value */
-	uint32_t mode;		    /**< permission bits of a created file */
+	uint32_t mode;		    /**< permission bits of a created file;
+				      0 means 0600.  Applied with fchmod, so
+				      the umask does not narrow it */
 	int64_t gid;		    /**< group of a created file; -1 keeps the
 				      creator's group */
 	uint32_t flags;		    /**< TKSHM_O_* */

@@ -245,8 +245,8 @@ int
 tkshm_policy_format(const tkshm_policy *p, char *buf, size_t len)
 {
 	const struct tk_kind_desc *k;
+	char out[TKSHM_POLICY_MAX];
 	size_t used;
-	int n;
 
 	if (!p || !buf)
 		return TKSHM_ENULL;
@@ -255,19 +255,35 @@ tkshm_policy_format(const tkshm_policy *p, char *buf, size_t len)
 		return TKSHM_EPOLICY;
 	if (len == 0)
 		return TKSHM_EINVAL;
-	n = snprintf(buf, len, "%s:", k->name);
-	used = (size_t)n;
+	/* Assembled piecewise: names are short and numbers at most 24
+	 * characters, so `out` always has room (checked anyway). */
+	used = strlen(k->name);
+	memcpy(out, k->name, used);
+	out[used++] = ':';
 	for (size_t i = 0; i < k->nopts; i++) {
 		char num[40];
+		size_t nlen, olen = strlen(k->opts[i].name);
+
 		tk_format_double(*tk_opt_slot((tkshm_policy *)p, &k->opts[i]),
 				 num, sizeof num);
-		n = snprintf(buf + (used < len ? used : len - 1),
-			     used < len ? len - used : 1, "%s%s=%s",
-			     i ? "," : "", k->opts[i].name, num);
-		used += (size_t)n;
+		nlen = strlen(num);
+		if (used + olen + nlen + 3 >= sizeof out)
+			return TKSHM_EINVAL;
+		if (i)
+			out[used++] = ',';
+		memcpy(out + used, k->opts[i].name, olen);
+		used += olen;
+		out[used++] = '=';
+		memcpy(out + used, num, nlen);
+		used += nlen;
 	}
-	if (used >= len)
+	out[used] = '\0';
+	if (used >= len) {
+		memcpy(buf, out, len - 1);
+		buf[len - 1] = '\0';
 		return TKSHM_EINVAL;
+	}
+	memcpy(buf, out, used + 1);
 	return (int)used;
 }
 

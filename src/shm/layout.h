@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tkshm.h"
+
 /* Bumped whenever any byte of the segment changes meaning. */
 #define TK_LAYOUT_VERSION 1u
 
@@ -38,7 +40,7 @@
 #define TK_SHARD_COUNTERS 16u
 #define TK_LABEL_PREFIX 23u
 #define TK_MIN_SLOTS 8u
-#define TK_MAX_SLOTS (UINT64_C(1) << 36)
+#define TK_MAX_SLOTS TKSHM_MAX_SLOTS
 #define TK_POLICY_PARAMS 16u
 
 /* I1: written only whole, by tk_cas128; read as two 8-byte halves. */

@@ -11,8 +11,10 @@
  * 16-byte slots.  A slot is the pair {fp, st}: fp is a 64-bit keyed XXH3 hash
  * of the key (the fingerprint), st is a 64-bit state word.  A key's window is
  * the four slots of bucket b0(fp) followed by the four of bucket b1(fp); both
- * bucket indexes are derived from fp alone (layout.h), so anybody holding a
- * slot can tell which window it belongs to.
+ * bucket indexes are derived from fp alone (table.h), so anybody holding a
+ * slot can tell which window it belongs to.  "Two choices": a new key goes
+ * to the emptier of its two buckets, which keeps the table usable to high
+ * occupancy without moving anybody.
  *
  * A state word is one of:
  *   REAL           an algorithm's state (e.g. GCRA's TAT as IEEE-754 bits).
@@ -31,10 +33,12 @@
  *     at any instruction leaves every slot valid and nobody waiting.
  *
  * I2  A slot, once claimed, never returns to EMPTY, and a key is never
- *     claimed into a slot that lies behind an EMPTY slot of its window (an
- *     insert takes the first EMPTY, DEAD or idle slot in window order, and
- *     the first EMPTY ends its search).  Hence no key sits behind an EMPTY
- *     slot of its own window, and a lookup may stop at the first EMPTY.
+ *     claimed into a slot that lies behind an EMPTY slot of the same bucket
+ *     (an insert takes the first EMPTY, DEAD or idle slot of one of its two
+ *     buckets, choosing the bucket with more such slots, and the first EMPTY
+ *     slot of a bucket ends the search in that bucket).  Hence in every
+ *     bucket the EMPTY slots form a suffix, no key sits behind an EMPTY slot
+ *     of its own bucket, and a lookup may leave a bucket at its first EMPTY.
  *
  * I3  fp != 0 for every key (a hash of 0 becomes 1), and a key's slots lie in
  *     its window only.
@@ -73,7 +77,10 @@
  *         follows Cx, so it read slot j after Cy and saw PLACEHOLDER(tj)
  *         (retired by X before Fx, so Fy fails: impossible), or saw it gone
  *         already (then Fy fails too, tags being unique: impossible).
- *     Every case contradicts, so two REAL slots of one key never coexist.
+ *     A rescan that leaves a bucket at an EMPTY slot in front of slot i
+ *     read that EMPTY before it was claimed, which (I2) precedes Cx: that
+ *     is the last case.  Every case contradicts, so two REAL slots of one
+ *     key never coexist.
  *
  *     Progress.  No step waits for another process.  A placeholder left by a
  *     dead or stopped process is retired by the next inserter of that key

@@ -122,6 +122,13 @@ tk_counters_sum(const struct tkshm_table *t, uint64_t sum[TK_SHARD_COUNTERS])
 
 enum tk_free_kind { TK_FREE_EMPTY, TK_FREE_DEAD, TK_FREE_IDLE };
 
+/* A slot an insert may take without evicting anybody. */
+struct tk_free {
+	int pos; /* window position, or -1 */
+	enum tk_free_kind kind;
+	uint64_t fp, st;
+};
+
 struct tk_scan {
 	int real;		/* position of the key's REAL slot, or -1 */
 	uint64_t real_st;
@@ -129,9 +136,8 @@ struct tk_scan {
 	unsigned nrivals;	/* the key's other placeholders */
 	int rival[TK_WINDOW];
 	uint64_t rival_st[TK_WINDOW];
-	int free;		/* first EMPTY, DEAD or idle slot, or -1 */
-	enum tk_free_kind free_kind;
-	uint64_t free_fp, free_st;
+	struct tk_free free[2];	/* first takeable slot of each bucket */
+	unsigned avail[2];	/* takeable slots (EMPTY, DEAD, idle) per bucket */
 	int ph;			/* first placeholder of another key, or -1 */
 	uint64_t ph_fp, ph_st;
 	int evict;		/* least-indebted live slot of another key */
@@ -159,65 +165,92 @@ tk_slot_read(const struct tk_slot *s, uint64_t *fp, uint64_t *st)
 	}
 }
 
-/* Scans the window of w at `now`.  With stop_at_real, returns as soon as the
+/* The check path's lookup: the key's REAL slot, if any (unique, I5).
+ * Each bucket is read up to its first EMPTY slot (I2). */
+static inline int
+tk_find_real(const struct tkshm_table *t, const struct tk_where *w,
+	     uint64_t *st_out)
+{
+	for (unsigned i = 0; i < TK_WINDOW; i++) {
+		uint64_t fp, st;
+
+		tk_slot_read(tk_slot_at(t, tk_window_index(w, i)), &fp, &st);
+		if (fp == 0) {
+			if (i >= TK_SLOTS_PER_BUCKET)
+				break;
+			i = TK_SLOTS_PER_BUCKET - 1; /* on to bucket b1 */
+			continue;
+		}
+		if (fp == w->fp && !tk_st_is_special(st)) {
+			*st_out = st;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* Scans the window of w at `now`, each bucket up to its first EMPTY slot
+ * (I2), classifying every slot.  With stop_at_real, returns as soon as the
  * key's REAL slot is found (it is unique, I5). */
 static void
 tk_scan(const struct tkshm_table *t, const struct tk_where *w, double now,
 	uint64_t mine_st, bool stop_at_real, struct tk_scan *sc)
 {
-	sc->real = sc->mine = sc->free = sc->ph = sc->evict = -1;
+	sc->real = sc->mine = sc->ph = sc->evict = -1;
+	sc->free[0].pos = sc->free[1].pos = -1;
+	sc->avail[0] = sc->avail[1] = 0;
 	sc->nrivals = 0;
 	sc->evict_debt = 0;
 	for (unsigned i = 0; i < TK_WINDOW; i++) {
 		const struct tk_slot *s = tk_slot_at(t, tk_window_index(w, i));
+		unsigned b = i / TK_SLOTS_PER_BUCKET;
+		enum tk_free_kind kind;
 		uint64_t fp, st;
 
 		tk_slot_read(s, &fp, &st);
 		if (fp == 0) {
-			/* I2: nothing of this key lies behind an EMPTY slot. */
-			if (sc->free < 0) {
-				sc->free = (int)i;
-				sc->free_kind = TK_FREE_EMPTY;
-				sc->free_fp = 0;
-				sc->free_st = 0;
+			/* I2: in a bucket, EMPTY slots only follow EMPTY ones
+			 * and nothing of this key lies behind them. */
+			unsigned left = TK_SLOTS_PER_BUCKET -
+					i % TK_SLOTS_PER_BUCKET;
+			if (sc->free[b].pos < 0) {
+				sc->free[b].pos = (int)i;
+				sc->free[b].kind = TK_FREE_EMPTY;
+				sc->free[b].fp = 0;
+				sc->free[b].st = 0;
 			}
-			return;
-		}
-		if (fp == w->fp) {
-			if (!tk_st_is_special(st)) {
-				sc->real = (int)i;
-				sc->real_st = st;
-				if (stop_at_real)
-					return;
-			} else if (mine_st != 0 && st == mine_st) {
-				sc->mine = (int)i;
-			} else if (tk_st_is_placeholder(st)) {
-				sc->rival[sc->nrivals] = (int)i;
-				sc->rival_st[sc->nrivals++] = st;
-			} else if (sc->free < 0) {
-				sc->free = (int)i;
-				sc->free_kind = TK_FREE_DEAD;
-				sc->free_fp = fp;
-				sc->free_st = st;
-			}
+			sc->avail[b] += left;
+			i += left - 1; /* on to the next bucket */
 			continue;
 		}
-		if (tk_st_is_dead(st) ||
-		    (!tk_st_is_special(st) &&
-		     tk_algo_is_idle(&t->algo, st, now))) {
-			if (sc->free < 0) {
-				sc->free = (int)i;
-				sc->free_kind =
-				    tk_st_is_dead(st) ? TK_FREE_DEAD : TK_FREE_IDLE;
-				sc->free_fp = fp;
-				sc->free_st = st;
-			}
-		} else if (tk_st_is_placeholder(st)) {
+		if (fp == w->fp && !tk_st_is_special(st)) {
+			sc->real = (int)i;
+			sc->real_st = st;
+			if (stop_at_real)
+				return;
+			continue;
+		}
+		if (fp == w->fp && mine_st != 0 && st == mine_st) {
+			sc->mine = (int)i;
+			continue;
+		}
+		if (fp == w->fp && tk_st_is_placeholder(st)) {
+			sc->rival[sc->nrivals] = (int)i;
+			sc->rival_st[sc->nrivals++] = st;
+			continue;
+		}
+		if (tk_st_is_dead(st))
+			kind = TK_FREE_DEAD;
+		else if (!tk_st_is_special(st) &&
+			 tk_algo_is_idle(&t->algo, st, now))
+			kind = TK_FREE_IDLE;
+		else if (tk_st_is_placeholder(st)) {
 			if (sc->ph < 0) {
 				sc->ph = (int)i;
 				sc->ph_fp = fp;
 				sc->ph_st = st;
 			}
+			continue;
 		} else {
 			double debt = tk_algo_debt(&t->algo, st, now);
 			if (sc->evict < 0 || debt < sc->evict_debt) {
@@ -226,8 +259,28 @@ tk_scan(const struct tkshm_table *t, const struct tk_where *w, double now,
 				sc->evict_st = st;
 				sc->evict_debt = debt;
 			}
+			continue;
+		}
+		sc->avail[b]++;
+		if (sc->free[b].pos < 0) {
+			sc->free[b].pos = (int)i;
+			sc->free[b].kind = kind;
+			sc->free[b].fp = fp;
+			sc->free[b].st = st;
 		}
 	}
+}
+
+/* Two choices: the takeable slot of the bucket with more room (ties go to
+ * b0), which keeps both buckets of every window evenly filled. */
+static const struct tk_free *
+tk_pick_free(const struct tk_scan *sc)
+{
+	if (sc->free[0].pos < 0)
+		return sc->free[1].pos < 0 ? NULL : &sc->free[1];
+	if (sc->free[1].pos < 0 || sc->avail[0] >= sc->avail[1])
+		return &sc->free[0];
+	return &sc->free[1];
 }
 
 static inline struct tk_slot *
@@ -308,6 +361,27 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 	tk_where_of(t, tk_key_fp(t, key, len), &w);
 	__builtin_prefetch(&t->buckets[w.b0], 1, 3);
 	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
+
+	/* Fast path: the key is present and its CAS is not contended. */
+	{
+		uint64_t st, nst;
+		int pos = tk_find_real(t, &w, &st);
+
+		if (pos >= 0) {
+			if (!tk_algo_check(&t->algo, true, st, now, cost, &nst,
+					   out)) {
+				tk_count(t, TK_C_DENIED, 1); /* I7 */
+				return TKSHM_OK;
+			}
+			if (tk_cas128(tk_window_slot(t, &w, pos), w.fp, st,
+				      w.fp, nst)) {
+				tk_count(t, TK_C_ALLOWED, 1);
+				return TKSHM_OK;
+			}
+			retries = 1;
+			tk_count(t, TK_C_CAS_RETRIES, 1);
+		}
+	}
 
 	for (;;) {
 		uint64_t nst, init_st = 0;
@@ -398,11 +472,13 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 			int v;
 			enum tk_counter taken = TK_C_COUNT;
 
-			if (sc.free >= 0) {
-				v = sc.free;
-				vfp = sc.free_fp;
-				vst = sc.free_st;
-				if (sc.free_kind == TK_FREE_IDLE)
+			const struct tk_free *f = tk_pick_free(&sc);
+
+			if (f) {
+				v = f->pos;
+				vfp = f->fp;
+				vst = f->st;
+				if (f->kind == TK_FREE_IDLE)
 					taken = TK_C_RECLAIMS;
 			} else if (sc.nrivals > 0) {
 				/* Stealing a rival placeholder of our own key
@@ -468,14 +544,12 @@ tk_table_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 	      tkshm_decision *out)
 {
 	struct tk_where w;
-	struct tk_scan sc;
 	uint64_t st = 0;
 	bool present;
 
 	tk_where_of(t, tk_key_fp(t, key, len), &w);
-	tk_scan(t, &w, now, 0, true, &sc);
-	if (sc.real >= 0) {
-		tk_algo_peek(&t->algo, true, sc.real_st, now, out);
+	if (tk_find_real(t, &w, &st) >= 0) {
+		tk_algo_peek(&t->algo, true, st, now, out);
 		return;
 	}
 	present = tk_debt_recall(t, w.fp, now, &st);
@@ -488,18 +562,18 @@ int
 tk_table_reset(struct tkshm_table *t, const void *key, size_t len)
 {
 	struct tk_where w;
-	struct tk_scan sc;
 	unsigned retries = 0;
 
 	tk_where_of(t, tk_key_fp(t, key, len), &w);
 	for (;;) {
-		/* `now` only classifies other keys' slots, unused here. */
-		tk_scan(t, &w, 0.0, 0, true, &sc);
-		if (sc.real < 0)
+		uint64_t st;
+		int pos = tk_find_real(t, &w, &st);
+
+		if (pos < 0)
 			break;
 		/* I4: DEAD is equivalent to absent, so the key starts fresh. */
-		if (tk_cas128(tk_window_slot(t, &w, sc.real), w.fp, sc.real_st,
-			      w.fp, TK_ST_DEAD))
+		if (tk_cas128(tk_window_slot(t, &w, pos), w.fp, st, w.fp,
+			      TK_ST_DEAD))
 			break;
 		if (++retries > TK_MAX_RETRIES)
 			return TKSHM_EBUSY;

@@ -6,7 +6,7 @@
  *   header  the shared header still validates and still says what this
  *           handle attached to (I10);
  *   I3      every key sits in its own window;
- *   I2      no key sits behind an EMPTY slot of its window;
+ *   I2      no key sits behind an EMPTY slot of its bucket;
  *   I4      EMPTY slots are {0,0}; every REAL state is valid;
  *   I5      no key has two REAL slots at one instant;
  *   I9      every debt cell is 0 or a valid state.
@@ -156,7 +156,12 @@ tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx,
 		{
 			struct tk_where w;
 			tk_where_of(t, fp, &w);
-			for (int p = 0; p < pos; p++) {
+			/* I2 holds per bucket: look from the start of the
+			 * slot's own bucket. */
+			int first = pos < (int)TK_SLOTS_PER_BUCKET
+					? 0
+					: (int)TK_SLOTS_PER_BUCKET;
+			for (int p = first; p < pos; p++) {
 				uint64_t f2, s2;
 				tk_read_pair(
 				    tk_slot_at(t, tk_window_index(&w, (unsigned)p)),
@@ -165,7 +170,7 @@ tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx,
 					tk_problem(&r,
 						   "slot %llu: key %016llx "
 						   "lies behind an EMPTY slot "
-						   "of its window (I2)",
+						   "of its bucket (I2)",
 						   (unsigned long long)i,
 						   (unsigned long long)fp);
 					break;

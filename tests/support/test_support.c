@@ -3,7 +3,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,4 +162,179 @@ tkt_seconds(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* --- child processes with pipes ------------------------------------------ */
+
+static void
+tkt_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
+{
+	if (*len + n + 1 > *cap) {
+		size_t c = *cap ? *cap : 4096;
+		while (*len + n + 1 > c)
+			c *= 2;
+		*buf = realloc(*buf, c);
+		if (!*buf)
+			fail_msg("out of memory");
+		*cap = c;
+	}
+	memcpy(*buf + *len, data, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+}
+
+void
+tkt_proc_start(struct tkt_proc *p, const char *const argv[],
+	       const char *input)
+{
+	int in[2], out[2], err[2];
+	pid_t pid;
+
+	memset(p, 0, sizeof *p);
+	p->fd_in = p->fd_out = p->fd_err = -1;
+	p->status = -1;
+	p->input = input ? input : "";
+	p->input_len = strlen(p->input);
+	tkt_append(&p->out, &p->out_len, &p->out_cap, "", 0);
+	tkt_append(&p->err, &p->err_len, &p->err_cap, "", 0);
+	signal(SIGPIPE, SIG_IGN);
+	/* O_CLOEXEC: a child started later must not hold these ends open. */
+	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 ||
+	    pipe2(err, O_CLOEXEC) != 0)
+		fail_msg("pipe2: %s", strerror(errno));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		fail_msg("fork: %s", strerror(errno));
+	if (pid == 0) {
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 ||
+		    dup2(err[1], 2) < 0)
+			_exit(126);
+		execv(argv[0], (char *const *)argv);
+		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	p->pid = pid;
+	p->fd_in = in[1];
+	p->fd_out = out[0];
+	p->fd_err = err[0];
+	fcntl(p->fd_in, F_SETFL, fcntl(p->fd_in, F_GETFL) | O_NONBLOCK);
+	if (p->input_len == 0) {
+		close(p->fd_in);
+		p->fd_in = -1;
+	}
+}
+
+static void
+tkt_proc_reap(struct tkt_proc *p)
+{
+	int status;
+
+	if (waitpid(p->pid, &status, 0) != p->pid)
+		fail_msg("waitpid(%d): %s", p->pid, strerror(errno));
+	p->status = WIFEXITED(status) ? WEXITSTATUS(status)
+				      : 128 + WTERMSIG(status);
+}
+
+void
+tkt_proc_finish(struct tkt_proc *ps, size_t n)
+{
+	double deadline = tkt_seconds() + 60.0;
+	struct pollfd *fds = calloc(3 * n, sizeof *fds);
+	char buf[65536];
+
+	if (!fds)
+		fail_msg("out of memory");
+	for (;;) {
+		size_t nfds = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			struct tkt_proc *p = &ps[i];
+			if (p->fd_in >= 0)
+				fds[nfds++] =
+				    (struct pollfd){p->fd_in, POLLOUT, 0};
+			if (p->fd_out >= 0)
+				fds[nfds++] =
+				    (struct pollfd){p->fd_out, POLLIN, 0};
+			if (p->fd_err >= 0)
+				fds[nfds++] =
+				    (struct pollfd){p->fd_err, POLLIN, 0};
+		}
+		if (nfds == 0)
+			break;
+		if (tkt_seconds() > deadline) {
+			for (size_t i = 0; i < n; i++)
+				kill(ps[i].pid, SIGKILL);
+			fail_msg("child processes still running after 60 s");
+		}
+		if (poll(fds, nfds, 1000) < 0 && errno != EINTR)
+			fail_msg("poll: %s", strerror(errno));
+		for (size_t k = 0; k < nfds; k++) {
+			struct tkt_proc *p = NULL;
+			ssize_t r;
+
+			if (!fds[k].revents)
+				continue;
+			for (size_t i = 0; i < n && !p; i++)
+				if (fds[k].fd == ps[i].fd_in ||
+				    fds[k].fd == ps[i].fd_out ||
+				    fds[k].fd == ps[i].fd_err)
+					p = &ps[i];
+			if (!p)
+				continue;
+			if (fds[k].fd == p->fd_in) {
+				r = write(p->fd_in, p->input + p->input_off,
+					  p->input_len - p->input_off);
+				if (r > 0)
+					p->input_off += (size_t)r;
+				if ((r < 0 && errno != EAGAIN &&
+				     errno != EINTR) ||
+				    p->input_off == p->input_len) {
+					close(p->fd_in);
+					p->fd_in = -1;
+				}
+				continue;
+			}
+			r = read(fds[k].fd, buf, sizeof buf);
+			if (r < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (r <= 0) {
+				if (fds[k].fd == p->fd_out)
+					p->fd_out = -1;
+				else
+					p->fd_err = -1;
+				close(fds[k].fd);
+				continue;
+			}
+			if (fds[k].fd == p->fd_out)
+				tkt_append(&p->out, &p->out_len, &p->out_cap,
+					   buf, (size_t)r);
+			else
+				tkt_append(&p->err, &p->err_len, &p->err_cap,
+					   buf, (size_t)r);
+		}
+	}
+	free(fds);
+	for (size_t i = 0; i < n; i++)
+		tkt_proc_reap(&ps[i]);
+}
+
+void
+tkt_proc_free(struct tkt_proc *p)
+{
+	free(p->out);
+	free(p->err);
+	p->out = p->err = NULL;
+}
+
+int
+tkt_run(struct tkt_proc *p, const char *const argv[], const char *input)
+{
+	tkt_proc_start(p, argv, input);
+	tkt_proc_finish(p, 1);
+	return p->status;
 }

@@ -45,4 +45,29 @@ void tkt_wait_ok(int pid);
 /* Monotonic seconds, for bounding loops (never for asserting speed). */
 double tkt_seconds(void);
 
+/* --- child processes with pipes (appended for tests/tool) ---------------- */
+
+/* A program run with pipes on its stdin, stdout and stderr. */
+struct tkt_proc {
+	int pid;
+	int fd_in, fd_out, fd_err;	/* the parent's ends; -1 when closed */
+	const char *input;		/* fed to stdin, then stdin is closed */
+	size_t input_len, input_off;
+	char *out, *err;		/* captured, NUL-terminated */
+	size_t out_len, out_cap, err_len, err_cap;
+	int status;			/* exit code, or 128 + signal number */
+};
+
+/* Starts argv[0] (a path) with `input` (may be NULL: empty) on its stdin.
+ * SIGPIPE is ignored in the test process from then on. */
+void tkt_proc_start(struct tkt_proc *p, const char *const argv[],
+		    const char *input);
+/* Feeds and drains all `n` processes at once until every one has exited
+ * (fails the test after 60 s, killing them).  Fills out, err and status. */
+void tkt_proc_finish(struct tkt_proc *ps, size_t n);
+/* Frees out and err. */
+void tkt_proc_free(struct tkt_proc *p);
+/* tkt_proc_start + tkt_proc_finish for one process; returns its status. */
+int tkt_run(struct tkt_proc *p, const char *const argv[], const char *input);
+
 #endif

@@ -1,0 +1,170 @@
+/*
+ * args.c - the command line: options of the form --name, --name VALUE and
+ * --name=VALUE, "--" ending the options, and parsers for option values.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inspect.h"
+
+void
+ti_args_init(struct ti_args *a, int argc, char **argv, const char *cmd)
+{
+	a->argc = argc;
+	a->argv = argv;
+	a->i = 1;
+	a->only_operands = false;
+	a->cmd = cmd;
+}
+
+int
+ti_args_next(struct ti_args *a, const struct ti_opt *opts, size_t nopts,
+	     const char **value)
+{
+	const char *arg, *name, *eq;
+	size_t len;
+
+	*value = NULL;
+	if (a->i >= a->argc)
+		return TI_ARG_END;
+	arg = a->argv[a->i++];
+	if (!a->only_operands && strcmp(arg, "--") == 0) {
+		a->only_operands = true;
+		return ti_args_next(a, opts, nopts, value);
+	}
+	if (a->only_operands || arg[0] != '-' || arg[1] == '\0') {
+		*value = arg;
+		return TI_ARG_OPERAND;
+	}
+	if (strcmp(arg, "-h") == 0)
+		arg = "--help";
+	if (arg[1] != '-') {
+		ti_usage_error(a->cmd, "unknown option '%s'", arg);
+		return TI_ARG_ERROR;
+	}
+	name = arg + 2;
+	eq = strchr(name, '=');
+	len = eq ? (size_t)(eq - name) : strlen(name);
+	for (size_t k = 0; k < nopts; k++) {
+		if (strlen(opts[k].name) != len ||
+		    memcmp(opts[k].name, name, len) != 0)
+			continue;
+		if (!opts[k].has_value) {
+			if (eq) {
+				ti_usage_error(a->cmd,
+					       "option '--%s' takes no value",
+					       opts[k].name);
+				return TI_ARG_ERROR;
+			}
+			return (int)k;
+		}
+		if (eq) {
+			*value = eq + 1;
+		} else if (a->i < a->argc) {
+			*value = a->argv[a->i++];
+		} else {
+			ti_usage_error(a->cmd, "option '--%s' needs a value",
+				       opts[k].name);
+			return TI_ARG_ERROR;
+		}
+		return (int)k;
+	}
+	ti_usage_error(a->cmd, "unknown option '--%.*s'", (int)len, name);
+	return TI_ARG_ERROR;
+}
+
+bool
+ti_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!isdigit((unsigned char)s[0]))
+		goto bad;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end != '\0' || errno == ERANGE)
+		goto bad;
+	*out = (uint64_t)v;
+	return true;
+bad:
+	ti_usage_error(cmd, "--%s: '%s' is not a non-negative integer", opt, s);
+	return false;
+}
+
+bool
+ti_parse_mode(const char *cmd, const char *s, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (s[0] < '0' || s[0] > '7')
+		goto bad;
+	errno = 0;
+	v = strtoul(s, &end, 8);
+	if (*end != '\0' || errno == ERANGE || v > 07777)
+		goto bad;
+	if (v == 0) {
+		/* tkshm_options.mode 0 means "the default, 0600". */
+		ti_usage_error(cmd,
+			       "--mode: 0 would give no access to anybody");
+		return false;
+	}
+	*out = (uint32_t)v;
+	return true;
+bad:
+	ti_usage_error(cmd, "--mode: '%s' is not an octal mode (0..7777)", s);
+	return false;
+}
+
+bool
+ti_parse_on_full(const char *cmd, const char *s, tkshm_on_full *out)
+{
+	if (strcmp(s, "evict") == 0) {
+		*out = TKSHM_ON_FULL_EVICT;
+		return true;
+	}
+	if (strcmp(s, "refuse") == 0) {
+		*out = TKSHM_ON_FULL_REFUSE;
+		return true;
+	}
+	ti_usage_error(cmd, "--on-full: '%s' is neither 'evict' nor 'refuse'",
+		       s);
+	return false;
+}
+
+bool
+ti_parse_policy(const char *cmd, const char *s, tkshm_policy *out)
+{
+	char why[256] = "";
+	int rc = tkshm_policy_parse(s, out, why, sizeof why);
+
+	if (rc != TKSHM_OK) {
+		ti_usage_error(cmd, "--policy '%s': %s", s,
+			       why[0] ? why : tkshm_strerror(rc));
+		return false;
+	}
+	return true;
+}
+
+bool
+ti_parse_decimal(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (s[0] == '\0')
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!strchr("0123456789+-.eE", *p))
+			return false;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v))
+		return false;
+	*out = v;
+	return true;
+}

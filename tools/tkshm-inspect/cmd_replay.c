@@ -1,0 +1,239 @@
+/*
+ * cmd_replay.c - `tkshm-inspect replay`: runs "NOW_MS KEY COST" lines from
+ * standard input through a real table and prints each decision as one
+ * ThrottleKit JSON object per line.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inspect.h"
+
+void
+ti_usage_replay(FILE *f)
+{
+	fputs("Usage: " TI_PROG " replay --policy SPEC [--table PATH] "
+	      "[--slots N]\n"
+	      "                     [--on-full evict|refuse]\n"
+	      "\n"
+	      "Reads lines 'NOW_MS KEY COST' from standard input (fields\n"
+	      "separated by whitespace; NOW_MS and COST decimal numbers, KEY a\n"
+	      "token without whitespace; blank lines and lines starting with\n"
+	      "'#' are skipped), checks each against a table at time NOW_MS\n"
+	      "and prints one JSON object per line, with ThrottleKit's fields:\n"
+	      "  {\"allowed\":true,\"limit\":5,\"remaining\":4,"
+	      "\"resetAt\":1100,\"retryAfterMs\":0}\n"
+	      "\n"
+	      "Without --table the table is a fresh anonymous one that lives\n"
+	      "for this replay only.  With --table PATH the existing table is\n"
+	      "attached (never created) and must have the policy SPEC; several\n"
+	      "replays may share one table at once.\n"
+	      "\n"
+	      "A malformed line (wrong field count, bad number, a key or cost\n"
+	      "the library refuses), or a check the table cannot make (a full\n"
+	      "probe window on a table that refuses to evict), stops the\n"
+	      "replay with a message naming the line number on standard error\n"
+	      "and exit status 1, after the decisions of the lines before it\n"
+	      "were printed.\n"
+	      "\n"
+	      "Options:\n"
+	      "  --policy SPEC     the policy, e.g.\n"
+	      "                    gcra:limit=10,periodMs=1000,burst=5 "
+	      "(required)\n"
+	      "  --table PATH      replay through this existing table\n"
+	      "  --slots N         slots of the anonymous table (default 65536);\n"
+	      "                    with --table, must equal the table's\n"
+	      "  --on-full WHAT    'evict' (default) or 'refuse', for the\n"
+	      "                    anonymous table only\n"
+	      "  -h, --help        show this help\n"
+	      "\n",
+	      f);
+	ti_print_exit_codes(f);
+}
+
+#define TI_WS " \t\r\n\v\f"
+
+/* Reports a bad line after flushing the decisions printed before it. */
+static int ti_bad_line(unsigned long line, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int
+ti_bad_line(unsigned long line, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	fflush(stdout);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	ti_err("line %lu: %s", line, msg);
+	return ti_finish_stdout(TI_EXIT_CHECK);
+}
+
+/* A token shortened for a message. */
+static const char *
+ti_short(const char *s, char *buf, size_t len)
+{
+	if (strlen(s) < len)
+		return s;
+	snprintf(buf, len, "%.*s...", (int)len - 4, s);
+	return buf;
+}
+
+/* Runs one line; returns -1 to go on, or the exit code. */
+static int
+ti_replay_line(tkshm_table *t, unsigned long line, char *text, size_t len)
+{
+	char *field[3], *save = NULL, *tok;
+	char sbuf[48];
+	unsigned nf = 0;
+	double now, cost;
+	tkshm_decision d;
+	int rc;
+
+	if (strlen(text) != len)
+		return ti_bad_line(line, "contains a NUL byte");
+	for (tok = strtok_r(text, TI_WS, &save); tok;
+	     tok = strtok_r(NULL, TI_WS, &save)) {
+		if (nf == 0 && tok[0] == '#')
+			return -1;
+		if (nf < 3)
+			field[nf] = tok;
+		nf++;
+	}
+	if (nf == 0)
+		return -1;
+	if (nf != 3) {
+		return ti_bad_line(line,
+				   "expected 3 fields (NOW_MS KEY COST), "
+				   "found %u",
+				   nf);
+	}
+	if (!ti_parse_decimal(field[0], &now))
+		return ti_bad_line(line, "NOW_MS '%s' is not a decimal number",
+				   ti_short(field[0], sbuf, sizeof sbuf));
+	if (!ti_parse_decimal(field[2], &cost))
+		return ti_bad_line(line, "COST '%s' is not a decimal number",
+				   ti_short(field[2], sbuf, sizeof sbuf));
+	rc = tkshm_check_at(t, field[1], strlen(field[1]), cost, now, &d);
+	switch (rc) {
+	case TKSHM_OK:
+		ti_json_decision(stdout, &d);
+		return -1;
+	case TKSHM_ENOW:
+		return ti_bad_line(line, "NOW_MS '%s' refused: %s",
+				   ti_short(field[0], sbuf, sizeof sbuf),
+				   tkshm_strerror(rc));
+	case TKSHM_ECOST:
+		return ti_bad_line(line, "cost '%s' refused: %s",
+				   ti_short(field[2], sbuf, sizeof sbuf),
+				   tkshm_strerror(rc));
+	case TKSHM_EKEYEMPTY:
+	case TKSHM_EKEYLONG:
+		return ti_bad_line(line, "KEY '%s' refused: %s",
+				   ti_short(field[1], sbuf, sizeof sbuf),
+				   tkshm_strerror(rc));
+	default:
+		return ti_bad_line(line, "check failed: %s (%s)",
+				   tkshm_strerror(rc), tkshm_error_name(rc));
+	}
+}
+
+int
+ti_cmd_replay(int argc, char **argv)
+{
+	static const struct ti_opt opts[] = {
+		{ "help", false }, { "policy", true },	{ "table", true },
+		{ "slots", true }, { "on-full", true },
+	};
+	tkshm_options o = TKSHM_OPTIONS_INIT;
+	tkshm_policy policy;
+	bool have_policy = false, have_on_full = false;
+	const char *table = NULL, *v;
+	tkshm_table *t;
+	struct ti_args a;
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	unsigned long line = 0;
+	int k, rc = -1;
+
+	ti_args_init(&a, argc, argv, "replay");
+	while ((k = ti_args_next(&a, opts, sizeof opts / sizeof opts[0], &v)) !=
+	       TI_ARG_END) {
+		switch (k) {
+		case TI_ARG_ERROR:
+			return TI_EXIT_USAGE;
+		case TI_ARG_OPERAND:
+			return ti_usage_error("replay",
+					      "unexpected operand '%s' (input "
+					      "is read from standard input)",
+					      v);
+		case 0:
+			ti_usage_replay(stdout);
+			return ti_finish_stdout(TI_EXIT_OK);
+		case 1:
+			if (!ti_parse_policy("replay", v, &policy))
+				return TI_EXIT_USAGE;
+			have_policy = true;
+			break;
+		case 2:
+			if (v[0] == '\0')
+				return ti_usage_error("replay",
+						      "--table PATH is empty");
+			table = v;
+			break;
+		case 3:
+			if (!ti_parse_u64("replay", "slots", v, &o.slots))
+				return TI_EXIT_USAGE;
+			if (o.slots == 0)
+				return ti_usage_error(
+					"replay", "--slots must be at least 1");
+			break;
+		case 4:
+			if (!ti_parse_on_full("replay", v, &o.on_full))
+				return TI_EXIT_USAGE;
+			have_on_full = true;
+			break;
+		}
+	}
+	if (!have_policy)
+		return ti_usage_error("replay", "missing --policy SPEC");
+	if (table && have_on_full)
+		return ti_usage_error("replay",
+				      "--on-full is fixed when a table is "
+				      "created; it cannot be given with "
+				      "--table");
+
+	o.policy = &policy;
+	/* Attach only: a table shared by replays is made by `create`. */
+	o.flags = table ? 0 : TKSHM_O_CREATE;
+	if ((k = ti_open(table, &o, &t)) != TI_EXIT_OK)
+		return k;
+
+	while (rc < 0) {
+		errno = 0;
+		n = getline(&buf, &cap, stdin);
+		if (n < 0) {
+			if (ferror(stdin)) {
+				fflush(stdout);
+				ti_err("cannot read standard input: %s",
+				       strerror(errno ? errno : EIO));
+				rc = ti_finish_stdout(TI_EXIT_IO);
+			} else {
+				rc = ti_finish_stdout(TI_EXIT_OK);
+			}
+			break;
+		}
+		line++;
+		rc = ti_replay_line(t, line, buf, (size_t)n);
+		if (rc < 0 && ferror(stdout))
+			rc = ti_finish_stdout(TI_EXIT_OK);
+	}
+	free(buf);
+	tkshm_close(t);
+	return rc;
+}

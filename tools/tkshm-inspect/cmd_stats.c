@@ -1,0 +1,235 @@
+/*
+ * cmd_stats.c - `tkshm-inspect stats PATH [--json]`: counters, geometry,
+ * policy and an occupancy scan of a table, through a read-only mapping.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "inspect.h"
+
+void
+ti_usage_stats(FILE *f)
+{
+	fputs("Usage: " TI_PROG " stats PATH [--json] [--now MS]\n"
+	      "\n"
+	      "Maps the table PATH read-only and prints its policy, on-full\n"
+	      "behaviour, creation time, geometry (slots, buckets, debt cells,\n"
+	      "file bytes, bytes per key), its counters (allowed, denied,\n"
+	      "inserts, reclaims, evictions, ...) and an occupancy scan: live,\n"
+	      "idle, empty, placeholder and dead slots and the histogram of\n"
+	      "keys by position in their probe window.  Counters are a\n"
+	      "snapshot while other processes work.\n"
+	      "\n"
+	      "Options:\n"
+	      "  --json            print one JSON object instead of text\n"
+	      "  --now MS          classify keys as live or idle at this time\n"
+	      "                    (epoch ms; default: the system clock)\n"
+	      "  -h, --help        show this help\n"
+	      "\n",
+	      f);
+	ti_print_exit_codes(f);
+}
+
+/* "2024-05-01T12:00:00.123Z" */
+static void
+ti_iso_time(double ms, char *buf, size_t len)
+{
+	double secs = floor(ms / 1000.0);
+	time_t tt = (time_t)secs;
+	struct tm tm;
+	int milli = (int)floor(ms - secs * 1000.0);
+	size_t n;
+
+	if (!isfinite(ms) || ms < 0 || !gmtime_r(&tt, &tm) ||
+	    (n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm)) == 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	snprintf(buf + n, len - n, ".%03dZ", milli > 999 ? 999 : milli);
+}
+
+struct ti_counter {
+	const char *text, *json;
+	uint64_t v;
+};
+
+/* The counters in display order. */
+static size_t
+ti_counters(const tkshm_stats *s, struct ti_counter *c)
+{
+	const struct ti_counter all[] = {
+		{ "allowed", "allowed", s->allowed },
+		{ "denied", "denied", s->denied },
+		{ "inserts", "inserts", s->inserts },
+		{ "reclaims", "reclaims", s->reclaims },
+		{ "evictions", "evictions", s->evictions },
+		{ "evictions in debt", "evictionsInDebt",
+		  s->evictions_in_debt },
+		{ "debt restores", "debtRestores", s->debt_restores },
+		{ "CAS retries", "casRetries", s->cas_retries },
+		{ "refusals", "refusals", s->refusals },
+		{ "duplicates killed", "duplicatesKilled",
+		  s->duplicates_killed },
+		{ "resets", "resets", s->resets },
+	};
+	memcpy(c, all, sizeof all);
+	return sizeof all / sizeof all[0];
+}
+
+static void
+ti_stats_text(const char *path, const tkshm_stats *s, const char *policy,
+	      const tkshm_usage *u, double now)
+{
+	struct ti_counter c[16];
+	size_t nc = ti_counters(s, c);
+	char created[64], at[64];
+	uint64_t used = u->live + u->idle;
+
+	ti_iso_time(s->created_ms, created, sizeof created);
+	ti_iso_time(now, at, sizeof at);
+	printf("table         %s\n", path);
+	printf("policy        %s\n", policy);
+	printf("on-full       %s\n", ti_on_full_name(s->on_full));
+	printf("created       %s (%.3f ms since the epoch)\n", created,
+	       s->created_ms);
+	printf("layout        %" PRIu32 "%s\n", s->layout_version,
+	       s->anonymous ? " (anonymous)" : "");
+	printf("slots         %" PRIu64 " (%" PRIu64 " buckets of 4)\n",
+	       s->slots, s->buckets);
+	printf("debt cells    %" PRIu64 "\n", s->debt_cells);
+	printf("file bytes    %" PRIu64 " (%.2f bytes per key)\n",
+	       s->file_bytes, s->bytes_per_key);
+	printf("counters\n");
+	for (size_t i = 0; i < nc; i++)
+		printf("  %-20s %" PRIu64 "\n", c[i].text, c[i].v);
+	printf("occupancy at  %s\n", at);
+	printf("  %-20s %" PRIu64 "\n", "live", u->live);
+	printf("  %-20s %" PRIu64 "\n", "idle", u->idle);
+	printf("  %-20s %" PRIu64 "\n", "empty", u->empty);
+	printf("  %-20s %" PRIu64 "\n", "placeholders", u->placeholders);
+	printf("  %-20s %" PRIu64 "\n", "dead", u->dead);
+	printf("  %-20s %.2f%% (live + idle)\n", "load",
+	       s->slots ? 100.0 * (double)used / (double)s->slots : 0.0);
+	printf("  probe position     ");
+	for (unsigned i = 0; i < TKSHM_WINDOW_SLOTS; i++)
+		printf(" %u:%" PRIu64, i, u->probe_hist[i]);
+	printf("\n");
+}
+
+static void
+ti_stats_json(const char *path, const tkshm_stats *s, const char *policy,
+	      const tkshm_usage *u, double now)
+{
+	struct ti_counter c[16];
+	size_t nc = ti_counters(s, c);
+	struct ti_json j;
+	char created[64];
+
+	ti_iso_time(s->created_ms, created, sizeof created);
+	ti_json_init(&j, stdout, true);
+	ti_json_begin_obj(&j, NULL);
+	ti_json_string(&j, "path", path);
+	ti_json_string(&j, "policy", policy);
+	ti_json_string(&j, "onFull", ti_on_full_name(s->on_full));
+	ti_json_num(&j, "createdMs", s->created_ms);
+	ti_json_string(&j, "created", created);
+	ti_json_u64(&j, "layoutVersion", s->layout_version);
+	ti_json_bool(&j, "anonymous", s->anonymous);
+	ti_json_u64(&j, "slots", s->slots);
+	ti_json_u64(&j, "buckets", s->buckets);
+	ti_json_u64(&j, "debtCells", s->debt_cells);
+	ti_json_u64(&j, "fileBytes", s->file_bytes);
+	ti_json_num(&j, "bytesPerKey", s->bytes_per_key);
+	ti_json_begin_obj(&j, "counters");
+	for (size_t i = 0; i < nc; i++)
+		ti_json_u64(&j, c[i].json, c[i].v);
+	ti_json_end_obj(&j);
+	ti_json_begin_obj(&j, "usage");
+	ti_json_num(&j, "atMs", now);
+	ti_json_u64(&j, "live", u->live);
+	ti_json_u64(&j, "idle", u->idle);
+	ti_json_u64(&j, "empty", u->empty);
+	ti_json_u64(&j, "placeholders", u->placeholders);
+	ti_json_u64(&j, "dead", u->dead);
+	ti_json_begin_arr(&j, "probeHist");
+	for (unsigned i = 0; i < TKSHM_WINDOW_SLOTS; i++)
+		ti_json_u64(&j, NULL, u->probe_hist[i]);
+	ti_json_end_arr(&j);
+	ti_json_end_obj(&j);
+	ti_json_end_obj(&j);
+}
+
+int
+ti_cmd_stats(int argc, char **argv)
+{
+	static const struct ti_opt opts[] = { { "help", false },
+					      { "json", false },
+					      { "now", true } };
+	tkshm_options o = TKSHM_OPTIONS_INIT;
+	const char *path = NULL, *v;
+	bool json = false, have_now = false;
+	double now = 0;
+	tkshm_table *t;
+	tkshm_stats st;
+	tkshm_usage u;
+	struct ti_args a;
+	char full[4200], policy[256];
+	int k, rc;
+
+	ti_args_init(&a, argc, argv, "stats");
+	while ((k = ti_args_next(&a, opts, sizeof opts / sizeof opts[0], &v)) !=
+	       TI_ARG_END) {
+		switch (k) {
+		case TI_ARG_ERROR:
+			return TI_EXIT_USAGE;
+		case TI_ARG_OPERAND:
+			if (path)
+				return ti_usage_error("stats",
+						      "extra operand '%s'", v);
+			path = v;
+			break;
+		case 0:
+			ti_usage_stats(stdout);
+			return ti_finish_stdout(TI_EXIT_OK);
+		case 1:
+			json = true;
+			break;
+		case 2:
+			if (!ti_parse_decimal(v, &now) || now < 0)
+				return ti_usage_error(
+					"stats",
+					"--now: '%s' is not a time in ms >= 0",
+					v);
+			have_now = true;
+			break;
+		}
+	}
+	if (!path)
+		return ti_usage_error("stats", "missing PATH");
+	if (path[0] == '\0')
+		return ti_usage_error("stats", "PATH is empty");
+
+	o.flags = TKSHM_O_RDONLY;
+	if ((k = ti_open(path, &o, &t)) != TI_EXIT_OK)
+		return k;
+	path = ti_resolve_path(path, full, sizeof full);
+	if (!have_now)
+		now = tkshm_now_ms();
+	tkshm_stats_get(t, &st);
+	rc = tkshm_usage_get(t, now, &u);
+	tkshm_close(t);
+	if (rc != TKSHM_OK) {
+		ti_err("cannot scan %s: %s", path, tkshm_strerror(rc));
+		return TI_EXIT_USAGE;
+	}
+	if (tkshm_policy_format(&st.policy, policy, sizeof policy) < 0)
+		snprintf(policy, sizeof policy, "(unprintable policy)");
+	if (json)
+		ti_stats_json(path, &st, policy, &u, now);
+	else
+		ti_stats_text(path, &st, policy, &u, now);
+	return ti_finish_stdout(TI_EXIT_OK);
+}

@@ -1,0 +1,138 @@
+/*
+ * inspect.h - what the files of tkshm-inspect share: exit codes, the
+ * subcommands' entry points, option parsing, diagnostics, table opening and
+ * JSON output.  The tool uses only the public API (include/tkshm.h).
+ */
+#ifndef TKSHM_INSPECT_H
+#define TKSHM_INSPECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tkshm.h"
+
+#define TI_PROG "tkshm-inspect"
+
+/* Exit codes (documented in --help and tkshm-inspect.1). */
+enum ti_exit {
+	TI_EXIT_OK = 0,	   /* success */
+	TI_EXIT_CHECK = 1, /* verify found problems; a check of the input
+				 failed (e.g. a malformed replay line) */
+	TI_EXIT_USAGE = 2, /* bad command line */
+	TI_EXIT_OPEN = 3,  /* cannot open, create or attach the table */
+	TI_EXIT_IO = 4,	   /* I/O error (reading input, writing output) or
+				 another system failure */
+};
+
+/* --- subcommands (cmd_*.c): each returns an exit code ------------------ */
+
+struct ti_command {
+	const char *name;
+	const char *summary;		   /* one line for --help */
+	int (*run)(int argc, char **argv); /* argv[0] is the name */
+	void (*usage)(FILE *f);		   /* the subcommand's --help */
+};
+
+int ti_cmd_create(int argc, char **argv);
+int ti_cmd_replay(int argc, char **argv);
+int ti_cmd_verify(int argc, char **argv);
+int ti_cmd_stats(int argc, char **argv);
+void ti_usage_create(FILE *f);
+void ti_usage_replay(FILE *f);
+void ti_usage_verify(FILE *f);
+void ti_usage_stats(FILE *f);
+
+/* The exit-code table, printed by every --help (main.c). */
+void ti_print_exit_codes(FILE *f);
+
+/* --- diagnostics (diag.c) ------------------------------------------------ */
+
+/* Prints "tkshm-inspect: <message>\n" to stderr. */
+void ti_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* ti_err(), then "Try 'tkshm-inspect CMD --help'."; returns TI_EXIT_USAGE. */
+int ti_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Flushes stdout; on a write error reports it and returns TI_EXIT_IO,
+ * otherwise returns `rc`. */
+int ti_finish_stdout(int rc);
+
+/* --- options (args.c) ---------------------------------------------------- */
+
+struct ti_opt {
+	const char *name; /* without the leading "--" */
+	bool has_value;
+};
+
+struct ti_args {
+	int argc;
+	char **argv;
+	int i;		    /* next argv index */
+	bool only_operands; /* after "--" */
+	const char *cmd;    /* for messages */
+};
+
+#define TI_ARG_OPERAND (-1) /* *value is an operand */
+#define TI_ARG_END     (-2) /* nothing left */
+#define TI_ARG_ERROR   (-3) /* reported; exit with TI_EXIT_USAGE */
+
+/* Starts after argv[0] (the subcommand's name). */
+void ti_args_init(struct ti_args *a, int argc, char **argv, const char *cmd);
+/* The next option (its index in `opts`, with *value set when it takes one,
+ * as "--name value" or "--name=value"), an operand, or the end. */
+int ti_args_next(struct ti_args *a, const struct ti_opt *opts, size_t nopts,
+		 const char **value);
+
+/* Value parsers: false (after reporting a usage error) when invalid. */
+bool ti_parse_u64(const char *cmd, const char *opt, const char *s,
+		  uint64_t *out);
+bool ti_parse_mode(const char *cmd, const char *s, uint32_t *out);
+bool ti_parse_on_full(const char *cmd, const char *s, tkshm_on_full *out);
+bool ti_parse_policy(const char *cmd, const char *s, tkshm_policy *out);
+/* A finite decimal number (digits, sign, '.', exponent; no hex, inf, nan). */
+bool ti_parse_decimal(const char *s, double *out);
+
+/* --- tables (table_open.c) ----------------------------------------------- */
+
+/* Opens `path` (NULL: an anonymous table) with `o`, adding an errbuf.
+ * Returns TI_EXIT_OK, or after reporting "cannot open PATH:
+ * <tkshm_strerror> (<errbuf>)" TI_EXIT_USAGE for an argument the library
+ * refuses (TKSHM_EINVAL) and TI_EXIT_OPEN for anything else. */
+int ti_open(const char *path, tkshm_options *o, tkshm_table **out);
+/* The file a path names: a path without '/' is in TKSHM_DEFAULT_DIR. */
+const char *ti_resolve_path(const char *path, char *buf, size_t len);
+/* "evict" or "refuse". */
+const char *ti_on_full_name(tkshm_on_full v);
+
+/* --- JSON (json_out.c) --------------------------------------------------- */
+
+/* A JSON string (quotes included); invalid UTF-8 becomes U+FFFD. */
+void ti_json_str(FILE *f, const char *s);
+/* The shortest decimal that reads back as v; null if not finite. */
+void ti_json_double(FILE *f, double v);
+/* One decision as ThrottleKit's object, fields in ThrottleKit's order. */
+void ti_json_decision(FILE *f, const tkshm_decision *d);
+
+/* A small writer for nested objects and arrays that places the commas.
+ * Arrays are written on one line (they hold scalars). */
+#define TI_JSON_DEPTH 8
+struct ti_json {
+	FILE *f;
+	int depth;
+	bool first[TI_JSON_DEPTH];
+	bool flat[TI_JSON_DEPTH]; /* elements on one line */
+	bool pretty;
+};
+void ti_json_init(struct ti_json *j, FILE *f, bool pretty);
+void ti_json_begin_obj(struct ti_json *j, const char *key);
+void ti_json_end_obj(struct ti_json *j);
+void ti_json_begin_arr(struct ti_json *j, const char *key);
+void ti_json_end_arr(struct ti_json *j);
+/* Members: `key` NULL inside an array. */
+void ti_json_u64(struct ti_json *j, const char *key, uint64_t v);
+void ti_json_num(struct ti_json *j, const char *key, double v);
+void ti_json_bool(struct ti_json *j, const char *key, bool v);
+void ti_json_string(struct ti_json *j, const char *key, const char *v);
+
+#endif /* TKSHM_INSPECT_H */

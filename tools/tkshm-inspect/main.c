@@ -1,0 +1,116 @@
+/*
+ * main.c - tkshm-inspect: the command table, --help, --version and dispatch.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "inspect.h"
+
+static const struct ti_command ti_commands[] = {
+	{ "create", "create a table file", ti_cmd_create, ti_usage_create },
+	{ "replay", "replay NOW_MS KEY COST lines, print decisions as JSON",
+	  ti_cmd_replay, ti_usage_replay },
+	{ "verify", "check the invariants of a table (read-only)",
+	  ti_cmd_verify, ti_usage_verify },
+	{ "stats", "print counters, geometry, policy and occupancy",
+	  ti_cmd_stats, ti_usage_stats },
+};
+#define TI_NCOMMANDS (sizeof ti_commands / sizeof ti_commands[0])
+
+void
+ti_print_exit_codes(FILE *f)
+{
+	fputs("Exit status:\n"
+	      "  0  success\n"
+	      "  1  verify found problems, or a check of the input failed\n"
+	      "     (e.g. a malformed replay line)\n"
+	      "  2  usage error\n"
+	      "  3  cannot open, create or attach the table\n"
+	      "  4  I/O error (reading input, writing output) or another\n"
+	      "     system failure\n",
+	      f);
+}
+
+static void
+ti_usage(FILE *f)
+{
+	fputs("Usage: " TI_PROG " COMMAND [OPTIONS] [ARGS]\n"
+	      "       " TI_PROG " COMMAND --help\n"
+	      "       " TI_PROG " --help | --version\n"
+	      "\n"
+	      "Inspects and exercises tkshm shared-memory rate-limit tables.\n"
+	      "A table path without '/' names a file in " TKSHM_DEFAULT_DIR
+	      ".\n"
+	      "\n"
+	      "Commands:\n",
+	      f);
+	for (size_t i = 0; i < TI_NCOMMANDS; i++)
+		fprintf(f, "  %-8s %s\n", ti_commands[i].name,
+			ti_commands[i].summary);
+	fputs("  help     show the help of a command\n"
+	      "\n"
+	      "Policies are ThrottleKit strategy strings, e.g.\n"
+	      "  gcra:limit=10,periodMs=1000,burst=5\n"
+	      "\n",
+	      f);
+	ti_print_exit_codes(f);
+	fputs("\nSee tkshm-inspect(1).\n", f);
+}
+
+static void
+ti_version(void)
+{
+	printf("%s %d.%d.%d (libtkshm %s, table layout %u)\n", TI_PROG,
+	       TKSHM_VERSION_MAJOR, TKSHM_VERSION_MINOR, TKSHM_VERSION_PATCH,
+	       tkshm_version(), (unsigned)tkshm_layout_version());
+}
+
+static const struct ti_command *
+ti_find(const char *name)
+{
+	for (size_t i = 0; i < TI_NCOMMANDS; i++)
+		if (strcmp(ti_commands[i].name, name) == 0)
+			return &ti_commands[i];
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct ti_command *c;
+	const char *name;
+
+	if (argc < 2) {
+		ti_usage(stderr);
+		return TI_EXIT_USAGE;
+	}
+	name = argv[1];
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+		ti_usage(stdout);
+		return ti_finish_stdout(TI_EXIT_OK);
+	}
+	if (strcmp(name, "--version") == 0) {
+		ti_version();
+		return ti_finish_stdout(TI_EXIT_OK);
+	}
+	if (strcmp(name, "help") == 0) {
+		if (argc == 2) {
+			ti_usage(stdout);
+			return ti_finish_stdout(TI_EXIT_OK);
+		}
+		if (argc > 3)
+			return ti_usage_error(NULL, "help takes one command");
+		c = ti_find(argv[2]);
+		if (!c)
+			return ti_usage_error(NULL, "unknown command '%s'",
+					      argv[2]);
+		c->usage(stdout);
+		return ti_finish_stdout(TI_EXIT_OK);
+	}
+	if (name[0] == '-')
+		return ti_usage_error(NULL, "unknown option '%s'", name);
+	c = ti_find(name);
+	if (!c)
+		return ti_usage_error(NULL, "unknown command '%s'", name);
+	return c->run(argc - 1, argv + 1);
+}

@@ -75,7 +75,12 @@ tk_gcra_check(const struct tk_gcra *g, bool present, uint64_t st, double now,
 		d->remaining = tk_field(
 		    tk_clamp0(floor((g->tau - (tat_eff - now)) / g->T)));
 		d->reset_at = tk_field(ceil(tat_eff));
+		/* At least 1: only the cost-above-burst guard can deny with
+		 * allow_at <= now, and a client told "retry in 0 ms" would
+		 * retry at once, forever. */
 		d->retry_after_ms = tk_field(ceil(allow_at - now));
+		if (d->retry_after_ms < 1)
+			d->retry_after_ms = 1;
 		return false;
 	}
 	d->allowed = true;

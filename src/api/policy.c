@@ -7,7 +7,6 @@
  * API, tkshm-inspect, the server modules and the bindings.
  */
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,9 +139,11 @@ tk_parse_number(const char *s, const char *end, double *v)
 	for (size_t i = 0; i < n; i++)
 		if (!strchr("0123456789+-.eE", buf[i]))
 			return false;
-	errno = 0;
+	/* ERANGE is not checked: glibc also sets it for subnormal results,
+	 * which are valid doubles; an overflow is caught by isfinite and an
+	 * underflow to 0 by the kind's validation. */
 	*v = strtod(buf, &stop);
-	return *stop == '\0' && errno != ERANGE && isfinite(*v);
+	return *stop == '\0' && isfinite(*v);
 }
 
 int

@@ -66,6 +66,9 @@ tk_errno_code(int e)
 		return TKSHM_ENOMEM;
 	case EEXIST:
 		return TKSHM_EEXIST;
+	case EISDIR:
+	case ENXIO: /* a FIFO without a writer, a socket */
+		return TKSHM_ENOTFILE;
 	default:
 		return TKSHM_ESYSTEM;
 	}
@@ -522,8 +525,10 @@ tk_segment_open(const char *path, const tkshm_options *o,
 	}
 
 	for (int attempt = 0; attempt < TK_OPEN_ATTEMPTS; attempt++) {
-		int fd = open(path,
-			      (ro ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC);
+		/* O_NONBLOCK: opening a FIFO planted at the path must not
+		 * hang; fstat then refuses anything but a regular file. */
+		int fd = open(path, (ro ? O_RDONLY : O_RDWR) | O_NOFOLLOW |
+					    O_NONBLOCK | O_CLOEXEC);
 		if (fd >= 0) {
 			if ((o->flags & TKSHM_O_CREATE) &&
 			    (o->flags & TKSHM_O_EXCL)) {

@@ -1,7 +1,9 @@
 /*
  * test_support.c - see test_support.h.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>

@@ -64,7 +64,8 @@
 
 #include "tkshm.h"
 
-namespace {
+namespace
+{
 
 // ---------------------------------------------------------------------------
 // Parameters
@@ -87,7 +88,7 @@ constexpr size_t kManyKeys = 100000;
 // admitted for any realistic run; the check's arithmetic and writes do not
 // depend on it.
 constexpr const char *kAllowPolicy =
-    "gcra:limit=1000000,periodMs=1000,burst=1000000000000";
+	"gcra:limit=1000000,periodMs=1000,burst=1000000000000";
 constexpr double kAllowStepMs = 0.001; // = T
 
 // Always-denied: one per hour, burst 1.  The warm-up check admits each key
@@ -99,8 +100,14 @@ constexpr double kDenyStepMs = 0.001;
 // Slots of the scratch array the part benchmarks use (one page).
 constexpr uint64_t kPartSlots = 256;
 
-enum class Clock { kSystem, kExplicit };
-enum class Outcome { kAllow, kDeny };
+enum class Clock {
+	kSystem,
+	kExplicit
+};
+enum class Outcome {
+	kAllow,
+	kDeny
+};
 
 // ---------------------------------------------------------------------------
 // Keys
@@ -123,7 +130,7 @@ std::vector<std::string>
 make_keys(size_t n)
 {
 	if (n == 1)
-		return {"user:123456"};
+		return { "user:123456" };
 	std::vector<uint32_t> ids(1000000);
 	for (uint32_t i = 0; i < ids.size(); i++)
 		ids[i] = i;
@@ -190,12 +197,21 @@ class Table
 			error_ = std::string("tkshm_open: ") +
 				 tkshm_strerror(rc) + " " + why;
 	}
-	~Table() { tkshm_close(t_); }
+	~Table()
+	{
+		tkshm_close(t_);
+	}
 	Table(const Table &) = delete;
 	Table &operator=(const Table &) = delete;
 
-	tkshm_table *get() const { return t_; }
-	const std::string &error() const { return error_; }
+	tkshm_table *get() const
+	{
+		return t_;
+	}
+	const std::string &error() const
+	{
+		return error_;
+	}
 
 	tkshm_stats stats() const
 	{
@@ -264,15 +280,17 @@ run_check(benchmark::State &state, size_t nkeys)
 			      double(before.allowed + before.denied);
 	state.SetItemsProcessed(state.iterations());
 	state.counters["allowed_ratio"] =
-	    checks > 0 ? double(after.allowed - before.allowed) / checks : 0;
+		checks > 0 ? double(after.allowed - before.allowed) / checks :
+			     0;
 	if (nkeys == kManyKeys) {
 		state.counters["bytes_per_key"] = after.bytes_per_key;
 		state.counters["bytes_per_stored_key"] =
-		    double(after.file_bytes) / double(kManyKeys);
+			double(after.file_bytes) / double(kManyKeys);
 		state.counters["warmup_evicted"] = double(before.evictions);
 		state.counters["insert_ratio"] =
-		    checks > 0 ? double(after.inserts - before.inserts) / checks
-			       : 0;
+			checks > 0 ? double(after.inserts - before.inserts) /
+					     checks :
+				     0;
 	}
 }
 
@@ -331,8 +349,14 @@ class IdealTable
 	IdealTable(const IdealTable &) = delete;
 	IdealTable &operator=(const IdealTable &) = delete;
 
-	bool ok() const { return slots_ != nullptr; }
-	IdealSlot *at(uint64_t h) const { return &slots_[h & mask_]; }
+	bool ok() const
+	{
+		return slots_ != nullptr;
+	}
+	IdealSlot *at(uint64_t h) const
+	{
+		return &slots_[h & mask_];
+	}
 
       private:
 	size_t bytes_;

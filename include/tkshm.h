@@ -67,31 +67,33 @@ TKSHM_API uint32_t tkshm_layout_version(void);
 /** Every error the library returns.  Codes are negative and stable. */
 enum tkshm_error {
 	TKSHM_OK = 0,
-	TKSHM_ENULL = -30900,	     /**< a required pointer argument is NULL */
-	TKSHM_EINVAL = -30901,	     /**< an argument is out of its range */
-	TKSHM_EKEYEMPTY = -30902,    /**< the key has length 0 */
-	TKSHM_EKEYLONG = -30903,     /**< the key is longer than TKSHM_KEY_MAX */
-	TKSHM_ECOST = -30904,	     /**< cost is NaN, infinite, <= 0 or > 2^53-1 */
-	TKSHM_ENOW = -30905,	     /**< now_ms is NaN, infinite or negative */
-	TKSHM_EPOLICY = -30906,	     /**< invalid policy or policy string */
-	TKSHM_EMISMATCH = -30907,    /**< the table exists with another policy or size */
-	TKSHM_EBADMAGIC = -30908,    /**< the file is not a tkshm table */
-	TKSHM_EVERSION = -30909,     /**< the table has another layout version */
-	TKSHM_ESIZE = -30910,	     /**< the file size is not what its header says */
-	TKSHM_ECORRUPT = -30911,     /**< the header or table fails validation */
-	TKSHM_ESYMLINK = -30912,     /**< the path is a symbolic link */
-	TKSHM_ENOTFILE = -30913,     /**< the path is not a regular file */
-	TKSHM_EPERM = -30914,	     /**< permission denied by the system */
-	TKSHM_ENOENT = -30915,	     /**< no such file, and creation was not asked */
-	TKSHM_EEXIST = -30916,	     /**< the table exists and TKSHM_O_EXCL was given */
-	TKSHM_ENOSPC = -30917,	     /**< no space to allocate the table */
-	TKSHM_ENOMEM = -30918,	     /**< out of memory (process memory or mapping) */
-	TKSHM_ESYSTEM = -30919,	     /**< another system call failure; see errno */
-	TKSHM_EFULL = -30920,	     /**< the key's probe window is full of live keys
+	TKSHM_ENULL = -30900,	  /**< a required pointer argument is NULL */
+	TKSHM_EINVAL = -30901,	  /**< an argument is out of its range */
+	TKSHM_EKEYEMPTY = -30902, /**< the key has length 0 */
+	TKSHM_EKEYLONG = -30903,  /**< the key is longer than TKSHM_KEY_MAX */
+	TKSHM_ECOST = -30904,	/**< cost is NaN, infinite, <= 0 or > 2^53-1 */
+	TKSHM_ENOW = -30905,	/**< now_ms is NaN, infinite or negative */
+	TKSHM_EPOLICY = -30906, /**< invalid policy or policy string */
+	TKSHM_EMISMATCH =
+		-30907, /**< the table exists with another policy or size */
+	TKSHM_EBADMAGIC = -30908, /**< the file is not a tkshm table */
+	TKSHM_EVERSION = -30909,  /**< the table has another layout version */
+	TKSHM_ESIZE = -30910, /**< the file size is not what its header says */
+	TKSHM_ECORRUPT = -30911, /**< the header or table fails validation */
+	TKSHM_ESYMLINK = -30912, /**< the path is a symbolic link */
+	TKSHM_ENOTFILE = -30913, /**< the path is not a regular file */
+	TKSHM_EPERM = -30914,	 /**< permission denied by the system */
+	TKSHM_ENOENT = -30915, /**< no such file, and creation was not asked */
+	TKSHM_EEXIST =
+		-30916, /**< the table exists and TKSHM_O_EXCL was given */
+	TKSHM_ENOSPC = -30917, /**< no space to allocate the table */
+	TKSHM_ENOMEM = -30918, /**< out of memory (process memory or mapping) */
+	TKSHM_ESYSTEM = -30919, /**< another system call failure; see errno */
+	TKSHM_EFULL = -30920,	/**< the key's probe window is full of live keys
 					  and the table refuses to evict */
-	TKSHM_EBUSY = -30921,	     /**< contention did not settle within the
+	TKSHM_EBUSY = -30921,	/**< contention did not settle within the
 					  bounded number of retries */
-	TKSHM_EREADONLY = -30922,    /**< a write through a read-only handle */
+	TKSHM_EREADONLY = -30922, /**< a write through a read-only handle */
 };
 
 /** A sentence describing `err` (a tkshm code, or TKSHM_OK).  Unknown codes get
@@ -113,7 +115,7 @@ TKSHM_API const char *tkshm_error_name(int err);
 
 /** Algorithms.  Values are stored in table headers and never reused. */
 typedef enum tkshm_kind {
-	TKSHM_KIND_GCRA = 1,	     /**< Generic Cell Rate Algorithm (default) */
+	TKSHM_KIND_GCRA = 1, /**< Generic Cell Rate Algorithm (default) */
 } tkshm_kind;
 
 /** A validated policy: an algorithm and its parameters, in ThrottleKit's
@@ -127,7 +129,8 @@ typedef struct tkshm_policy {
 			double period_ms; /**< period length, > 0 */
 			double burst;	  /**< burst tolerance, >= 1 */
 		} gcra;
-		double reserved[16]; /**< room for the parameters of later kinds */
+		double reserved
+			[16]; /**< room for the parameters of later kinds */
 	} u;
 } tkshm_policy;
 
@@ -155,8 +158,8 @@ TKSHM_API int tkshm_policy_validate(const tkshm_policy *p, char *err,
  *  @param err  if not NULL, receives a sentence naming what is wrong.
  *  @return TKSHM_OK, TKSHM_ENULL or TKSHM_EPOLICY; *out unchanged on error.
  *  Threads: safe. */
-TKSHM_API int tkshm_policy_parse(const char *spec, tkshm_policy *out,
-				 char *err, size_t err_len);
+TKSHM_API int tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
+				 size_t err_len);
 
 /** The longest canonical policy string, NUL included. */
 #define TKSHM_POLICY_MAX 512
@@ -166,12 +169,10 @@ TKSHM_API int tkshm_policy_parse(const char *spec, tkshm_policy *out,
  *  TKSHM_POLICY_MAX bytes with the NUL).
  *  @return the length written (excluding NUL), TKSHM_ENULL, TKSHM_EPOLICY, or
  *  TKSHM_EINVAL if `len` is too small (buf then holds a truncated string). */
-TKSHM_API int tkshm_policy_format(const tkshm_policy *p, char *buf,
-				  size_t len);
+TKSHM_API int tkshm_policy_format(const tkshm_policy *p, char *buf, size_t len);
 
 /** True when both policies have the same kind and bit-identical parameters. */
-TKSHM_API bool tkshm_policy_equal(const tkshm_policy *a,
-				  const tkshm_policy *b);
+TKSHM_API bool tkshm_policy_equal(const tkshm_policy *a, const tkshm_policy *b);
 
 /* ---------------------------------------------------------------------------
  * Tables
@@ -196,11 +197,11 @@ typedef enum tkshm_on_full {
 
 /** Open flags. */
 #define TKSHM_O_CREATE 0x1u /**< create the table if the path does not exist */
-#define TKSHM_O_EXCL 0x2u   /**< with CREATE: fail with TKSHM_EEXIST if it does */
+#define TKSHM_O_EXCL   0x2u /**< with CREATE: fail with TKSHM_EEXIST if it does */
 #define TKSHM_O_RDONLY 0x4u /**< map read-only: peek, stats, verify only */
 
 /** The default directory for relative table names and the default slots. */
-#define TKSHM_DEFAULT_DIR "/dev/shm"
+#define TKSHM_DEFAULT_DIR   "/dev/shm"
 #define TKSHM_DEFAULT_SLOTS 65536u
 /** The largest capacity a table can be created with. */
 #define TKSHM_MAX_SLOTS (UINT64_C(1) << 36)
@@ -208,29 +209,34 @@ typedef enum tkshm_on_full {
 /** Options for tkshm_open().  Initialise with TKSHM_OPTIONS_INIT so that
  *  `size` is right; fields added later go at the end. */
 typedef struct tkshm_options {
-	size_t size;		    /**< sizeof(tkshm_options) */
-	const tkshm_policy *policy; /**< required to create; when attaching,
-				      NULL adopts the table's, otherwise it must
-				      equal the table's (TKSHM_EMISMATCH) */
-	uint64_t slots;		    /**< capacity to create (rounded up to a
-				      power of two, at least 8); 0 = default.
-				      When attaching, 0 or the table's value */
-	uint32_t mode;		    /**< permission bits of a created file;
-				      0 means 0600.  Applied with fchmod, so
-				      the umask does not narrow it */
-	int64_t gid;		    /**< group of a created file; -1 keeps the
-				      creator's group */
-	uint32_t flags;		    /**< TKSHM_O_* */
-	tkshm_on_full on_full;	    /**< fixed at creation, stored in the header */
-	char *errbuf;		    /**< optional: receives a sentence that names
-				      what was wrong or what differs */
+	/** sizeof(tkshm_options). */
+	size_t size;
+	/** Required to create.  When attaching, NULL adopts the table's
+	 *  policy; otherwise it must equal the table's (TKSHM_EMISMATCH). */
+	const tkshm_policy *policy;
+	/** Capacity to create, rounded up to a power of two (at least 8);
+	 *  0 = TKSHM_DEFAULT_SLOTS.  When attaching: 0 or the table's value. */
+	uint64_t slots;
+	/** Permission bits of a created file; 0 means 0600.  Applied with
+	 *  fchmod, so the umask does not narrow it. */
+	uint32_t mode;
+	/** Group of a created file; -1 keeps the creator's group. */
+	int64_t gid;
+	/** TKSHM_O_* flags. */
+	uint32_t flags;
+	/** Fixed at creation and stored in the header; ignored when
+	 *  attaching. */
+	tkshm_on_full on_full;
+	/** Optional: receives a sentence naming what was wrong or what
+	 *  differs. */
+	char *errbuf;
 	size_t errbuf_len;
 } tkshm_options;
 
-#define TKSHM_OPTIONS_INIT                                                   \
-	{                                                                    \
-		sizeof(tkshm_options), NULL, 0, 0600, -1, TKSHM_O_CREATE,    \
-		    TKSHM_ON_FULL_EVICT, NULL, 0                             \
+#define TKSHM_OPTIONS_INIT                                                \
+	{                                                                 \
+		sizeof(tkshm_options), NULL, 0, 0600, -1, TKSHM_O_CREATE, \
+			TKSHM_ON_FULL_EVICT, NULL, 0                      \
 	}
 
 /** Opens the table at `path`, creating it if TKSHM_O_CREATE is set and it
@@ -272,10 +278,12 @@ TKSHM_API int tkshm_close(tkshm_table *t);
  * ------------------------------------------------------------------------- */
 
 /** Flags reported in tkshm_decision.flags. */
-#define TKSHM_DECISION_EVICTED_DEBTOR 0x1u /**< to make room, this check
+#define TKSHM_DECISION_EVICTED_DEBTOR \
+	0x1u /**< to make room, this check
 						evicted a key that was in debt
 						(its debt is remembered) */
-#define TKSHM_DECISION_DEBT_RESTORED 0x2u  /**< the key was absent and started
+#define TKSHM_DECISION_DEBT_RESTORED \
+	0x2u /**< the key was absent and started
 						from debt remembered from an
 						eviction */
 
@@ -313,7 +321,11 @@ TKSHM_API double tkshm_now_ms(void);
  *  TKSHM_EBUSY if contention did not settle (the caller fails open or
  *  closed; this takes thousands of colliding writers).
  *  Threads: safe.  Processes: safe; concurrent checks of one key never admit
- *  more than the policy allows, whatever their interleaving.
+ *  more than the policy allows, whatever their interleaving, as long as the
+ *  callers' `now` values agree with the order of their calls (true for one
+ *  clock read just before the call).  A slot is judged idle by the `now` of
+ *  whoever looks at it, so a caller whose `now` lags the others by s ms can
+ *  see a key restart from absent and gain at most s / T of an admission.
  *  Crash: a process killed anywhere in the call leaves the table valid; at
  *  worst its own admission was recorded without being reported. */
 TKSHM_API int tkshm_check_at(tkshm_table *t, const void *key, size_t key_len,
@@ -371,10 +383,12 @@ typedef struct tkshm_stats {
 	uint64_t reclaims;	    /**< idle slots taken over by another key */
 	uint64_t evictions;	    /**< live keys evicted to make room */
 	uint64_t evictions_in_debt; /**< ... of which were in debt */
-	uint64_t debt_restores;	    /**< inserts that started from remembered debt */
-	uint64_t cas_retries;	    /**< compare-and-swaps lost to another writer */
-	uint64_t refusals;	    /**< TKSHM_EFULL returned */
-	uint64_t duplicates_killed; /**< concurrent placeholders of one key retired */
+	uint64_t
+		debt_restores; /**< inserts that started from remembered debt */
+	uint64_t cas_retries;  /**< compare-and-swaps lost to another writer */
+	uint64_t refusals;     /**< TKSHM_EFULL returned */
+	uint64_t
+		duplicates_killed; /**< concurrent placeholders of one key retired */
 	uint64_t resets;
 	/* geometry (immutable) */
 	uint64_t slots, buckets, debt_cells, file_bytes;
@@ -395,11 +409,12 @@ TKSHM_API int tkshm_stats_get(tkshm_table *t, tkshm_stats *out);
 
 /** A scan of every slot at one instant (O(slots), read-only). */
 typedef struct tkshm_usage {
-	uint64_t live;	       /**< keys whose state is not yet idle */
-	uint64_t idle;	       /**< keys whose state equals absent (reclaimable) */
-	uint64_t empty;	       /**< never-used slots */
-	uint64_t placeholders; /**< inserts in progress (or abandoned by a crash) */
-	uint64_t dead;	       /**< retired placeholders, reclaimable */
+	uint64_t live;	/**< keys whose state is not yet idle */
+	uint64_t idle;	/**< keys whose state equals absent (reclaimable) */
+	uint64_t empty; /**< never-used slots */
+	uint64_t
+		placeholders; /**< inserts in progress (or abandoned by a crash) */
+	uint64_t dead;	      /**< retired placeholders, reclaimable */
 	uint64_t probe_hist[TKSHM_WINDOW_SLOTS]; /**< keys (live or idle) by
 						    position in their window */
 } tkshm_usage;

@@ -8,10 +8,10 @@
 
 #include "algorithms/gcra.h"
 
-#define TK_ERR(...)                                                          \
-	do {                                                                 \
-		if (err && err_len)                                          \
-			snprintf(err, err_len, __VA_ARGS__);                 \
+#define TK_ERR(...)                                          \
+	do {                                                 \
+		if (err && err_len)                          \
+			snprintf(err, err_len, __VA_ARGS__); \
 	} while (0)
 
 int
@@ -39,8 +39,8 @@ tk_gcra_init(struct tk_gcra *g, double limit, double period_ms, double burst,
 	tau = T * burst;
 	/* A subnormal or overflowing emission interval would make remaining
 	 * or retryAfterMs non-finite (ThrottleKit's decision-finiteness). */
-	if (!(T >= DBL_MIN) || !isfinite(T * TKSHM_COST_MAX) || !isfinite(tau) ||
-	    !(tau < 1e300)) {
+	if (!(T >= DBL_MIN) || !isfinite(T * TKSHM_COST_MAX) ||
+	    !isfinite(tau) || !(tau < 1e300)) {
 		TK_ERR("gcra: periodMs/limit = %g ms is outside the range that "
 		       "keeps every decision field finite",
 		       T);

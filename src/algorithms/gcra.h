@@ -73,7 +73,7 @@ tk_gcra_check(const struct tk_gcra *g, bool present, uint64_t st, double now,
 	if (now < allow_at || cost > g->burst) {
 		d->allowed = false;
 		d->remaining = tk_field(
-		    tk_clamp0(floor((g->tau - (tat_eff - now)) / g->T)));
+			tk_clamp0(floor((g->tau - (tat_eff - now)) / g->T)));
 		d->reset_at = tk_field(ceil(tat_eff));
 		/* At least 1: only the cost-above-burst guard can deny with
 		 * allow_at <= now, and a client told "retry in 0 ms" would
@@ -85,7 +85,7 @@ tk_gcra_check(const struct tk_gcra *g, bool present, uint64_t st, double now,
 	}
 	d->allowed = true;
 	d->remaining =
-	    tk_field(tk_clamp0(floor((g->tau - (new_tat - now)) / g->T)));
+		tk_field(tk_clamp0(floor((g->tau - (new_tat - now)) / g->T)));
 	d->reset_at = tk_field(ceil(new_tat));
 	d->retry_after_ms = 0;
 	*st_out = tk_gcra_state(new_tat);
@@ -107,7 +107,7 @@ tk_gcra_peek(const struct tk_gcra *g, bool present, uint64_t st, double now,
 	d->allowed = remaining >= 1;
 	d->reset_at = tk_field(ceil(tat_eff));
 	d->retry_after_ms =
-	    d->allowed ? 0 : tk_field(ceil(tat_eff + g->T - g->tau - now));
+		d->allowed ? 0 : tk_field(ceil(tat_eff + g->T - g->tau - now));
 }
 
 /* A TAT at or before now is equivalent to an absent key. */

@@ -9,15 +9,13 @@
 	X(TKSHM_EINVAL, "an argument is out of range")                       \
 	X(TKSHM_EKEYEMPTY, "the key is empty")                               \
 	X(TKSHM_EKEYLONG, "the key is longer than TKSHM_KEY_MAX bytes")      \
-	X(TKSHM_ECOST,                                                       \
-	  "the cost must be a finite number > 0 and <= 2^53-1")              \
+	X(TKSHM_ECOST, "the cost must be a finite number > 0 and <= 2^53-1") \
 	X(TKSHM_ENOW, "the time must be a finite number of ms >= 0")         \
 	X(TKSHM_EPOLICY, "the policy is invalid")                            \
-	X(TKSHM_EMISMATCH,                                                   \
-	  "the table exists with another policy or size")                   \
+	X(TKSHM_EMISMATCH, "the table exists with another policy or size")   \
 	X(TKSHM_EBADMAGIC, "the file is not a tkshm table")                  \
 	X(TKSHM_EVERSION,                                                    \
-	  "the table was written by an incompatible layout version")        \
+	  "the table was written by an incompatible layout version")         \
 	X(TKSHM_ESIZE, "the file size does not match the table header")      \
 	X(TKSHM_ECORRUPT, "the table is corrupt")                            \
 	X(TKSHM_ESYMLINK, "the path is a symbolic link")                     \
@@ -29,16 +27,16 @@
 	X(TKSHM_ENOMEM, "out of memory")                                     \
 	X(TKSHM_ESYSTEM, "a system call failed (see errno)")                 \
 	X(TKSHM_EFULL,                                                       \
-	  "the key's probe window is full and the table refuses to evict")  \
-	X(TKSHM_EBUSY, "contention did not settle within the retry bound")  \
+	  "the key's probe window is full and the table refuses to evict")   \
+	X(TKSHM_EBUSY, "contention did not settle within the retry bound")   \
 	X(TKSHM_EREADONLY, "the table was opened read-only")
 
 const char *
 tkshm_strerror(int err)
 {
 	switch (err) {
-#define TK_CASE(code, text)                                                  \
-	case code:                                                           \
+#define TK_CASE(code, text) \
+	case code:          \
 		return text;
 		TK_ERRORS(TK_CASE)
 #undef TK_CASE
@@ -50,8 +48,8 @@ const char *
 tkshm_error_name(int err)
 {
 	switch (err) {
-#define TK_CASE(code, text)                                                  \
-	case code:                                                           \
+#define TK_CASE(code, text) \
+	case code:          \
 		return #code;
 		TK_ERRORS(TK_CASE)
 #undef TK_CASE

@@ -15,10 +15,10 @@
 #include "algorithms/algorithm.h"
 #include "tkshm.h"
 
-#define TK_SAY(...)                                                          \
-	do {                                                                 \
-		if (err && err_len)                                          \
-			snprintf(err, err_len, __VA_ARGS__);                 \
+#define TK_SAY(...)                                          \
+	do {                                                 \
+		if (err && err_len)                          \
+			snprintf(err, err_len, __VA_ARGS__); \
 	} while (0)
 
 /* One option of a kind: its ThrottleKit name and where it goes. */
@@ -36,14 +36,14 @@ struct tk_kind_desc {
 };
 
 static const struct tk_opt tk_gcra_opts[] = {
-	{"limit", offsetof(tkshm_policy, u.gcra.limit), true},
-	{"periodMs", offsetof(tkshm_policy, u.gcra.period_ms), true},
-	{"burst", offsetof(tkshm_policy, u.gcra.burst), false},
+	{ "limit", offsetof(tkshm_policy, u.gcra.limit), true },
+	{ "periodMs", offsetof(tkshm_policy, u.gcra.period_ms), true },
+	{ "burst", offsetof(tkshm_policy, u.gcra.burst), false },
 };
 
 static const struct tk_kind_desc tk_kinds[] = {
-	{"gcra", TKSHM_KIND_GCRA, tk_gcra_opts,
-	 sizeof tk_gcra_opts / sizeof tk_gcra_opts[0]},
+	{ "gcra", TKSHM_KIND_GCRA, tk_gcra_opts,
+	  sizeof tk_gcra_opts / sizeof tk_gcra_opts[0] },
 };
 
 static const struct tk_kind_desc *
@@ -152,7 +152,7 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 {
 	const struct tk_kind_desc *k;
 	tkshm_policy p;
-	bool given[16] = {false}; /* by option index; kinds have <= 16 */
+	bool given[16] = { false }; /* by option index; kinds have <= 16 */
 	const char *s, *colon;
 	int rc;
 
@@ -183,8 +183,8 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 		double v;
 
 		if (!eq) {
-			TK_SAY("option \"%.*s\" has no '=value'", (int)(end - s),
-			       s);
+			TK_SAY("option \"%.*s\" has no '=value'",
+			       (int)(end - s), s);
 			return TKSHM_EPOLICY;
 		}
 		nend = eq;

@@ -32,16 +32,16 @@ tk_check_key(const void *key, size_t len)
 static int
 tk_check_cost(double cost)
 {
-	return isfinite(cost) && cost > 0 && cost <= TKSHM_COST_MAX
-		   ? TKSHM_OK
-		   : TKSHM_ECOST;
+	return isfinite(cost) && cost > 0 && cost <= TKSHM_COST_MAX ?
+		       TKSHM_OK :
+		       TKSHM_ECOST;
 }
 
 static int
 tk_check_now(double now)
 {
-	return isfinite(now) && now >= 0 && now <= TK_NOW_MAX ? TKSHM_OK
-							      : TKSHM_ENOW;
+	return isfinite(now) && now >= 0 && now <= TK_NOW_MAX ? TKSHM_OK :
+								TKSHM_ENOW;
 }
 
 int
@@ -119,7 +119,7 @@ tkshm_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
 		return rc;
 	for (size_t i = 0; i < n; i++)
 		if ((rc = tk_check_key(reqs[i].key, reqs[i].key_len)) !=
-			TKSHM_OK ||
+			    TKSHM_OK ||
 		    (rc = tk_check_cost(reqs[i].cost)) != TKSHM_OK)
 			return rc;
 	if (t->readonly)
@@ -158,8 +158,7 @@ tkshm_peek_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
 }
 
 int
-tkshm_peek(tkshm_table *t, const void *key, size_t key_len,
-	   tkshm_decision *out)
+tkshm_peek(tkshm_table *t, const void *key, size_t key_len, tkshm_decision *out)
 {
 	return tkshm_peek_at(t, key, key_len, tkshm_now_ms(), out);
 }

@@ -12,9 +12,9 @@
 
 struct tk_label_text {
 	unsigned char bytes[TK_LABEL_PREFIX];
-	size_t len;	 /* bytes of the prefix that are valid */
-	size_t key_len;	 /* the key's length, 255 meaning 255 or more */
-	bool truncated;	 /* the key is longer than the prefix */
+	size_t len;	/* bytes of the prefix that are valid */
+	size_t key_len; /* the key's length, 255 meaning 255 or more */
+	bool truncated; /* the key is longer than the prefix */
 };
 
 /* Reads the label of slot `index` if it was written for `fp`. */

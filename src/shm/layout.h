@@ -26,22 +26,22 @@
 #define TK_LAYOUT_VERSION 1u
 
 /* "TKSHM", NUL, CR, LF: the CR LF catches text-mode mangling. */
-#define TK_MAGIC "TKSHM\0\r\n"
+#define TK_MAGIC     "TKSHM\0\r\n"
 #define TK_MAGIC_LEN 8
 
 /* Written as a native integer: a segment from a machine of the other byte
  * order reads back as 0x04030201 and is refused. */
 #define TK_BYTE_ORDER_MARK 0x01020304u
 
-#define TK_PAGE 4096u
+#define TK_PAGE		    4096u
 #define TK_SLOTS_PER_BUCKET 4u
-#define TK_WINDOW (2u * TK_SLOTS_PER_BUCKET)
-#define TK_SHARDS 64u
-#define TK_SHARD_COUNTERS 16u
-#define TK_LABEL_PREFIX 23u
-#define TK_MIN_SLOTS 8u
-#define TK_MAX_SLOTS TKSHM_MAX_SLOTS
-#define TK_POLICY_PARAMS 16u
+#define TK_WINDOW	    (2u * TK_SLOTS_PER_BUCKET)
+#define TK_SHARDS	    64u
+#define TK_SHARD_COUNTERS   16u
+#define TK_LABEL_PREFIX	    23u
+#define TK_MIN_SLOTS	    8u
+#define TK_MAX_SLOTS	    TKSHM_MAX_SLOTS
+#define TK_POLICY_PARAMS    16u
 
 /* I1: written only whole, by tk_cas128; read as two 8-byte halves. */
 struct tk_slot {
@@ -97,23 +97,23 @@ struct tk_header {
 	char magic[TK_MAGIC_LEN];
 	uint32_t layout_version;
 	uint32_t byte_order;
-	uint32_t header_size;	  /* sizeof(struct tk_header) */
-	uint32_t abi;		  /* tk_layout_abi(): sizes of the structs */
-	uint64_t file_size;	  /* bytes of the whole segment */
-	uint64_t seed;		  /* XXH3 seed, from getrandom() */
-	double created_ms;	  /* epoch ms */
+	uint32_t header_size; /* sizeof(struct tk_header) */
+	uint32_t abi;	      /* tk_layout_abi(): sizes of the structs */
+	uint64_t file_size;   /* bytes of the whole segment */
+	uint64_t seed;	      /* XXH3 seed, from getrandom() */
+	double created_ms;    /* epoch ms */
 	uint32_t creator_pid;
-	uint32_t flags;		  /* TK_HDR_* */
-	uint32_t on_full;	  /* tkshm_on_full */
+	uint32_t flags;	  /* TK_HDR_* */
+	uint32_t on_full; /* tkshm_on_full */
 	uint32_t nshards;
-	uint64_t nbuckets;	  /* power of two, >= 2 */
-	uint64_t ndebt;		  /* power of two, >= 1 */
+	uint64_t nbuckets; /* power of two, >= 2 */
+	uint64_t ndebt;	   /* power of two, >= 1 */
 	uint64_t shards_off;
 	uint64_t buckets_off;
 	uint64_t labels_off;
 	uint64_t debt_off;
 	struct tk_policy_wire policy;
-	uint64_t checksum;	  /* XXH64 of every byte before this field */
+	uint64_t checksum; /* XXH64 of every byte before this field */
 };
 
 _Static_assert(sizeof(struct tk_slot) == 16, "slot is 16 bytes");
@@ -124,7 +124,7 @@ _Static_assert(TK_C_COUNT <= TK_SHARD_COUNTERS, "counters fit a shard");
 _Static_assert(sizeof(struct tk_header) <= TK_PAGE, "header fits one page");
 _Static_assert(offsetof(struct tk_header, magic) == 0, "magic first");
 _Static_assert(offsetof(struct tk_header, checksum) ==
-		   sizeof(struct tk_header) - 8,
+		       sizeof(struct tk_header) - 8,
 	       "checksum last");
 _Static_assert(sizeof(double) == 8, "IEEE-754 binary64");
 
@@ -133,7 +133,8 @@ _Static_assert(sizeof(double) == 8, "IEEE-754 binary64");
 static inline uint32_t
 tk_layout_abi(void)
 {
-	return (uint32_t)(sizeof(struct tk_slot) | sizeof(struct tk_bucket) << 6 |
+	return (uint32_t)(sizeof(struct tk_slot) |
+			  sizeof(struct tk_bucket) << 6 |
 			  sizeof(struct tk_label) << 14 |
 			  sizeof(struct tk_shard) << 20) ^
 	       (uint32_t)sizeof(struct tk_header) << 8;

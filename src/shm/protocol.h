@@ -127,8 +127,8 @@
 /* I4: the special state words are negative quiet NaNs, which no REAL state
  * ever is: GCRA's REAL states are finite doubles. */
 #define TK_ST_SPECIAL_MASK UINT64_C(0xFFF8000000000000)
-#define TK_ST_DEAD TK_ST_SPECIAL_MASK
-#define TK_ST_TAG_MASK UINT64_C(0x0007FFFFFFFFFFFF)
+#define TK_ST_DEAD	   TK_ST_SPECIAL_MASK
+#define TK_ST_TAG_MASK	   UINT64_C(0x0007FFFFFFFFFFFF)
 
 static inline bool
 tk_st_is_special(uint64_t st)

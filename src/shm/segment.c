@@ -104,7 +104,7 @@ tk_geometry_compute(struct tk_geometry *g)
 				      g->nbuckets * sizeof(struct tk_bucket));
 	g->debt_off = tk_align_page(g->labels_off +
 				    g->nbuckets * TK_SLOTS_PER_BUCKET *
-					sizeof(struct tk_label));
+					    sizeof(struct tk_label));
 	g->file_size = tk_align_page(g->debt_off + g->ndebt * sizeof(uint64_t));
 	return 0;
 }
@@ -123,8 +123,9 @@ tk_geometry_for_slots(uint64_t slots, struct tk_geometry *g)
 		nb <<= 1;
 	memset(g, 0, sizeof *g);
 	g->nbuckets = nb;
-	/* One debt cell per bucket: 2 bytes per slot. */
-	g->ndebt = nb;
+	/* One debt cell per slot (8 bytes): few enough keys share a cell that
+	 * a new key rarely starts from another key's remembered debt. */
+	g->ndebt = nb * TK_SLOTS_PER_BUCKET;
 	g->nshards = TK_SHARDS;
 	return tk_geometry_compute(g);
 }
@@ -243,8 +244,9 @@ tk_header_validate(const struct tk_header *h, uint64_t file_size,
 	}
 	if (h->header_size != sizeof(struct tk_header) ||
 	    h->abi != tk_layout_abi()) {
-		tk_say(o, "table header size/ABI %u/%#x, this library uses "
-			  "%zu/%#x",
+		tk_say(o,
+		       "table header size/ABI %u/%#x, this library uses "
+		       "%zu/%#x",
 		       h->header_size, h->abi, sizeof(struct tk_header),
 		       tk_layout_abi());
 		return TKSHM_EVERSION;
@@ -317,8 +319,8 @@ tk_attach_fd(int fd, const tkshm_options *o, const struct tk_geometry *want,
 	if ((uint64_t)st.st_size < TK_PAGE) {
 		tk_say(o, "file is %lld bytes, smaller than a table header",
 		       (long long)st.st_size);
-		return (uint64_t)st.st_size >= TK_MAGIC_LEN ? TKSHM_ESIZE
-							    : TKSHM_EBADMAGIC;
+		return (uint64_t)st.st_size >= TK_MAGIC_LEN ? TKSHM_ESIZE :
+							      TKSHM_EBADMAGIC;
 	}
 	n = pread(fd, &h, sizeof h, 0);
 	if (n != (ssize_t)sizeof h)
@@ -401,14 +403,15 @@ tk_create_and_link(const char *path, const tkshm_options *o,
 		dir[dlen] = '\0';
 	}
 	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
-	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR ||
-		       errno == EINVAL)) {
+	if (fd < 0 &&
+	    (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
 		uint32_t r = 0;
 		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
 			r = (uint32_t)getpid();
 		snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%08x", path,
 			 (long)getpid(), r);
-		fd = open(tmp, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC,
+		fd = open(tmp,
+			  O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC,
 			  mode);
 		named_tmp = true;
 	}
@@ -445,10 +448,10 @@ tk_create_and_link(const char *path, const tkshm_options *o,
 		unlink(tmp);
 	} else {
 		snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-		rc = linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) ==
-			     0
-			 ? TKSHM_OK
-			 : tk_errno_code(errno);
+		rc = linkat(AT_FDCWD, proc, AT_FDCWD, path,
+			    AT_SYMLINK_FOLLOW) == 0 ?
+			     TKSHM_OK :
+			     tk_errno_code(errno);
 		e = errno;
 		if (rc == TKSHM_ENOENT &&
 		    linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0)
@@ -472,8 +475,7 @@ fail:
 }
 
 int
-tk_segment_open(const char *path, const tkshm_options *o,
-		struct tkshm_table *t)
+tk_segment_open(const char *path, const tkshm_options *o, struct tkshm_table *t)
 {
 	struct tk_geometry want, *wantp = NULL;
 	struct tk_algo algo;
@@ -543,8 +545,8 @@ tk_segment_open(const char *path, const tkshm_options *o,
 		if (errno != ENOENT) {
 			int e = errno;
 			tk_say(o, "cannot open %s: %s", path,
-			       e == ELOOP ? "it is a symbolic link"
-					  : strerror(e));
+			       e == ELOOP ? "it is a symbolic link" :
+					    strerror(e));
 			return tk_errno_code(e);
 		}
 		if (!(o->flags & TKSHM_O_CREATE) || ro) {

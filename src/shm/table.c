@@ -34,7 +34,7 @@
  * A tag is a 22-bit random process id and a 29-bit per-process counter.
  * ---------------------------------------------------------------------- */
 
-static uint64_t tk_proc_id;	 /* 0 = not drawn yet in this process */
+static uint64_t tk_proc_id;	/* 0 = not drawn yet in this process */
 static uint64_t tk_tag_counter; /* per process */
 
 static void tk_after_fork_child(void);
@@ -120,7 +120,11 @@ tk_counters_sum(const struct tkshm_table *t, uint64_t sum[TK_SHARD_COUNTERS])
  * Scanning a window
  * ---------------------------------------------------------------------- */
 
-enum tk_free_kind { TK_FREE_EMPTY, TK_FREE_DEAD, TK_FREE_IDLE };
+enum tk_free_kind {
+	TK_FREE_EMPTY,
+	TK_FREE_DEAD,
+	TK_FREE_IDLE
+};
 
 /* A slot an insert may take without evicting anybody. */
 struct tk_free {
@@ -130,25 +134,27 @@ struct tk_free {
 };
 
 struct tk_scan {
-	int real;		/* position of the key's REAL slot, or -1 */
+	int real; /* position of the key's REAL slot, or -1 */
 	uint64_t real_st;
-	int mine;		/* position of our own placeholder, or -1 */
-	unsigned nrivals;	/* the key's other placeholders */
+	int mine;	  /* position of our own placeholder, or -1 */
+	unsigned nrivals; /* the key's other placeholders */
 	int rival[TK_WINDOW];
 	uint64_t rival_st[TK_WINDOW];
-	struct tk_free free[2];	/* first takeable slot of each bucket */
-	unsigned avail[2];	/* takeable slots (EMPTY, DEAD, idle) per bucket */
-	int ph;			/* first placeholder of another key, or -1 */
+	struct tk_free free[2]; /* first takeable slot of each bucket */
+	unsigned avail[2]; /* takeable slots (EMPTY, DEAD, idle) per bucket */
+	int ph;		   /* first placeholder of another key, or -1 */
 	uint64_t ph_fp, ph_st;
-	int evict;		/* least-indebted live slot of another key */
+	int evict; /* least-indebted live slot of another key */
 	uint64_t evict_fp, evict_st;
 	double evict_debt;
 };
 
-/* Reads one slot as a consistent-enough pair: fp, then st, then fp again.
- * If fp is unchanged, st was written together with that fp, or the slot went
- * A -> B -> A in between, in which case st is still a state of a key with
- * this fp and any CAS built on it fails if the pair moved on (I1). */
+/* Reads one slot as a pair: fp, then st, then fp again.  If fp is unchanged,
+ * st was written together with that fp, unless the slot went A -> B -> A
+ * between the loads, in which case st may be B's state.  That is harmless:
+ * a CAS built on the pair fails (the slot no longer holds {A, st}), and a
+ * denial decided from it writes nothing, so the worst case is one spurious
+ * decision, never an admission beyond the policy (I1, I7). */
 static inline void
 tk_slot_read(const struct tk_slot *s, uint64_t *fp, uint64_t *st)
 {
@@ -211,8 +217,8 @@ tk_scan(const struct tkshm_table *t, const struct tk_where *w, double now,
 		if (fp == 0) {
 			/* I2: in a bucket, EMPTY slots only follow EMPTY ones
 			 * and nothing of this key lies behind them. */
-			unsigned left = TK_SLOTS_PER_BUCKET -
-					i % TK_SLOTS_PER_BUCKET;
+			unsigned left =
+				TK_SLOTS_PER_BUCKET - i % TK_SLOTS_PER_BUCKET;
 			if (sc->free[b].pos < 0) {
 				sc->free[b].pos = (int)i;
 				sc->free[b].kind = TK_FREE_EMPTY;
@@ -299,9 +305,10 @@ tk_debt_remember(struct tkshm_table *t, uint64_t fp, uint64_t st)
 	uint64_t cur = tk_load_seq_cst(cell);
 
 	for (;;) {
-		uint64_t merged = cur == 0 || !tk_algo_state_valid(&t->algo, cur)
-				      ? st
-				      : tk_algo_debt_merge(&t->algo, cur, st);
+		uint64_t merged =
+			cur == 0 || !tk_algo_state_valid(&t->algo, cur) ?
+				st :
+				tk_algo_debt_merge(&t->algo, cur, st);
 		if (merged == cur || tk_cas64(cell, &cur, merged))
 			return;
 	}
@@ -394,8 +401,8 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 			if (mine_st != 0 && sc.mine >= 0)
 				tk_retire(t, &w, sc.mine, mine_st);
 			mine_st = 0;
-			if (!tk_algo_check(&t->algo, true, sc.real_st, now, cost,
-					   &nst, out)) {
+			if (!tk_algo_check(&t->algo, true, sc.real_st, now,
+					   cost, &nst, out)) {
 				/* I7: a denial writes nothing. */
 				out->flags |= flags;
 				tk_count(t, TK_C_DENIED, 1);
@@ -414,9 +421,10 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 			/* I6 d: retire every rival placeholder of this key. */
 			bool all = true;
 			for (unsigned r = 0; r < sc.nrivals; r++) {
-				if (tk_cas128(tk_window_slot(t, &w, sc.rival[r]),
-					      w.fp, sc.rival_st[r], w.fp,
-					      TK_ST_DEAD))
+				if (tk_cas128(
+					    tk_window_slot(t, &w, sc.rival[r]),
+					    w.fp, sc.rival_st[r], w.fp,
+					    TK_ST_DEAD))
 					tk_count(t, TK_C_DUPLICATES_KILLED, 1);
 				else
 					all = false;
@@ -425,24 +433,28 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 				goto lost;
 			/* I6 e: make our placeholder REAL. */
 			present = tk_debt_recall(t, w.fp, now, &init_st);
-			if (!tk_algo_check(&t->algo, present, init_st, now, cost,
-					   &nst, out)) {
+			if (!tk_algo_check(&t->algo, present, init_st, now,
+					   cost, &nst, out)) {
 				tk_retire(t, &w, sc.mine, mine_st);
-				out->flags |= flags |
-					      (present ? TKSHM_DECISION_DEBT_RESTORED
-						       : 0);
+				out->flags |=
+					flags |
+					(present ?
+						 TKSHM_DECISION_DEBT_RESTORED :
+						 0);
 				tk_count(t, TK_C_DENIED, 1);
 				return TKSHM_OK;
 			}
 			if (tk_cas128(tk_window_slot(t, &w, sc.mine), w.fp,
 				      mine_st, w.fp, nst)) {
-				tk_label_write(t,
-					       tk_window_index(&w,
-							       (unsigned)sc.mine),
-					       w.fp, key, len);
-				out->flags |= flags |
-					      (present ? TKSHM_DECISION_DEBT_RESTORED
-						       : 0);
+				tk_label_write(
+					t,
+					tk_window_index(&w, (unsigned)sc.mine),
+					w.fp, key, len);
+				out->flags |=
+					flags |
+					(present ?
+						 TKSHM_DECISION_DEBT_RESTORED :
+						 0);
 				tk_count(t, TK_C_INSERTS, 1);
 				if (present)
 					tk_count(t, TK_C_DEBT_RESTORES, 1);
@@ -460,8 +472,9 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 		present = tk_debt_recall(t, w.fp, now, &init_st);
 		if (!tk_algo_check(&t->algo, present, init_st, now, cost, &nst,
 				   out)) {
-			out->flags |= flags |
-				      (present ? TKSHM_DECISION_DEBT_RESTORED : 0);
+			out->flags |=
+				flags |
+				(present ? TKSHM_DECISION_DEBT_RESTORED : 0);
 			tk_count(t, TK_C_DENIED, 1);
 			return TKSHM_OK;
 		}
@@ -524,7 +537,7 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 			/* I6 b: rescan (the claim CAS was a full barrier). */
 			continue;
 		}
-	lost:
+lost:
 		if (++retries > TK_MAX_RETRIES) {
 			if (mine_st != 0 && mine_pos >= 0)
 				tk_retire(t, &w, mine_pos, mine_st);

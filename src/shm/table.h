@@ -18,8 +18,8 @@
 #include "tkshm.h"
 
 struct tkshm_table {
-	uint8_t *base;	  /* the mapping */
-	size_t map_size;  /* bytes mapped (== file_size) */
+	uint8_t *base;	 /* the mapping */
+	size_t map_size; /* bytes mapped (== file_size) */
 	bool readonly;
 	bool anonymous;
 	struct tk_bucket *buckets;
@@ -81,7 +81,7 @@ static inline struct tk_slot *
 tk_slot_at(const struct tkshm_table *t, uint64_t index)
 {
 	return &t->buckets[index / TK_SLOTS_PER_BUCKET]
-		    .s[index % TK_SLOTS_PER_BUCKET];
+			.s[index % TK_SLOTS_PER_BUCKET];
 }
 
 /* The debt cell of a fingerprint (I8). */

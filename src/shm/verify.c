@@ -107,10 +107,9 @@ tk_real_cmp(const void *a, const void *b)
 }
 
 int
-tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx,
-	     uint64_t *problems)
+tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx, uint64_t *problems)
 {
-	struct tk_report r = {fn, ctx, 0};
+	struct tk_report r = { fn, ctx, 0 };
 	uint64_t nslots, nreal = 0;
 	struct tk_real *reals;
 
@@ -145,8 +144,7 @@ tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx,
 				   (unsigned long long)fp);
 			continue;
 		}
-		if (!tk_st_is_special(st) &&
-		    !tk_algo_state_valid(&t->algo, st))
+		if (!tk_st_is_special(st) && !tk_algo_state_valid(&t->algo, st))
 			tk_problem(&r,
 				   "slot %llu: key %016llx has an invalid "
 				   "state %#llx (I4)",
@@ -158,14 +156,15 @@ tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx,
 			tk_where_of(t, fp, &w);
 			/* I2 holds per bucket: look from the start of the
 			 * slot's own bucket. */
-			int first = pos < (int)TK_SLOTS_PER_BUCKET
-					? 0
-					: (int)TK_SLOTS_PER_BUCKET;
+			int first = pos < (int)TK_SLOTS_PER_BUCKET ?
+					    0 :
+					    (int)TK_SLOTS_PER_BUCKET;
 			for (int p = first; p < pos; p++) {
 				uint64_t f2, s2;
 				tk_read_pair(
-				    tk_slot_at(t, tk_window_index(&w, (unsigned)p)),
-				    &f2, &s2);
+					tk_slot_at(t, tk_window_index(
+							      &w, (unsigned)p)),
+					&f2, &s2);
 				if (f2 == 0) {
 					tk_problem(&r,
 						   "slot %llu: key %016llx "

@@ -43,8 +43,8 @@ static int mp_nchildren;
 void
 mp_fail_now(const char *file, int line, const char *fmt, ...)
 {
-	if (mp_failure &&
-	    __atomic_exchange_n(&mp_failure->failed, 1, __ATOMIC_ACQ_REL) == 0) {
+	if (mp_failure && __atomic_exchange_n(&mp_failure->failed, 1,
+					      __ATOMIC_ACQ_REL) == 0) {
 		va_list ap;
 		int n = snprintf(mp_failure->msg, sizeof mp_failure->msg,
 				 "%s:%d: (pid %d) ", file, line, (int)getpid());
@@ -52,8 +52,8 @@ mp_fail_now(const char *file, int line, const char *fmt, ...)
 		if (n < 0 || (size_t)n >= sizeof mp_failure->msg)
 			n = 0;
 		va_start(ap, fmt);
-		vsnprintf(mp_failure->msg + n, sizeof mp_failure->msg - (size_t)n,
-			  fmt, ap);
+		vsnprintf(mp_failure->msg + n,
+			  sizeof mp_failure->msg - (size_t)n, fmt, ap);
 		va_end(ap);
 	}
 	mp_fail_exit();
@@ -123,7 +123,8 @@ mp_spawn(int (*fn)(void *), void *arg)
 		int rc;
 
 		/* Never outlive the test process, never run forever. */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 ||
+		    getppid() != parent)
 			_exit(2);
 		alarm(MP_CHILD_ALARM_S);
 		rc = fn(arg);
@@ -146,6 +147,22 @@ mp_reap(pid_t pid)
 		fail_msg("waitpid(%d): %s", (int)pid, strerror(errno));
 	mp_unregister(pid);
 	return status;
+}
+
+bool
+mp_try_reap(pid_t pid, int *status)
+{
+	pid_t r;
+
+	do {
+		r = waitpid(pid, status, WNOHANG);
+	} while (r < 0 && errno == EINTR);
+	if (r < 0)
+		fail_msg("waitpid(%d): %s", (int)pid, strerror(errno));
+	if (r == 0)
+		return false;
+	mp_unregister(pid);
+	return true;
 }
 
 void
@@ -391,8 +408,8 @@ mp_atomic_max_pos(uint64_t *cell, double v)
 void
 mp_sleep_us(uint64_t us)
 {
-	struct timespec ts = {(time_t)(us / 1000000),
-			      (long)(us % 1000000) * 1000};
+	struct timespec ts = { (time_t)(us / 1000000),
+			       (long)(us % 1000000) * 1000 };
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;

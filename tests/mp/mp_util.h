@@ -46,12 +46,12 @@ extern void (*mp_fail_exit)(void);
 /* Records the first failure ("file:line: message") and calls mp_fail_exit.
  * For children and threads only: the parent uses cmocka's assertions. */
 void mp_fail_now(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
+	__attribute__((format(printf, 3, 4), noreturn));
 
-#define MP_REQUIRE(cond, ...)                                                \
-	do {                                                                 \
-		if (!(cond))                                                 \
-			mp_fail_now(__FILE__, __LINE__, __VA_ARGS__);        \
+#define MP_REQUIRE(cond, ...)                                         \
+	do {                                                          \
+		if (!(cond))                                          \
+			mp_fail_now(__FILE__, __LINE__, __VA_ARGS__); \
 	} while (0)
 
 /* True once anybody recorded a failure. */
@@ -72,6 +72,10 @@ pid_t mp_spawn(int (*fn)(void *), void *arg);
 /* Waits for one registered child; unregisters it and returns the raw
  * waitpid status.  Fails the test if waitpid fails. */
 int mp_reap(pid_t pid);
+
+/* Non-blocking mp_reap: returns true (and the status) if the child has
+ * ended and was reaped, false if it is still running. */
+bool mp_try_reap(pid_t pid, int *status);
 
 /* Fails the test (with the shared failure message, if any) unless `status`
  * is a normal exit with code 0.  `what` names the child. */

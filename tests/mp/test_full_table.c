@@ -36,19 +36,20 @@
 
 #include "mp_util.h"
 
-#define SLOTS 64
-#define NKEYS 640
-#define NWORKERS 4
-#define STEPS 2000
-#define STEP_MS 1.0
+#define SLOTS		64
+#define NKEYS		640
+#define NWORKERS	4
+#define STEPS		2000
+#define STEP_MS		1.0
 #define CHECKS_PER_STEP 16
-#define LIMIT 2.0
-#define PERIOD_MS 100.0
-#define BURST 2.0
-#define T_MS (PERIOD_MS / LIMIT)
-#define T0 1700000000000.0 /* an epoch ms; every value stays an integer */
+#define LIMIT		2.0
+#define PERIOD_MS	100.0
+#define BURST		2.0
+#define T_MS		(PERIOD_MS / LIMIT)
+/* An epoch ms: every `now` and TAT of the test stays an exact integer. */
+#define T0 1700000000000.0
 
-#define PER_KEY_IDEAL                                                        \
+#define PER_KEY_IDEAL \
 	((uint64_t)BURST + (uint64_t)((STEPS - 1) * STEP_MS / T_MS))
 #define IDEAL ((uint64_t)NKEYS * PER_KEY_IDEAL)
 
@@ -92,8 +93,8 @@ full_worker(void *p)
 				refused++;
 				continue;
 			}
-			MP_REQUIRE(rc == TKSHM_OK, "step %d, %s: %s", step,
-				   key, tkshm_error_name(rc));
+			MP_REQUIRE(rc == TKSHM_OK, "step %d, %s: %s", step, key,
+				   tkshm_error_name(rc));
 			evd += (d.flags & TKSHM_DECISION_EVICTED_DEBTOR) != 0;
 			rst += (d.flags & TKSHM_DECISION_DEBT_RESTORED) != 0;
 			if (d.allowed)
@@ -127,7 +128,7 @@ run_full(tkshm_on_full mode)
 	assert_int_equal(tkshm_stats_get(t, &st), TKSHM_OK);
 	assert_int_equal(st.slots, SLOTS);
 	for (int i = 0; i < NWORKERS; i++) {
-		args[i] = (struct full_arg){t, sh, i, mode};
+		args[i] = (struct full_arg){ t, sh, i, mode };
 		mp_spawn(full_worker, &args[i]);
 	}
 	mp_wait_all(120);
@@ -138,35 +139,34 @@ run_full(tkshm_on_full mode)
 			max_key = sh->admitted[k];
 	}
 	assert_int_equal(tkshm_stats_get(t, &st), TKSHM_OK);
-	print_message("%s: %.2f s; %llu checks, %llu admitted (ideal %llu, "
-		      "%.1f%%), max per key %llu (exact bound %llu); stats: "
-		      "inserts %llu reclaims %llu evictions %llu (in debt %llu) "
-		      "debt_restores %llu refusals %llu cas_retries %llu; "
-		      "flags seen: evicted-debtor %llu, debt-restored %llu\n",
-		      name, tkt_seconds() - t0,
-		      (unsigned long long)sh->checks,
-		      (unsigned long long)total, (unsigned long long)IDEAL,
-		      100.0 * (double)total / (double)IDEAL,
-		      (unsigned long long)max_key,
-		      (unsigned long long)PER_KEY_IDEAL,
-		      (unsigned long long)st.inserts,
-		      (unsigned long long)st.reclaims,
-		      (unsigned long long)st.evictions,
-		      (unsigned long long)st.evictions_in_debt,
-		      (unsigned long long)st.debt_restores,
-		      (unsigned long long)st.refusals,
-		      (unsigned long long)st.cas_retries,
-		      (unsigned long long)sh->evicted_debtor_flags,
-		      (unsigned long long)sh->restored_flags);
+	print_message(
+		"%s: %.2f s; %llu checks, %llu admitted (ideal %llu, "
+		"%.1f%%), max per key %llu (exact bound %llu); stats: "
+		"inserts %llu reclaims %llu evictions %llu (in debt %llu) "
+		"debt_restores %llu refusals %llu cas_retries %llu; "
+		"flags seen: evicted-debtor %llu, debt-restored %llu\n",
+		name, tkt_seconds() - t0, (unsigned long long)sh->checks,
+		(unsigned long long)total, (unsigned long long)IDEAL,
+		100.0 * (double)total / (double)IDEAL,
+		(unsigned long long)max_key, (unsigned long long)PER_KEY_IDEAL,
+		(unsigned long long)st.inserts, (unsigned long long)st.reclaims,
+		(unsigned long long)st.evictions,
+		(unsigned long long)st.evictions_in_debt,
+		(unsigned long long)st.debt_restores,
+		(unsigned long long)st.refusals,
+		(unsigned long long)st.cas_retries,
+		(unsigned long long)sh->evicted_debtor_flags,
+		(unsigned long long)sh->restored_flags);
 
 	assert_int_equal(st.allowed, total);
 	for (int k = 0; k < NKEYS; k++)
 		if (sh->admitted[k] > PER_KEY_IDEAL)
-			fail_msg("%s: key full-%d admitted %u times; exact GCRA "
-				 "allows at most %llu over %g ms",
-				 name, k, sh->admitted[k],
-				 (unsigned long long)PER_KEY_IDEAL,
-				 (STEPS - 1) * STEP_MS);
+			fail_msg(
+				"%s: key full-%d admitted %u times; exact GCRA "
+				"allows at most %llu over %g ms",
+				name, k, sh->admitted[k],
+				(unsigned long long)PER_KEY_IDEAL,
+				(STEPS - 1) * STEP_MS);
 	if (mode == TKSHM_ON_FULL_EVICT) {
 		assert_true((double)total <= 1.1 * (double)IDEAL);
 		assert_true(st.evictions > 0);
@@ -203,8 +203,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_teardown(full_table_evict, mp_teardown),
-	    cmocka_unit_test_teardown(full_table_refuse, mp_teardown),
+		cmocka_unit_test_teardown(full_table_evict, mp_teardown),
+		cmocka_unit_test_teardown(full_table_refuse, mp_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, mp_setup, NULL);

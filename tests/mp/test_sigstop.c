@@ -2,26 +2,39 @@
  * test_sigstop.c - a process stopped anywhere (SIGSTOP) holds nothing the
  * others wait for: they keep their throughput, and the table stays valid.
  *
- * Three workers hammer one table on the real clock.  Each iteration checks
- * either a hot key (HOT_PER_PHASE keys per PHASE_MS phase, shared by all
- * workers: every phase starts with the three of them inserting the same
- * absent keys at once, then updating and denying them) or a fresh key of
- * its own (an insert that claims, reclaims or evicts: the table is small).
- * So a worker stopped at a random instruction is often inside the insert
- * protocol, holding a placeholder of a key the others are inserting too,
- * or between a read and the CAS of a hot key's update.
+ * Three workers hammer one table on the real clock, with three kinds of
+ * keys, by iteration:
+ *   even   a tick key, "tick-<now / TICK_MS>": a new key every 100 us that
+ *          all three check at once, so the workers keep inserting the same
+ *          absent key at the same moment;
+ *   odd    a hot key: HOT_PER_PHASE keys per PHASE_MS phase, shared,
+ *          mostly updated and denied;
+ *   paced  every FRESH_INTERVAL_MS, a fresh key of the worker's own: an
+ *          insert that claims, reclaims or evicts.
+ * A worker stopped at a random instruction is then sometimes inside the
+ * insert protocol holding a placeholder of a key the others are inserting
+ * too, or between the read and the CAS of an update.  The test notes how
+ * often a stop caught worker 0 holding a placeholder (one still there,
+ * unchanged, GAP_US later) and whether it was of a shared key (recognised
+ * by fingerprint).  With a correct protocol a shared key's placeholder
+ * rarely survives: the others retire it (I6 d).
  *
  * Throughput is counted per worker in shared memory and sampled by the test
  * process over windows of 100 ms (CLOCK_MONOTONIC, normalised to the
  * window's real length); figures are medians over WINDOWS windows.
  *   1. baseline: all three run; measure workers 1 and 2 together;
  *   2. STOP_CYCLES SIGSTOP/SIGCONT cycles of worker 0 at random moments
- *      (random run time, random stopped time);
+ *      (random run time, random stopped time); while it is stopped (which
+ *      waitpid(WUNTRACED) confirms), workers 1 and 2 must complete
+ *      PROGRESS_CHECKS checks (deadline STALL_S, no speed asserted): a
+ *      stop that catches worker 0 holding a lock, or holding a placeholder
+ *      the others spin on, would leave them stuck;
  *   3. SIGSTOP worker 0 (confirmed with waitpid(WUNTRACED)) and keep it
  *      stopped for the measurement (~1 s): measure workers 1 and 2 again;
  *      tkshm_verify the table while it is stopped.  The test retries the
- *      stop (bounded) until it catches worker 0 holding a placeholder, i.e.
- *      in the middle of an insert, when it can;
+ *      stop (bounded, each try with the progress check of 2.) until it
+ *      catches worker 0 holding a placeholder, i.e. in the middle of an
+ *      insert, when it can;
  *   4. SIGCONT; worker 0 must make progress again; stop everything;
  *      tkshm_verify.
  * Asserted: (workers 1+2 while 0 is stopped) >= 90% of (workers 1+2 while
@@ -45,25 +58,30 @@
 #include "shm/protocol.h"
 #include "shm/table.h"
 
-#define NWORKERS 3
-#define SLOTS 4096
-#define LIMIT 5.0
-#define PERIOD_MS 50.0
-#define PHASE_MS 10.0
-#define HOT_PER_PHASE 32
-#define TICK_MS 0.02
-#define WINDOWS 11
-#define WINDOW_US 100000
-#define STOP_CYCLES 200
-#define MIN_RATIO 0.90
-#define FINAL_TRIES 600
-#define ATTEMPTS 3
+#define NWORKERS	  3
+#define SLOTS		  4096
+#define LIMIT		  5.0
+#define PERIOD_MS	  50.0
+#define PHASE_MS	  10.0
+#define HOT_PER_PHASE	  32
+#define TICK_MS		  0.1
+#define FRESH_INTERVAL_MS 0.05 /* 3 x 20 per ms: ~600 live fresh keys */
+#define WINDOWS		  11
+#define WINDOW_US	  100000
+#define STOP_CYCLES	  200
+#define MIN_RATIO	  0.90
+#define FINAL_TRIES	  600
+#define ATTEMPTS	  3
+#define PROGRESS_CHECKS	  1000
+#define STALL_S		  5.0
 
 struct stop_shared {
 	double t0;
 	uint64_t seed;
 	int stop;
 	uint64_t checks[NWORKERS];
+	/* Test-process bookkeeping of the stops (not shared with workers). */
+	uint64_t stops, stops_with_ph, stops_with_shared;
 };
 
 static struct stop_shared *sh;
@@ -72,28 +90,34 @@ static tkshm_table *table;
 /* The key of iteration n (see the top of the file). */
 static int
 key_for(char *key, size_t size, int w, uint64_t n, double now, uint64_t *rng,
-	uint64_t *fresh)
+	uint64_t *fresh, double *fresh_next)
 {
 	double since = now > sh->t0 ? now - sh->t0 : 0;
 
-	if (n % 16 == 15)
+	if (now >= *fresh_next) {
+		*fresh_next = (*fresh_next < now - 1 ? now : *fresh_next) +
+			      FRESH_INTERVAL_MS;
 		return snprintf(key, size, "fresh-%d-%llu", w,
 				(unsigned long long)(*fresh)++);
+	}
 	if (n % 2 == 0)
 		return snprintf(key, size, "tick-%llu",
 				(unsigned long long)(since / TICK_MS));
-	return snprintf(key, size, "hot-%llu",
-			(unsigned long long)((uint64_t)(since / PHASE_MS) *
-						 HOT_PER_PHASE +
-					     mp_rand_below(rng, HOT_PER_PHASE)));
+	return snprintf(
+		key, size, "hot-%llu",
+		(unsigned long long)((uint64_t)(since / PHASE_MS) *
+					     HOT_PER_PHASE +
+				     mp_rand_below(rng, HOT_PER_PHASE)));
 }
 
 static int
 worker(void *p)
 {
 	int w = (int)(intptr_t)p;
-	uint64_t rng = sh->seed ^ (uint64_t)(w + 1) * UINT64_C(0x9E3779B97F4A7C15);
+	uint64_t rng =
+		sh->seed ^ (uint64_t)(w + 1) * UINT64_C(0x9E3779B97F4A7C15);
 	uint64_t fresh = 0, n = 0;
+	double fresh_next = 0;
 
 	while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED)) {
 		double now = tkshm_now_ms();
@@ -101,7 +125,8 @@ worker(void *p)
 		int len, rc;
 		tkshm_decision d;
 
-		len = key_for(key, sizeof key, w, n++, now, &rng, &fresh);
+		len = key_for(key, sizeof key, w, n++, now, &rng, &fresh,
+			      &fresh_next);
 		rc = tkshm_check_at(table, key, (size_t)len, 1, now, &d);
 		MP_REQUIRE(rc == TKSHM_OK, "check %s: %s", key,
 			   tkshm_error_name(rc));
@@ -136,9 +161,9 @@ is_shared_key_fp(uint64_t fp)
 	}
 	for (uint64_t ph = phase > 0 ? phase - 1 : 0; ph <= phase; ph++)
 		for (uint64_t k = 0; k < HOT_PER_PHASE; k++) {
-			len = snprintf(key, sizeof key, "hot-%llu",
-				       (unsigned long long)(ph * HOT_PER_PHASE +
-							    k));
+			len = snprintf(
+				key, sizeof key, "hot-%llu",
+				(unsigned long long)(ph * HOT_PER_PHASE + k));
 			if (tk_key_fp(table, key, (size_t)len) == fp)
 				return true;
 		}
@@ -250,6 +275,40 @@ wait_state(pid_t pid, int options, const char *what)
 		fail_msg("worker 0 did not continue (status %#x)", status);
 }
 
+/* Stops worker 0 at a random moment (confirmed by waitpid), notes the
+ * placeholders it holds, and requires workers 1 and 2 to complete
+ * PROGRESS_CHECKS checks while it is stopped (deadline STALL_S; no speed
+ * asserted, only progress): if worker 0 held anything they wait for (a
+ * lock, a placeholder they spin on) they would complete none.  Returns the
+ * number of placeholders held; leaves worker 0 stopped. */
+static unsigned
+stop_worker0(pid_t pid, uint64_t *rng, unsigned *shared)
+{
+	uint64_t o0;
+	double t0;
+	unsigned held;
+
+	mp_sleep_us(mp_rand_below(rng, 1000));
+	assert_int_equal(kill(pid, SIGSTOP), 0);
+	wait_state(pid, WUNTRACED, "stop");
+	o0 = others();
+	t0 = tkt_seconds();
+	held = held_placeholders(shared);
+	sh->stops++;
+	sh->stops_with_ph += held > 0;
+	sh->stops_with_shared += *shared > 0;
+	while (others() < o0 + PROGRESS_CHECKS) {
+		if (tkt_seconds() - t0 > STALL_S)
+			fail_msg("stop %llu: while worker 0 was stopped, "
+				 "workers 1 and 2 completed %llu checks in "
+				 "%.0f s: they wait for it",
+				 (unsigned long long)sh->stops,
+				 (unsigned long long)(others() - o0), STALL_S);
+		mp_sleep_us(50);
+	}
+	return held;
+}
+
 static void
 sigstop_others_continue(void **state)
 {
@@ -274,17 +333,15 @@ sigstop_others_continue(void **state)
 	mp_sleep_us(300000);
 	base = measure(per);
 
-	/* Stop and continue worker 0 at random points of its loop; note how
-	 * often it was stopped holding a placeholder (mid-insert). */
+	/* Stop and continue worker 0 at random points of its loop (every
+	 * stop checks the others' progress, see stop_worker0). */
 	for (int i = 0; i < STOP_CYCLES; i++) {
-		mp_sleep_us(mp_rand_below(&rng, 1000));
-		assert_int_equal(kill(pid[0], SIGSTOP), 0);
-		wait_state(pid[0], WUNTRACED, "stop");
-		with_ph += held_placeholders(&shared) > 0;
-		with_shared += shared > 0;
+		stop_worker0(pid[0], &rng, &shared);
 		mp_sleep_us(mp_rand_below(&rng, 1000));
 		assert_int_equal(kill(pid[0], SIGCONT), 0);
 	}
+	with_ph = sh->stops_with_ph;
+	with_shared = sh->stops_with_shared;
 
 	/* The last stop lasts for the whole measurement (~1.1 s).  Prefer one
 	 * that catches worker 0 mid-insert, holding a placeholder that the
@@ -295,13 +352,11 @@ sigstop_others_continue(void **state)
 	 * fails every attempt (the others would drop to ~0). */
 	for (int attempt = 1;; attempt++) {
 		for (int i = 0;; i++) {
-			mp_sleep_us(mp_rand_below(&rng, 1000));
-			assert_int_equal(kill(pid[0], SIGSTOP), 0);
-			wait_state(pid[0], WUNTRACED, "stop");
-			final_ph = held_placeholders(&shared);
+			final_ph = stop_worker0(pid[0], &rng, &shared);
 			/* Best: a placeholder of a key the others use; then
 			 * any placeholder; then any stop. */
-			if (shared > 0 || (final_ph > 0 && i >= FINAL_TRIES / 2) ||
+			if (shared > 0 ||
+			    (final_ph > 0 && i >= FINAL_TRIES / 2) ||
 			    i == FINAL_TRIES)
 				break;
 			assert_int_equal(kill(pid[0], SIGCONT), 0);
@@ -309,24 +364,27 @@ sigstop_others_continue(void **state)
 		c = __atomic_load_n(&sh->checks[0], __ATOMIC_RELAXED);
 		stopped = measure(per_stopped);
 		assert_int_equal(
-		    __atomic_load_n(&sh->checks[0], __ATOMIC_RELAXED), c);
+			__atomic_load_n(&sh->checks[0], __ATOMIC_RELAXED), c);
 		mp_verify(table, "while worker 0 is stopped");
 
 		print_message(
-		    "attempt %d: checks per 100 ms (median of %d windows)\n"
-		    "  all running:   w0 %.0f  w1 %.0f  w2 %.0f  "
-		    "(w1+w2 %.0f)\n"
-		    "  w0 stopped:    w0 %.0f  w1 %.0f  w2 %.0f  "
-		    "(w1+w2 %.0f)\n"
-		    "  ratio %.3f (required >= %.2f); %llu of %d stops "
-		    "caught w0 mid-insert (%llu of a shared key); during "
-		    "the last stop it held %llu placeholders (%u of shared "
-		    "keys)\n",
-		    attempt, WINDOWS, per[0], per[1], per[2], base,
-		    per_stopped[0], per_stopped[1], per_stopped[2], stopped,
-		    stopped / base, MIN_RATIO, (unsigned long long)with_ph,
-		    STOP_CYCLES, (unsigned long long)with_shared,
-		    (unsigned long long)final_ph, shared);
+			"attempt %d: checks per 100 ms (median of %d windows)\n"
+			"  all running:   w0 %.0f  w1 %.0f  w2 %.0f  "
+			"(w1+w2 %.0f)\n"
+			"  w0 stopped:    w0 %.0f  w1 %.0f  w2 %.0f  "
+			"(w1+w2 %.0f)\n"
+			"  ratio %.3f (required >= %.2f); others progressed "
+			"through all %llu stops; %llu of the %d random stops "
+			"caught w0 mid-insert (%llu of a shared key); during "
+			"the last stop it held %llu placeholders (%u of shared "
+			"keys)\n",
+			attempt, WINDOWS, per[0], per[1], per[2], base,
+			per_stopped[0], per_stopped[1], per_stopped[2], stopped,
+			stopped / base, MIN_RATIO,
+			(unsigned long long)sh->stops,
+			(unsigned long long)with_ph, STOP_CYCLES,
+			(unsigned long long)with_shared,
+			(unsigned long long)final_ph, shared);
 		assert_true(base > 0);
 		if (stopped >= MIN_RATIO * base)
 			break;
@@ -374,7 +432,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_teardown(sigstop_others_continue, mp_teardown),
+		cmocka_unit_test_teardown(sigstop_others_continue, mp_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, mp_setup, NULL);

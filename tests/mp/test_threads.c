@@ -155,7 +155,7 @@ one_key_thread(void *p)
 					    r - 1);
 
 			MP_REQUIRE(tkshm_reset(s->t, old, (size_t)olen) ==
-				       TKSHM_OK,
+					   TKSHM_OK,
 				   "reset %s", old);
 		}
 		for (;;) {
@@ -197,7 +197,8 @@ exact_k_one_key(void **state)
 	for (int i = 0; i < NTHREADS; i++) {
 		argv[i] = s;
 		assert_int_equal(
-		    pthread_create(&th[i], NULL, one_key_thread, &argv[i]), 0);
+			pthread_create(&th[i], NULL, one_key_thread, &argv[i]),
+			0);
 	}
 	join_all(th, NTHREADS);
 	runs = verifier_stop(&v);
@@ -231,12 +232,12 @@ exact_k_one_key(void **state)
 
 /* --- 1,000 fresh keys at once, with reclaims ----------------------------- */
 
-#define NKEYS2 1000
-#define K2 3
-#define PASSES2 4
-#define T2 1e12
-#define N0 8e15
-#define CHURN_EPOCHS 2000
+#define NKEYS2		1000
+#define K2		3
+#define PASSES2		4
+#define T2		1e12
+#define N0		8e15
+#define CHURN_EPOCHS	2000
 #define CHURN_PER_EPOCH 2
 #ifdef MP_TSAN
 #define ROUNDS2 2
@@ -263,7 +264,8 @@ fresh_thread(void *p)
 {
 	struct fresh_arg *a = p;
 	struct fresh *s = a->s;
-	uint64_t rng = s->seed + (uint64_t)a->idx * UINT64_C(0x9E3779B97F4A7C15);
+	uint64_t rng =
+		s->seed + (uint64_t)a->idx * UINT64_C(0x9E3779B97F4A7C15);
 	uint32_t order[NKEYS2];
 
 	for (uint32_t i = 0; i < NKEYS2; i++)
@@ -295,7 +297,8 @@ fresh_thread(void *p)
 				   (long long)d.remaining);
 			__atomic_fetch_add(&s->seen[k][d.remaining], 1,
 					   __ATOMIC_RELAXED);
-			__atomic_fetch_add(&s->admitted[k], 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&s->admitted[k], 1,
+					   __ATOMIC_RELAXED);
 		}
 	}
 	return NULL;
@@ -312,7 +315,8 @@ fresh_churn_thread(void *p)
 	for (int e = 0; e < CHURN_EPOCHS; e++)
 		for (int j = 0; j < CHURN_PER_EPOCH; j++) {
 			char key[48];
-			int len = snprintf(key, sizeof key, "churn-%d-%d", e, j);
+			int len =
+				snprintf(key, sizeof key, "churn-%d-%d", e, j);
 			tkshm_decision d;
 			int rc = tkshm_check_at(s->t, key, (size_t)len, 1,
 						(double)e * T2, &d);
@@ -346,13 +350,14 @@ exact_k_fresh_keys(void **state)
 		s->bar.n = NTHREADS + 1;
 		verifier_start(&v, s->t);
 		for (int i = 0; i <= NTHREADS; i++) {
-			args[i] = (struct fresh_arg){s, i};
-			assert_int_equal(pthread_create(&th[i], NULL,
-							i < NTHREADS
-							    ? fresh_thread
-							    : fresh_churn_thread,
-							&args[i]),
-					 0);
+			args[i] = (struct fresh_arg){ s, i };
+			assert_int_equal(
+				pthread_create(&th[i], NULL,
+					       i < NTHREADS ?
+						       fresh_thread :
+						       fresh_churn_thread,
+					       &args[i]),
+				0);
 		}
 		join_all(th, NTHREADS + 1);
 		runs += verifier_stop(&v);
@@ -394,7 +399,7 @@ exact_k_fresh_keys(void **state)
 #define SLOTS3 64
 #define NKEYS3 640
 #define ITERS3 60000
-#define T0_3 1700000000000.0
+#define T0_3   1700000000000.0
 
 struct churn {
 	tkshm_table *t;
@@ -414,7 +419,8 @@ churn_thread(void *p)
 {
 	struct churn_arg *a = p;
 	struct churn *s = a->s;
-	uint64_t rng = s->seed + (uint64_t)a->idx * UINT64_C(0x2545F4914F6CDD1D);
+	uint64_t rng =
+		s->seed + (uint64_t)a->idx * UINT64_C(0x2545F4914F6CDD1D);
 
 	if (!mp_barrier_wait(&s->bar))
 		return NULL;
@@ -428,8 +434,7 @@ churn_thread(void *p)
 		tkshm_decision d;
 		int rc = tkshm_check_at(s->t, key, (size_t)len, 1, now, &d);
 
-		MP_REQUIRE(rc == TKSHM_OK, "%s: %s", key,
-			   tkshm_error_name(rc));
+		MP_REQUIRE(rc == TKSHM_OK, "%s: %s", key, tkshm_error_name(rc));
 	}
 	return NULL;
 }
@@ -477,8 +482,8 @@ churn_side_thread(void *p)
 			MP_REQUIRE(tkshm_usage_get(s->t, T0_3, &us) == TKSHM_OK,
 				   "usage");
 			MP_REQUIRE(us.live + us.idle + us.empty +
-					   us.placeholders + us.dead ==
-				       SLOTS3,
+						   us.placeholders + us.dead ==
+					   SLOTS3,
 				   "usage does not add up to the slots");
 			s->stats_reads++;
 			break;
@@ -503,15 +508,16 @@ churn_tiny_table(void **state)
 	s->bar.n = NTHREADS + 3;
 	verifier_start(&v, s->t);
 	for (int i = 0; i < 3; i++) {
-		sargs[i] = (struct churn_arg){s, i};
+		sargs[i] = (struct churn_arg){ s, i };
 		assert_int_equal(pthread_create(&side[i], NULL,
 						churn_side_thread, &sargs[i]),
 				 0);
 	}
 	for (int i = 0; i < NTHREADS; i++) {
-		args[i] = (struct churn_arg){s, i};
+		args[i] = (struct churn_arg){ s, i };
 		assert_int_equal(
-		    pthread_create(&th[i], NULL, churn_thread, &args[i]), 0);
+			pthread_create(&th[i], NULL, churn_thread, &args[i]),
+			0);
 	}
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
@@ -522,20 +528,19 @@ churn_tiny_table(void **state)
 		fail_msg("%s", mp_failure->msg);
 
 	assert_int_equal(tkshm_stats_get(s->t, &st), TKSHM_OK);
-	print_message("tiny table: inserts %llu reclaims %llu evictions %llu "
-		      "(in debt %llu) debt_restores %llu resets %llu "
-		      "cas_retries %llu; %llu peeks, %llu stats reads, %llu "
-		      "concurrent verifies\n",
-		      (unsigned long long)st.inserts,
-		      (unsigned long long)st.reclaims,
-		      (unsigned long long)st.evictions,
-		      (unsigned long long)st.evictions_in_debt,
-		      (unsigned long long)st.debt_restores,
-		      (unsigned long long)st.resets,
-		      (unsigned long long)st.cas_retries,
-		      (unsigned long long)s->peeks,
-		      (unsigned long long)s->stats_reads,
-		      (unsigned long long)runs);
+	print_message(
+		"tiny table: inserts %llu reclaims %llu evictions %llu "
+		"(in debt %llu) debt_restores %llu resets %llu "
+		"cas_retries %llu; %llu peeks, %llu stats reads, %llu "
+		"concurrent verifies\n",
+		(unsigned long long)st.inserts, (unsigned long long)st.reclaims,
+		(unsigned long long)st.evictions,
+		(unsigned long long)st.evictions_in_debt,
+		(unsigned long long)st.debt_restores,
+		(unsigned long long)st.resets,
+		(unsigned long long)st.cas_retries,
+		(unsigned long long)s->peeks,
+		(unsigned long long)s->stats_reads, (unsigned long long)runs);
 	assert_int_equal(st.allowed + st.denied, (uint64_t)NTHREADS * ITERS3);
 	assert_true(st.reclaims > 0);
 	assert_true(st.evictions > 0);
@@ -549,9 +554,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_teardown(exact_k_one_key, mp_teardown),
-	    cmocka_unit_test_teardown(exact_k_fresh_keys, mp_teardown),
-	    cmocka_unit_test_teardown(churn_tiny_table, mp_teardown),
+		cmocka_unit_test_teardown(exact_k_one_key, mp_teardown),
+		cmocka_unit_test_teardown(exact_k_fresh_keys, mp_teardown),
+		cmocka_unit_test_teardown(churn_tiny_table, mp_teardown),
 	};
 
 	mp_fail_exit = thread_fail_exit;

@@ -127,7 +127,8 @@ tkt_json_file(const char *path)
 cJSON *
 tkt_golden(void)
 {
-	return tkt_json_file(TKSHM_TEST_DATA "/throttlekit-golden-vectors.json");
+	return tkt_json_file(TKSHM_TEST_DATA
+			     "/throttlekit-golden-vectors.json");
 }
 
 void *
@@ -186,8 +187,7 @@ tkt_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
 }
 
 void
-tkt_proc_start(struct tkt_proc *p, const char *const argv[],
-	       const char *input)
+tkt_proc_start(struct tkt_proc *p, const char *const argv[], const char *input)
 {
 	int in[2], out[2], err[2];
 	pid_t pid;
@@ -238,8 +238,8 @@ tkt_proc_reap(struct tkt_proc *p)
 
 	if (waitpid(p->pid, &status, 0) != p->pid)
 		fail_msg("waitpid(%d): %s", p->pid, strerror(errno));
-	p->status = WIFEXITED(status) ? WEXITSTATUS(status)
-				      : 128 + WTERMSIG(status);
+	p->status = WIFEXITED(status) ? WEXITSTATUS(status) :
+					128 + WTERMSIG(status);
 }
 
 void
@@ -258,13 +258,13 @@ tkt_proc_finish(struct tkt_proc *ps, size_t n)
 			struct tkt_proc *p = &ps[i];
 			if (p->fd_in >= 0)
 				fds[nfds++] =
-				    (struct pollfd){p->fd_in, POLLOUT, 0};
+					(struct pollfd){ p->fd_in, POLLOUT, 0 };
 			if (p->fd_out >= 0)
 				fds[nfds++] =
-				    (struct pollfd){p->fd_out, POLLIN, 0};
+					(struct pollfd){ p->fd_out, POLLIN, 0 };
 			if (p->fd_err >= 0)
 				fds[nfds++] =
-				    (struct pollfd){p->fd_err, POLLIN, 0};
+					(struct pollfd){ p->fd_err, POLLIN, 0 };
 		}
 		if (nfds == 0)
 			break;

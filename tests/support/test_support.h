@@ -50,12 +50,12 @@ double tkt_seconds(void);
 /* A program run with pipes on its stdin, stdout and stderr. */
 struct tkt_proc {
 	int pid;
-	int fd_in, fd_out, fd_err;	/* the parent's ends; -1 when closed */
-	const char *input;		/* fed to stdin, then stdin is closed */
+	int fd_in, fd_out, fd_err; /* the parent's ends; -1 when closed */
+	const char *input;	   /* fed to stdin, then stdin is closed */
 	size_t input_len, input_off;
-	char *out, *err;		/* captured, NUL-terminated */
+	char *out, *err; /* captured, NUL-terminated */
 	size_t out_len, out_cap, err_len, err_cap;
-	int status;			/* exit code, or 128 + signal number */
+	int status; /* exit code, or 128 + signal number */
 };
 
 /* Starts argv[0] (a path) with `input` (may be NULL: empty) on its stdin.

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "algorithms/decision.h"
+#include "algorithms/words.h"
 #include "tkshm.h"
 
 /* Derived once per table from the policy. */
@@ -40,17 +41,13 @@ int tk_gcra_init(struct tk_gcra *g, double limit, double period_ms,
 static inline double
 tk_gcra_tat(uint64_t st)
 {
-	double d;
-	memcpy(&d, &st, sizeof d);
-	return d;
+	return tk_word_f64(st);
 }
 
 static inline uint64_t
 tk_gcra_state(double tat)
 {
-	uint64_t st;
-	memcpy(&st, &tat, sizeof st);
-	return st;
+	return tk_f64_word(tat);
 }
 
 /* One check.  `present` says whether a state exists; `st` is its TAT bits.

@@ -15,6 +15,16 @@
 
 #include "tkshm.h"
 
+/* Fails the test unless `expr` returns the tkshm code `want`, naming both. */
+#define assert_rc(expr, want)                                 \
+	do {                                                  \
+		int rc_ = (expr);                             \
+		if (rc_ != (want))                            \
+			fail_msg("%s = %s, wanted %s", #expr, \
+				 tkshm_error_name(rc_),       \
+				 tkshm_error_name(want));     \
+	} while (0)
+
 /* A fresh private directory for table files; removed by tkt_cleanup(). */
 const char *tkt_tmpdir(void);
 /* tkt_tmpdir() + "/" + name, in a static rotating buffer. */

@@ -17,14 +17,6 @@
 
 #include "test_support.h"
 
-#define assert_rc(expr, want)                                 \
-	do {                                                  \
-		int rc_ = (expr);                             \
-		if (rc_ != (want))                            \
-			fail_msg("%s = %s, wanted %s", #expr, \
-				 tkshm_error_name(rc_),       \
-				 tkshm_error_name(want));     \
-	} while (0)
 
 #define SPEC "gcra:limit=10,periodMs=1000,burst=5"
 #define NOW  5000.0

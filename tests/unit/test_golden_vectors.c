@@ -19,14 +19,6 @@
 
 #include "test_support.h"
 
-#define assert_rc(expr, want)                                 \
-	do {                                                  \
-		int rc_ = (expr);                             \
-		if (rc_ != (want))                            \
-			fail_msg("%s = %s, wanted %s", #expr, \
-				 tkshm_error_name(rc_),       \
-				 tkshm_error_name(want));     \
-	} while (0)
 
 /* The file's documented shape (tests/data/README.md): 4 GCRA suites among
  * 9 rateLimit suites of 54 ops, plus tokenBudget and lease suites. */

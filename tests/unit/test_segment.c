@@ -35,14 +35,6 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#define assert_rc(expr, want)                                 \
-	do {                                                  \
-		int rc_ = (expr);                             \
-		if (rc_ != (want))                            \
-			fail_msg("%s = %s, wanted %s", #expr, \
-				 tkshm_error_name(rc_),       \
-				 tkshm_error_name(want));     \
-	} while (0)
 
 #define SPEC "gcra:limit=10,periodMs=1000,burst=5"
 #define NOW  1000.0

@@ -28,14 +28,6 @@
 #include "shm/protocol.h"
 #include "shm/table.h"
 
-#define assert_rc(expr, want)                                 \
-	do {                                                  \
-		int rc_ = (expr);                             \
-		if (rc_ != (want))                            \
-			fail_msg("%s = %s, wanted %s", #expr, \
-				 tkshm_error_name(rc_),       \
-				 tkshm_error_name(want));     \
-	} while (0)
 
 #define SPEC "gcra:limit=10,periodMs=1000,burst=5" /* T 100, tau 500 */
 

@@ -26,6 +26,8 @@
  *     Threads:   whether one handle may be used by several threads at once.
  *     Processes: what holds when several processes use the same table.
  *     Crash:     what a process killed in the middle of the call leaves.
+ *   Calls that only compute (versions, errors, policies, the clock) touch no
+ *   shared memory and are safe from any thread at any time.
  */
 #ifndef TKSHM_H
 #define TKSHM_H
@@ -270,7 +272,9 @@ TKSHM_API int tkshm_open(const char *path, const tkshm_options *opts,
 /** Unmaps the table and frees the handle.  The shared state stays (for a file
  *  until it is removed; for an anonymous table until its last process
  *  unmaps it).  NULL is accepted and ignored.
- *  Threads: no other thread may use the handle during or after the call. */
+ *  Threads: no other thread may use the handle during or after the call.
+ *  Processes: others using the table are unaffected.  Crash: the segment is
+ *  not written by close, so there is nothing to leave half done. */
 TKSHM_API int tkshm_close(tkshm_table *t);
 
 /* ---------------------------------------------------------------------------

@@ -21,11 +21,34 @@
 
 static char tkt_dir[256];
 
+void
+tkt_assert_decision(const char *what, const tkshm_decision *got,
+		    const tkshm_decision *want)
+{
+	if (got->allowed != want->allowed || got->limit != want->limit ||
+	    got->remaining != want->remaining ||
+	    got->reset_at != want->reset_at ||
+	    got->retry_after_ms != want->retry_after_ms)
+		fail_msg("%s: got {allowed %d, limit %lld, remaining %lld, "
+			 "reset_at %lld, retry_after_ms %lld}, want {%d, %lld, "
+			 "%lld, %lld, %lld}",
+			 what, got->allowed, (long long)got->limit,
+			 (long long)got->remaining, (long long)got->reset_at,
+			 (long long)got->retry_after_ms, want->allowed,
+			 (long long)want->limit, (long long)want->remaining,
+			 (long long)want->reset_at,
+			 (long long)want->retry_after_ms);
+}
+
 const char *
 tkt_tmpdir(void)
 {
 	if (tkt_dir[0] == '\0') {
-		snprintf(tkt_dir, sizeof tkt_dir, "/tmp/tkshm-test-XXXXXX");
+		/* mkdtemp wants a template ending in six 'X' characters. */
+		size_t n = (size_t)snprintf(tkt_dir, sizeof tkt_dir,
+					    "/tmp/tkshm-test-");
+		memset(tkt_dir + n, 'X', 6);
+		tkt_dir[n + 6] = '\0';
 		if (!mkdtemp(tkt_dir))
 			fail_msg("mkdtemp: %s", strerror(errno));
 	}

@@ -25,6 +25,11 @@
 				 tkshm_error_name(want));     \
 	} while (0)
 
+/* Fails the test unless the two decisions agree on every field but flags;
+ * `what` names the step in the message. */
+void tkt_assert_decision(const char *what, const tkshm_decision *got,
+			 const tkshm_decision *want);
+
 /* A fresh private directory for table files; removed by tkt_cleanup(). */
 const char *tkt_tmpdir(void);
 /* tkt_tmpdir() + "/" + name, in a static rotating buffer. */

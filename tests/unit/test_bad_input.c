@@ -17,7 +17,6 @@
 
 #include "test_support.h"
 
-
 #define SPEC "gcra:limit=10,periodMs=1000,burst=5"
 #define NOW  5000.0
 

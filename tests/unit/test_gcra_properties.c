@@ -21,7 +21,6 @@
 
 #include "test_support.h"
 
-
 #define EPOCH 1.7e12
 
 /* ------------------------------------------------------------------------
@@ -100,25 +99,6 @@ model_peek(const struct model *m, double now)
 	d.retry_after_ms =
 		d.allowed ? 0 : (int64_t)ceil(tat_eff + m->T - m->tau - now);
 	return d;
-}
-
-static void
-assert_decision(const char *what, const tkshm_decision *got,
-		const tkshm_decision *want)
-{
-	if (got->allowed != want->allowed || got->limit != want->limit ||
-	    got->remaining != want->remaining ||
-	    got->reset_at != want->reset_at ||
-	    got->retry_after_ms != want->retry_after_ms)
-		fail_msg("%s: got {allowed %d, limit %lld, remaining %lld, "
-			 "reset_at %lld, retry_after_ms %lld}, want {%d, %lld, "
-			 "%lld, %lld, %lld}",
-			 what, got->allowed, (long long)got->limit,
-			 (long long)got->remaining, (long long)got->reset_at,
-			 (long long)got->retry_after_ms, want->allowed,
-			 (long long)want->limit, (long long)want->remaining,
-			 (long long)want->reset_at,
-			 (long long)want->retry_after_ms);
 }
 
 /* Deterministic PRNG (xorshift64*), so a failure replays identically. */
@@ -339,7 +319,7 @@ test_long_run_count(void **state)
 			char what[64];
 
 			snprintf(what, sizeof what, "run %zu at +%u ms", r, ms);
-			assert_decision(what, &d, &e);
+			tkt_assert_decision(what, &d, &e);
 			admitted += d.allowed;
 		}
 		want = (uint64_t)runs[r].burst +
@@ -403,7 +383,7 @@ test_backward_jumps(void **state)
 			e = model_check(&m, now, costs[i]);
 			snprintf(what, sizeof what, "round %u request %u",
 				 round, i);
-			assert_decision(what, &d, &e);
+			tkt_assert_decision(what, &d, &e);
 			allowed[i] = d.allowed;
 			if (d.allowed) {
 				if (first < 0)
@@ -479,7 +459,7 @@ test_cost_equal_burst(void **state)
 			snprintf(key, sizeof key, "eq-%zu", n);
 			d = check(t, key, burst, nows[n]);
 			e = model_check(&m, nows[n], burst);
-			assert_decision(key, &d, &e);
+			tkt_assert_decision(key, &d, &e);
 			if (nows[n] < 4e15) /* sums below 2^52: exact */
 				assert_true(d.allowed);
 			if (d.allowed) {
@@ -502,7 +482,7 @@ test_cost_equal_burst(void **state)
 			snprintf(key, sizeof key, "eq3-%zu", n);
 			d = check(t, key, 3, nows[n]);
 			e = model_check(&m, nows[n], 3);
-			assert_decision(key, &d, &e);
+			tkt_assert_decision(key, &d, &e);
 		}
 		tkshm_close(t);
 	}
@@ -534,7 +514,7 @@ deny_over_burst(tkshm_table *t, const char *key, double cost, double now,
 	assert_int_equal(d.limit, (int64_t)burst);
 	assert_true(d.remaining <= (int64_t)burst);
 	after = peek(t, key, now);
-	assert_decision("peek after a denial", &after, &before);
+	tkt_assert_decision("peek after a denial", &after, &before);
 	assert_rc(tkshm_stats_get(t, &s1), TKSHM_OK);
 	assert_int_equal(s1.allowed, s0.allowed);
 	assert_int_equal(s1.denied, s0.denied + 1);
@@ -685,7 +665,7 @@ test_peek_never_consumes(void **state)
 					 "peek",
 					 p, i);
 				if (k == 0 || k == 999)
-					assert_decision(what, &pk, &pe);
+					tkt_assert_decision(what, &pk, &pe);
 			}
 			assert_rc(tkshm_stats_get(t, &s1), TKSHM_OK);
 			assert_int_equal(s1.allowed, s0.allowed);
@@ -695,8 +675,8 @@ test_peek_never_consumes(void **state)
 			dq = check(t, "twin", cost, now);
 			e = model_check(&m, now, cost);
 			snprintf(what, sizeof what, "policy %zu step %u", p, i);
-			assert_decision(what, &dp, &e);
-			assert_decision(what, &dq, &e);
+			tkt_assert_decision(what, &dp, &e);
+			tkt_assert_decision(what, &dq, &e);
 		}
 		/* A peek of a key never checked is the cold peek and does not
 		 * insert it. */
@@ -707,7 +687,7 @@ test_peek_never_consumes(void **state)
 			tkshm_decision pe = model_peek(&cold, now);
 			tkshm_usage u;
 
-			assert_decision("cold peek", &pk, &pe);
+			tkt_assert_decision("cold peek", &pk, &pe);
 			assert_rc(tkshm_usage_get(t, 0, &u), TKSHM_OK);
 			assert_int_equal(u.live + u.idle, 2);
 		}
@@ -733,11 +713,11 @@ test_reset_makes_fresh(void **state)
 		tkshm_decision pk = peek(t, "r", 1000);
 		tkshm_decision pe = model_peek(&m, 1000);
 
-		assert_decision("peek after reset", &pk, &pe);
+		tkt_assert_decision("peek after reset", &pk, &pe);
 		for (int k = 0; k < 7; k++) {
 			tkshm_decision d = check(t, "r", 1, 1000);
 			tkshm_decision e = model_check(&m, 1000, 1);
-			assert_decision("check after reset", &d, &e);
+			tkt_assert_decision("check after reset", &d, &e);
 		}
 		assert_rc(tkshm_reset(t, "r", 1), TKSHM_OK);
 	}
@@ -790,7 +770,7 @@ test_check_many_equals_sequential(void **state)
 
 			snprintf(what, sizeof what, "round %u request %u (%s)",
 				 round, i, keys[i]);
-			assert_decision(what, &batch[i], &d);
+			tkt_assert_decision(what, &batch[i], &d);
 			if (strcmp(keys[i], "a") == 0) {
 				seen_allowed |= batch[i].allowed;
 				seen_denied |= !batch[i].allowed;
@@ -868,8 +848,10 @@ test_check_many_invalid_changes_nothing(void **state)
 			assert_memory_equal(&u0, &u1, sizeof u0);
 			pa1 = peek(t, "a", 1000);
 			pb1 = peek(t, "b", 1000);
-			assert_decision("a after a refused batch", &pa1, &pa0);
-			assert_decision("b after a refused batch", &pb1, &pb0);
+			tkt_assert_decision("a after a refused batch", &pa1,
+					    &pa0);
+			tkt_assert_decision("b after a refused batch", &pb1,
+					    &pb0);
 		}
 	}
 	/* A bad now refuses the whole batch too. */

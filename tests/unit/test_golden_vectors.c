@@ -19,7 +19,6 @@
 
 #include "test_support.h"
 
-
 /* The file's documented shape (tests/data/README.md): 4 GCRA suites among
  * 9 rateLimit suites of 54 ops, plus tokenBudget and lease suites. */
 #define GOLDEN_GCRA_SUITES	4

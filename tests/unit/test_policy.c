@@ -16,7 +16,6 @@
 
 #include "test_support.h"
 
-
 /* A byte pattern no parser would write, to see that *out stays unchanged. */
 static tkshm_policy
 poisoned(void)

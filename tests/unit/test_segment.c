@@ -35,7 +35,6 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-
 #define SPEC "gcra:limit=10,periodMs=1000,burst=5"
 #define NOW  1000.0
 

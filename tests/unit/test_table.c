@@ -28,7 +28,6 @@
 #include "shm/protocol.h"
 #include "shm/table.h"
 
-
 #define SPEC "gcra:limit=10,periodMs=1000,burst=5" /* T 100, tau 500 */
 
 static int
@@ -106,24 +105,6 @@ model_check(struct model *m, double now, double cost, tkshm_decision *d)
 	m->present = true;
 	m->tat = new_tat;
 	return true;
-}
-
-static void
-assert_decision(const char *what, const tkshm_decision *got,
-		const tkshm_decision *want)
-{
-	if (got->allowed != want->allowed || got->limit != want->limit ||
-	    got->remaining != want->remaining ||
-	    got->reset_at != want->reset_at ||
-	    got->retry_after_ms != want->retry_after_ms)
-		fail_msg("%s: got {%d, %lld, %lld, %lld, %lld}, want {%d, "
-			 "%lld, %lld, %lld, %lld}",
-			 what, got->allowed, (long long)got->limit,
-			 (long long)got->remaining, (long long)got->reset_at,
-			 (long long)got->retry_after_ms, want->allowed,
-			 (long long)want->limit, (long long)want->remaining,
-			 (long long)want->reset_at,
-			 (long long)want->retry_after_ms);
 }
 
 /* ------------------------------------------------------------------------
@@ -597,7 +578,7 @@ test_idle_reclaim(void **state)
 		snprintf(key, sizeof key, "key-%d", k);
 		d = check(t, key, 2, now);
 		model_check(&m[k], now, 2, &e);
-		assert_decision(key, &d, &e);
+		tkt_assert_decision(key, &d, &e);
 	}
 	assert_int_equal(stats(t).reclaims, 0);
 	for (int k = 8; k < 16; k++) {
@@ -606,7 +587,7 @@ test_idle_reclaim(void **state)
 		snprintf(key, sizeof key, "key-%d", k);
 		d = check(t, key, 1, now + 20);
 		model_check(&m[k], now + 20, 1, &e);
-		assert_decision(key, &d, &e);
+		tkt_assert_decision(key, &d, &e);
 	}
 	assert_int_equal(stats(t).reclaims, 8);
 	now += 20;
@@ -639,7 +620,7 @@ test_idle_reclaim(void **state)
 		{
 			char what[48];
 			snprintf(what, sizeof what, "step %d key %d", i, k);
-			assert_decision(what, &d, &e);
+			tkt_assert_decision(what, &d, &e);
 		}
 		decided++;
 	}
@@ -744,7 +725,7 @@ test_evict_remembers_debt(void **state)
 	 * do at 1000 (TAT 21000).  At 1000 the debtor owes least: 19900. */
 	d = check(t, "debtor", 2, 900);
 	model_check(&debtor, 900, 2, &e);
-	assert_decision("debtor", &d, &e);
+	tkt_assert_decision("debtor", &d, &e);
 	for (int k = 0, n = 0; k < 7; n++) {
 		snprintf(filler[k], sizeof filler[k], "f-%d", n);
 		/* Fillers away from the debtor's debt cell, so the cell
@@ -782,7 +763,7 @@ test_evict_remembers_debt(void **state)
 	 * (a fresh key would be admitted with remaining 1). */
 	d = check(t, "debtor", 1, 1000);
 	model_check(&debtor, 1000, 1, &e);
-	assert_decision("debtor back at 1000", &d, &e);
+	tkt_assert_decision("debtor back at 1000", &d, &e);
 	assert_false(d.allowed);
 	assert_true(d.flags & TKSHM_DECISION_DEBT_RESTORED);
 	/* A denial evicts nobody. */
@@ -792,7 +773,7 @@ test_evict_remembers_debt(void **state)
 	 * a fresh 1), taking the newcomer's slot, idle since 11000. */
 	d = check(t, "debtor", 1, 11000);
 	model_check(&debtor, 11000, 1, &e);
-	assert_decision("debtor back at 11000", &d, &e);
+	tkt_assert_decision("debtor back at 11000", &d, &e);
 	assert_true(d.allowed);
 	assert_int_equal(d.remaining, 0);
 	assert_true(d.flags & TKSHM_DECISION_DEBT_RESTORED);
@@ -805,7 +786,7 @@ test_evict_remembers_debt(void **state)
 	/* Once in a slot again, it decides from its slot like any key. */
 	d = check(t, "debtor", 1, 11000);
 	model_check(&debtor, 11000, 1, &e);
-	assert_decision("debtor in its slot", &d, &e);
+	tkt_assert_decision("debtor in its slot", &d, &e);
 	assert_false(d.flags & TKSHM_DECISION_DEBT_RESTORED);
 
 	/* A reset forgives it: fresh, and its cell is cleared. */

@@ -42,72 +42,37 @@ ti_cmd_create(int argc, char **argv)
 		{ "help", false }, { "policy", true },	{ "slots", true },
 		{ "mode", true },  { "on-full", true },
 	};
-	tkshm_options o = TKSHM_OPTIONS_INIT;
-	tkshm_policy policy;
-	bool have_policy = false;
-	const char *path = NULL, *v;
+	struct ti_table_opts to = TI_TABLE_OPTS_INIT;
+	struct ti_cmdline c = {
+		.cmd = "create",
+		.usage = ti_usage_create,
+		.opts = opts,
+		.nopts = sizeof opts / sizeof opts[0],
+		.opt = ti_table_opt,
+		.ctx = &to,
+	};
 	tkshm_table *t;
 	tkshm_stats st;
-	struct ti_args a;
 	char full[4200], spec[256];
 	int k;
 
-	ti_args_init(&a, argc, argv, "create");
-	while ((k = ti_args_next(&a, opts, sizeof opts / sizeof opts[0], &v)) !=
-	       TI_ARG_END) {
-		switch (k) {
-		case TI_ARG_ERROR:
-			return TI_EXIT_USAGE;
-		case TI_ARG_OPERAND:
-			if (path)
-				return ti_usage_error("create",
-						      "extra operand '%s'", v);
-			path = v;
-			break;
-		case 0:
-			ti_usage_create(stdout);
-			return ti_finish_stdout(TI_EXIT_OK);
-		case 1:
-			if (!ti_parse_policy("create", v, &policy))
-				return TI_EXIT_USAGE;
-			have_policy = true;
-			break;
-		case 2:
-			if (!ti_parse_u64("create", "slots", v, &o.slots))
-				return TI_EXIT_USAGE;
-			if (o.slots == 0)
-				return ti_usage_error(
-					"create", "--slots must be at least 1");
-			break;
-		case 3:
-			if (!ti_parse_mode("create", v, &o.mode))
-				return TI_EXIT_USAGE;
-			break;
-		case 4:
-			if (!ti_parse_on_full("create", v, &o.on_full))
-				return TI_EXIT_USAGE;
-			break;
-		}
-	}
-	if (!path)
-		return ti_usage_error("create", "missing PATH");
-	if (path[0] == '\0')
-		return ti_usage_error("create", "PATH is empty");
-	if (!have_policy)
+	if ((k = ti_cmdline_parse(&c, argc, argv)) != TI_GO_ON)
+		return k;
+	if (!to.have_policy)
 		return ti_usage_error("create", "missing --policy SPEC");
 
-	o.policy = &policy;
-	o.flags = TKSHM_O_CREATE | TKSHM_O_EXCL;
-	if ((k = ti_open(path, &o, &t)) != TI_EXIT_OK)
+	to.o.policy = &to.policy;
+	to.o.flags = TKSHM_O_CREATE | TKSHM_O_EXCL;
+	if ((k = ti_open(c.path, &to.o, &t)) != TI_EXIT_OK)
 		return k;
 	tkshm_stats_get(t, &st);
 	if (tkshm_policy_format(&st.policy, spec, sizeof spec) < 0)
 		spec[0] = '\0';
 	printf("created %s: %" PRIu64 " slots, %" PRIu64
 	       " bytes, on-full %s, mode %04o, policy %s\n",
-	       ti_resolve_path(path, full, sizeof full), st.slots,
+	       ti_resolve_path(c.path, full, sizeof full), st.slots,
 	       st.file_bytes, ti_on_full_name(st.on_full),
-	       (unsigned)(o.mode ? o.mode : 0600), spec);
+	       (unsigned)(to.o.mode ? to.o.mode : 0600), spec);
 	tkshm_close(t);
 	return ti_finish_stdout(TI_EXIT_OK);
 }

@@ -142,6 +142,25 @@ ti_replay_line(tkshm_table *t, unsigned long line, char *text, size_t len)
 	}
 }
 
+/* replay's options: the table options and --table. */
+struct ti_replay_opts {
+	struct ti_table_opts t;
+	const char *table;
+};
+
+static int
+ti_replay_opt(void *ctx, const char *cmd, const char *name, const char *value)
+{
+	struct ti_replay_opts *r = ctx;
+
+	if (strcmp(name, "table") != 0)
+		return ti_table_opt(&r->t, cmd, name, value);
+	if (value[0] == '\0')
+		return ti_usage_error(cmd, "--table PATH is empty");
+	r->table = value;
+	return TI_GO_ON;
+}
+
 int
 ti_cmd_replay(int argc, char **argv)
 {
@@ -149,69 +168,37 @@ ti_cmd_replay(int argc, char **argv)
 		{ "help", false }, { "policy", true },	{ "table", true },
 		{ "slots", true }, { "on-full", true },
 	};
-	tkshm_options o = TKSHM_OPTIONS_INIT;
-	tkshm_policy policy;
-	bool have_policy = false, have_on_full = false;
-	const char *table = NULL, *v;
+	struct ti_replay_opts ro = { .t = TI_TABLE_OPTS_INIT };
+	struct ti_cmdline c = {
+		.cmd = "replay",
+		.usage = ti_usage_replay,
+		.opts = opts,
+		.nopts = sizeof opts / sizeof opts[0],
+		.opt = ti_replay_opt,
+		.ctx = &ro,
+		.no_operand = "input is read from standard input",
+	};
 	tkshm_table *t;
-	struct ti_args a;
 	char *buf = NULL;
 	size_t cap = 0;
 	ssize_t n;
 	unsigned long line = 0;
 	int k, rc = -1;
 
-	ti_args_init(&a, argc, argv, "replay");
-	while ((k = ti_args_next(&a, opts, sizeof opts / sizeof opts[0], &v)) !=
-	       TI_ARG_END) {
-		switch (k) {
-		case TI_ARG_ERROR:
-			return TI_EXIT_USAGE;
-		case TI_ARG_OPERAND:
-			return ti_usage_error("replay",
-					      "unexpected operand '%s' (input "
-					      "is read from standard input)",
-					      v);
-		case 0:
-			ti_usage_replay(stdout);
-			return ti_finish_stdout(TI_EXIT_OK);
-		case 1:
-			if (!ti_parse_policy("replay", v, &policy))
-				return TI_EXIT_USAGE;
-			have_policy = true;
-			break;
-		case 2:
-			if (v[0] == '\0')
-				return ti_usage_error("replay",
-						      "--table PATH is empty");
-			table = v;
-			break;
-		case 3:
-			if (!ti_parse_u64("replay", "slots", v, &o.slots))
-				return TI_EXIT_USAGE;
-			if (o.slots == 0)
-				return ti_usage_error(
-					"replay", "--slots must be at least 1");
-			break;
-		case 4:
-			if (!ti_parse_on_full("replay", v, &o.on_full))
-				return TI_EXIT_USAGE;
-			have_on_full = true;
-			break;
-		}
-	}
-	if (!have_policy)
+	if ((k = ti_cmdline_parse(&c, argc, argv)) != TI_GO_ON)
+		return k;
+	if (!ro.t.have_policy)
 		return ti_usage_error("replay", "missing --policy SPEC");
-	if (table && have_on_full)
+	if (ro.table && ro.t.have_on_full)
 		return ti_usage_error("replay",
 				      "--on-full is fixed when a table is "
 				      "created; it cannot be given with "
 				      "--table");
 
-	o.policy = &policy;
+	ro.t.o.policy = &ro.t.policy;
 	/* Attach only: a table shared by replays is made by `create`. */
-	o.flags = table ? 0 : TKSHM_O_CREATE;
-	if ((k = ti_open(table, &o, &t)) != TI_EXIT_OK)
+	ro.t.o.flags = ro.table ? 0 : TKSHM_O_CREATE;
+	if ((k = ti_open(ro.table, &ro.t.o, &t)) != TI_EXIT_OK)
 		return k;
 
 	while (rc < 0) {

@@ -162,64 +162,59 @@ ti_stats_json(const char *path, const tkshm_stats *s, const char *policy,
 	ti_json_end_obj(&j);
 }
 
+/* stats' options. */
+struct ti_stats_opts {
+	bool json, have_now;
+	double now;
+};
+
+static int
+ti_stats_opt(void *ctx, const char *cmd, const char *name, const char *value)
+{
+	struct ti_stats_opts *s = ctx;
+
+	if (strcmp(name, "json") == 0) {
+		s->json = true;
+		return TI_GO_ON;
+	}
+	if (!ti_parse_decimal(value, &s->now) || s->now < 0)
+		return ti_usage_error(cmd, "--now: '%s' is not a time in ms >= 0",
+				      value);
+	s->have_now = true;
+	return TI_GO_ON;
+}
+
 int
 ti_cmd_stats(int argc, char **argv)
 {
 	static const struct ti_opt opts[] = { { "help", false },
 					      { "json", false },
 					      { "now", true } };
-	tkshm_options o = TKSHM_OPTIONS_INIT;
-	const char *path = NULL, *v;
-	bool json = false, have_now = false;
-	double now = 0;
+	struct ti_stats_opts so = { 0 };
+	struct ti_cmdline c = {
+		.cmd = "stats",
+		.usage = ti_usage_stats,
+		.opts = opts,
+		.nopts = sizeof opts / sizeof opts[0],
+		.opt = ti_stats_opt,
+		.ctx = &so,
+	};
+	const char *path;
 	tkshm_table *t;
 	tkshm_stats st;
 	tkshm_usage u;
-	struct ti_args a;
 	char full[4200], policy[256];
 	int k, rc;
 
-	ti_args_init(&a, argc, argv, "stats");
-	while ((k = ti_args_next(&a, opts, sizeof opts / sizeof opts[0], &v)) !=
-	       TI_ARG_END) {
-		switch (k) {
-		case TI_ARG_ERROR:
-			return TI_EXIT_USAGE;
-		case TI_ARG_OPERAND:
-			if (path)
-				return ti_usage_error("stats",
-						      "extra operand '%s'", v);
-			path = v;
-			break;
-		case 0:
-			ti_usage_stats(stdout);
-			return ti_finish_stdout(TI_EXIT_OK);
-		case 1:
-			json = true;
-			break;
-		case 2:
-			if (!ti_parse_decimal(v, &now) || now < 0)
-				return ti_usage_error(
-					"stats",
-					"--now: '%s' is not a time in ms >= 0",
-					v);
-			have_now = true;
-			break;
-		}
-	}
-	if (!path)
-		return ti_usage_error("stats", "missing PATH");
-	if (path[0] == '\0')
-		return ti_usage_error("stats", "PATH is empty");
-
-	o.flags = TKSHM_O_RDONLY;
-	if ((k = ti_open(path, &o, &t)) != TI_EXIT_OK)
+	if ((k = ti_cmdline_parse(&c, argc, argv)) != TI_GO_ON)
 		return k;
-	path = ti_resolve_path(path, full, sizeof full);
-	if (!have_now)
-		now = tkshm_now_ms();
+	if ((k = ti_open_rdonly(c.path, &t)) != TI_EXIT_OK)
+		return k;
+	path = ti_resolve_path(c.path, full, sizeof full);
+	if (!so.have_now)
+		so.now = tkshm_now_ms();
 	tkshm_stats_get(t, &st);
-	rc = tkshm_usage_get(t, now, &u);
+	rc = tkshm_usage_get(t, so.now, &u);
 	tkshm_close(t);
 	if (rc != TKSHM_OK) {
 		ti_err("cannot scan %s: %s", path, tkshm_strerror(rc));
@@ -227,9 +222,9 @@ ti_cmd_stats(int argc, char **argv)
 	}
 	if (tkshm_policy_format(&st.policy, policy, sizeof policy) < 0)
 		snprintf(policy, sizeof policy, "(unprintable policy)");
-	if (json)
-		ti_stats_json(path, &st, policy, &u, now);
+	if (so.json)
+		ti_stats_json(path, &st, policy, &u, so.now);
 	else
-		ti_stats_text(path, &st, policy, &u, now);
+		ti_stats_text(path, &st, policy, &u, so.now);
 	return ti_finish_stdout(TI_EXIT_OK);
 }

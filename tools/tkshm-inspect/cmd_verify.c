@@ -38,40 +38,24 @@ int
 ti_cmd_verify(int argc, char **argv)
 {
 	static const struct ti_opt opts[] = { { "help", false } };
-	tkshm_options o = TKSHM_OPTIONS_INIT;
-	const char *path = NULL, *v;
+	struct ti_cmdline c = {
+		.cmd = "verify",
+		.usage = ti_usage_verify,
+		.opts = opts,
+		.nopts = sizeof opts / sizeof opts[0],
+	};
+	const char *path;
 	tkshm_table *t;
 	tkshm_stats st;
-	struct ti_args a;
 	uint64_t problems = 0;
 	char full[4200];
 	int k, rc;
 
-	ti_args_init(&a, argc, argv, "verify");
-	while ((k = ti_args_next(&a, opts, 1, &v)) != TI_ARG_END) {
-		switch (k) {
-		case TI_ARG_ERROR:
-			return TI_EXIT_USAGE;
-		case TI_ARG_OPERAND:
-			if (path)
-				return ti_usage_error("verify",
-						      "extra operand '%s'", v);
-			path = v;
-			break;
-		case 0:
-			ti_usage_verify(stdout);
-			return ti_finish_stdout(TI_EXIT_OK);
-		}
-	}
-	if (!path)
-		return ti_usage_error("verify", "missing PATH");
-	if (path[0] == '\0')
-		return ti_usage_error("verify", "PATH is empty");
-
-	o.flags = TKSHM_O_RDONLY;
-	if ((k = ti_open(path, &o, &t)) != TI_EXIT_OK)
+	if ((k = ti_cmdline_parse(&c, argc, argv)) != TI_GO_ON)
 		return k;
-	path = ti_resolve_path(path, full, sizeof full);
+	if ((k = ti_open_rdonly(c.path, &t)) != TI_EXIT_OK)
+		return k;
+	path = ti_resolve_path(c.path, full, sizeof full);
 	rc = tkshm_verify(t, ti_problem, NULL, &problems);
 	tkshm_stats_get(t, &st);
 	tkshm_close(t);

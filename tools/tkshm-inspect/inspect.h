@@ -93,6 +93,50 @@ bool ti_parse_policy(const char *cmd, const char *s, tkshm_policy *out);
 /* A finite decimal number (digits, sign, '.', exponent; no hex, inf, nan). */
 bool ti_parse_decimal(const char *s, double *out);
 
+/* --- a subcommand's command line (cmdline.c) ----------------------------- */
+
+#define TI_GO_ON (-1) /* an option handler's "carry on" */
+
+/* Takes one option of a subcommand other than --help (`name` without the
+ * "--", `value` NULL if it takes none); returns TI_GO_ON or, after reporting
+ * the problem, the exit code to end with. */
+typedef int ti_opt_fn(void *ctx, const char *cmd, const char *name,
+		      const char *value);
+
+struct ti_cmdline {
+	const char *cmd;	   /* for messages: "create" */
+	void (*usage)(FILE *f);	   /* printed by --help */
+	const struct ti_opt *opts; /* including { "help", false } */
+	size_t nopts;
+	ti_opt_fn *opt; /* the other options; NULL when there are none */
+	void *ctx;	/* handed to `opt` */
+	/* NULL: the command takes one PATH operand; otherwise it takes none,
+	 * and this says why in the message refusing one. */
+	const char *no_operand;
+	const char *path; /* out: the PATH operand */
+};
+
+/* Reads argv (argv[0] is the subcommand's name) in order: --help prints the
+ * usage to stdout, an operand becomes c->path (a second one, or any when
+ * c->no_operand is set, is a usage error), other options go to c->opt.
+ * Then a command that takes PATH needs a non-empty one.  Returns TI_GO_ON,
+ * or the exit code to end with (0 after --help). */
+int ti_cmdline_parse(struct ti_cmdline *c, int argc, char **argv);
+
+/* The options that describe a table, shared by create and replay:
+ * --policy, --slots, --mode and --on-full. */
+struct ti_table_opts {
+	tkshm_options o; /* o.policy is left NULL: point it at `policy` */
+	tkshm_policy policy;
+	bool have_policy;
+	bool have_on_full;
+};
+#define TI_TABLE_OPTS_INIT { .o = TKSHM_OPTIONS_INIT }
+
+/* A ti_opt_fn for those options (ctx: a struct ti_table_opts). */
+int ti_table_opt(void *ctx, const char *cmd, const char *name,
+		 const char *value);
+
 /* --- tables (table_open.c) ----------------------------------------------- */
 
 /* Opens `path` (NULL: an anonymous table) with `o`, adding an errbuf.
@@ -100,6 +144,8 @@ bool ti_parse_decimal(const char *s, double *out);
  * <tkshm_strerror> (<errbuf>)" TI_EXIT_USAGE for an argument the library
  * refuses (TKSHM_EINVAL) and TI_EXIT_OPEN for anything else. */
 int ti_open(const char *path, tkshm_options *o, tkshm_table **out);
+/* ti_open() of an existing table, mapped read-only. */
+int ti_open_rdonly(const char *path, tkshm_table **out);
 /* The file a path names: a path without '/' is in TKSHM_DEFAULT_DIR. */
 const char *ti_resolve_path(const char *path, char *buf, size_t len);
 /* "evict" or "refuse". */

@@ -53,3 +53,12 @@ ti_open(const char *path, tkshm_options *o, tkshm_table **out)
 	 * long) is a usage error; anything else means no table. */
 	return rc == TKSHM_EINVAL ? TI_EXIT_USAGE : TI_EXIT_OPEN;
 }
+
+int
+ti_open_rdonly(const char *path, tkshm_table **out)
+{
+	tkshm_options o = TKSHM_OPTIONS_INIT;
+
+	o.flags = TKSHM_O_RDONLY;
+	return ti_open(path, &o, out);
+}

@@ -375,6 +375,63 @@ TKSHM_API int tkshm_peek(tkshm_table *t, const void *key, size_t key_len,
 TKSHM_API int tkshm_reset(tkshm_table *t, const void *key, size_t key_len);
 
 /* ---------------------------------------------------------------------------
+ * Multi-dimensional limits
+ * ------------------------------------------------------------------------- */
+
+/** How several dimensions combine (ThrottleKit's multi). */
+typedef enum tkshm_multi_mode {
+	/** Admit only if every dimension admits; consume nothing otherwise. */
+	TKSHM_MULTI_ALL = 1,
+	/** Admit if any dimension admits; consume only where admitted. */
+	TKSHM_MULTI_ANY = 2,
+} tkshm_multi_mode;
+
+/** The most dimensions one multi check takes. */
+#define TKSHM_MULTI_MAX 16
+
+/** One dimension: a key of a table (whose policy applies) and a cost. */
+typedef struct tkshm_dimension {
+	tkshm_table *table;
+	const void *key;
+	size_t key_len;
+	double cost;
+} tkshm_dimension;
+
+/** Checks `n` dimensions (1..TKSHM_MULTI_MAX, tables may differ) at one
+ *  instant and combines them.  *out receives the binding decision, by
+ *  ThrottleKit's rules: `all` and every dimension admits: the one with the
+ *  smallest remaining; `all` and some deny: the denier with the largest
+ *  retry-after (nothing is consumed anywhere); `any` and some admit: the
+ *  admitter with the largest remaining; `any` and all deny: the one with the
+ *  smallest retry-after.  Ties go to the earlier dimension.
+ *  @param each     optional, n decisions: what each dimension decided (in
+ *                  `all` mode with a denial, what it would have decided;
+ *                  nothing was consumed).
+ *  @param binding  optional: index of the binding dimension.
+ *  `all` decides every dimension without writing, then commits them in
+ *  order; if a commit loses a race and now denies, the earlier commits are
+ *  given back (exactly when nobody touched the key since, otherwise
+ *  conservatively) and the whole check is decided again.  Rollbacks are
+ *  counted in tkshm_stats.multi_rollbacks.
+ *  @return TKSHM_OK, or any error of tkshm_check_at() (all dimensions are
+ *  validated first: bad input changes nothing); TKSHM_EINVAL for n out of
+ *  range or an unknown mode.  On TKSHM_EFULL/TKSHM_EBUSY during commits, the
+ *  commits made are given back.
+ *  Threads, Processes: safe; no dimension is ever admitted beyond its policy.
+ *  Crash: a process killed between commits leaves those commits consumed
+ *  (never more than the request asked for; the request is not admitted). */
+TKSHM_API int tkshm_check_multi_at(tkshm_multi_mode mode,
+				   const tkshm_dimension *dims, size_t n,
+				   double now_ms, tkshm_decision *out,
+				   tkshm_decision *each, size_t *binding);
+
+/** tkshm_check_multi_at() with one read of the system clock. */
+TKSHM_API int tkshm_check_multi(tkshm_multi_mode mode,
+				const tkshm_dimension *dims, size_t n,
+				tkshm_decision *out, tkshm_decision *each,
+				size_t *binding);
+
+/* ---------------------------------------------------------------------------
  * Introspection
  * ------------------------------------------------------------------------- */
 
@@ -382,6 +439,8 @@ TKSHM_API int tkshm_reset(tkshm_table *t, const void *key, size_t key_len);
  *  processes update without a shared hot line, so a sum taken while others
  *  work is a consistent-enough snapshot, not an atomic one. */
 typedef struct tkshm_stats {
+	/** Decisions.  `allowed` counts every commit, including multi-dimension
+	 *  commits later given back (see multi_rollbacks). */
 	uint64_t allowed, denied;
 	uint64_t inserts;	    /**< keys inserted (including re-inserts) */
 	uint64_t reclaims;	    /**< idle slots taken over by another key */
@@ -394,6 +453,10 @@ typedef struct tkshm_stats {
 	uint64_t
 		duplicates_killed; /**< concurrent placeholders of one key retired */
 	uint64_t resets;
+	/** Multi-dimension `all` commits undone because a later dimension
+	 *  lost a race (its admission was given back; others may have been
+	 *  denied while it was counted). */
+	uint64_t multi_rollbacks;
 	/* geometry (immutable) */
 	uint64_t slots, buckets, debt_cells, file_bytes;
 	double bytes_per_key; /**< file_bytes / slots */

@@ -7,6 +7,7 @@
  *   idle   state decides exactly as an absent key would
  *   debt   how far from idle a state is (least-debt eviction picks the min)
  *   merge  the conservative union of two states (remembered debt, I8/I9)
+ *   refund a state with a cost given back (undoing a multi-dimension commit)
  * The store (src/shm/table.c) applies a transition with one CAS and never
  * looks inside the state; the algorithm never touches shared memory.
  *
@@ -86,6 +87,17 @@ tk_algo_state_valid(const struct tk_algo *a, uint64_t st)
 		return tk_gcra_state_valid(st);
 	}
 	return false;
+}
+
+/* The state with `cost` given back, never giving back more than taken. */
+static inline uint64_t
+tk_algo_refund(const struct tk_algo *a, uint64_t st, double cost)
+{
+	switch (a->kind) {
+	case TKSHM_KIND_GCRA:
+		return tk_gcra_refund(&a->u.gcra, st, cost);
+	}
+	return st;
 }
 
 static inline uint64_t

@@ -130,6 +130,18 @@ tk_gcra_state_valid(uint64_t st)
 	return isfinite(tat) && tat >= 0.0;
 }
 
+/* Gives back `cost` from a TAT that later admissions may have moved on:
+ * TAT - T * cost, one ulp up.  The rounded difference is within half an ulp
+ * of the exact one, so the next double above it never gives back more than
+ * was taken (a refund must not let anything over the limit). */
+static inline uint64_t
+tk_gcra_refund(const struct tk_gcra *g, uint64_t st, double cost)
+{
+	double back = nextafter(tk_gcra_tat(st) - g->T * cost, INFINITY);
+
+	return tk_gcra_state(back < 0 ? 0 : back);
+}
+
 /* I9: the conservative union of two remembered debts is the later TAT.
  * Non-negative doubles order like their bit patterns, so this is also the
  * unsigned maximum the debt cell's CAS loop computes. */

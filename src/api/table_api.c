@@ -11,13 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/validate.h"
 #include "shm/table.h"
 #include "tkshm.h"
 
 /* Beyond 2^62 ms (146 million years) a TAT could stop being finite. */
 #define TK_NOW_MAX 4611686018427387904.0
 
-static int
+int
 tk_check_key(const void *key, size_t len)
 {
 	if (!key)
@@ -29,7 +30,7 @@ tk_check_key(const void *key, size_t len)
 	return TKSHM_OK;
 }
 
-static int
+int
 tk_check_cost(double cost)
 {
 	return isfinite(cost) && cost > 0 && cost <= TKSHM_COST_MAX ?
@@ -37,7 +38,7 @@ tk_check_cost(double cost)
 		       TKSHM_ECOST;
 }
 
-static int
+int
 tk_check_now(double now)
 {
 	return isfinite(now) && now >= 0 && now <= TK_NOW_MAX ? TKSHM_OK :
@@ -95,7 +96,7 @@ tkshm_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 		return rc;
 	if (t->readonly)
 		return TKSHM_EREADONLY;
-	return tk_table_check(t, key, key_len, cost, now_ms, out);
+	return tk_table_check(t, key, key_len, cost, now_ms, out, NULL);
 }
 
 int
@@ -126,7 +127,7 @@ tkshm_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
 		return TKSHM_EREADONLY;
 	for (size_t i = 0; i < n; i++) {
 		rc = tk_table_check(t, reqs[i].key, reqs[i].key_len,
-				    reqs[i].cost, now_ms, &out[i]);
+				    reqs[i].cost, now_ms, &out[i], NULL);
 		if (rc != TKSHM_OK)
 			return rc;
 		if (done)
@@ -197,6 +198,7 @@ tkshm_stats_get(tkshm_table *t, tkshm_stats *out)
 	out->refusals = c[TK_C_REFUSALS];
 	out->duplicates_killed = c[TK_C_DUPLICATES_KILLED];
 	out->resets = c[TK_C_RESETS];
+	out->multi_rollbacks = c[TK_C_REFUNDS];
 	out->slots = t->nbuckets * TK_SLOTS_PER_BUCKET;
 	out->buckets = t->nbuckets;
 	out->debt_cells = t->ndebt;

@@ -81,6 +81,7 @@ enum tk_counter {
 	TK_C_REFUSALS,
 	TK_C_DUPLICATES_KILLED,
 	TK_C_RESETS,
+	TK_C_REFUNDS,
 	TK_C_COUNT
 };
 

@@ -354,9 +354,21 @@ tk_retire(const struct tkshm_table *t, const struct tk_where *w, int pos,
  * Check
  * ---------------------------------------------------------------------- */
 
+static void
+tk_commit_note(struct tk_commit *c, uint64_t fp, bool prev_present,
+	       uint64_t prev, uint64_t next)
+{
+	if (!c)
+		return;
+	c->fp = fp;
+	c->prev_present = prev_present;
+	c->prev = prev;
+	c->next = next;
+}
+
 int
 tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
-	       double now, tkshm_decision *out)
+	       double now, tkshm_decision *out, struct tk_commit *commit)
 {
 	struct tk_where w;
 	struct tk_scan sc;
@@ -382,6 +394,7 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 			}
 			if (tk_cas128(tk_window_slot(t, &w, pos), w.fp, st,
 				      w.fp, nst)) {
+				tk_commit_note(commit, w.fp, true, st, nst);
 				tk_count(t, TK_C_ALLOWED, 1);
 				return TKSHM_OK;
 			}
@@ -410,6 +423,8 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 			}
 			if (tk_cas128(tk_window_slot(t, &w, sc.real), w.fp,
 				      sc.real_st, w.fp, nst)) {
+				tk_commit_note(commit, w.fp, true, sc.real_st,
+					       nst);
 				out->flags |= flags;
 				tk_count(t, TK_C_ALLOWED, 1);
 				return TKSHM_OK;
@@ -446,6 +461,7 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 			}
 			if (tk_cas128(tk_window_slot(t, &w, sc.mine), w.fp,
 				      mine_st, w.fp, nst)) {
+				tk_commit_note(commit, w.fp, false, 0, nst);
 				tk_label_write(
 					t,
 					tk_window_index(&w, (unsigned)sc.mine),
@@ -569,6 +585,53 @@ tk_table_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 	tk_algo_peek(&t->algo, present, st, now, out);
 	if (present)
 		out->flags |= TKSHM_DECISION_DEBT_RESTORED;
+}
+
+void
+tk_table_decide(struct tkshm_table *t, const void *key, size_t len,
+		double cost, double now, tkshm_decision *out)
+{
+	struct tk_where w;
+	uint64_t st = 0, unused;
+	bool present, restored = false;
+
+	tk_where_of(t, tk_key_fp(t, key, len), &w);
+	present = tk_find_real(t, &w, &st) >= 0;
+	if (!present)
+		present = restored = tk_debt_recall(t, w.fp, now, &st);
+	(void)tk_algo_check(&t->algo, present, st, now, cost, &unused, out);
+	if (restored)
+		out->flags |= TKSHM_DECISION_DEBT_RESTORED;
+}
+
+int
+tk_table_refund(struct tkshm_table *t, const struct tk_commit *c, double cost)
+{
+	struct tk_where w;
+	unsigned retries = 0;
+
+	tk_where_of(t, c->fp, &w);
+	for (;;) {
+		uint64_t st, back;
+		int pos = tk_find_real(t, &w, &st);
+
+		if (pos < 0)
+			return TKSHM_OK; /* reclaimed, evicted or reset since */
+		if (st == c->next)
+			/* Nobody moved it: restore exactly (DEAD = absent). */
+			back = c->prev_present ? c->prev : TK_ST_DEAD;
+		else
+			back = tk_algo_refund(&t->algo, st, cost);
+		if (tk_cas128(tk_window_slot(t, &w, pos), w.fp, st, w.fp,
+			      back)) {
+			tk_count(t, TK_C_REFUNDS, 1);
+			return TKSHM_OK;
+		}
+		if (++retries > TK_MAX_RETRIES)
+			return TKSHM_EBUSY;
+		tk_count(t, TK_C_CAS_RETRIES, 1);
+		tk_backoff(retries);
+	}
 }
 
 int

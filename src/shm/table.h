@@ -97,9 +97,27 @@ int tk_segment_open(const char *path, const tkshm_options *o,
 		    struct tkshm_table *t);
 void tk_segment_close(struct tkshm_table *t);
 
-/* Operations (table.c).  Arguments are validated by the caller (api/). */
+/* What an admitted check changed, so that it can be undone (multi.c). */
+struct tk_commit {
+	uint64_t fp;
+	bool prev_present; /* false: the key was absent before */
+	uint64_t prev;	   /* the state before, when present */
+	uint64_t next;	   /* the state the check wrote */
+};
+
+/* Operations (table.c).  Arguments are validated by the caller (api/).
+ * tk_table_check fills *commit (if not NULL) when it admits. */
 int tk_table_check(struct tkshm_table *t, const void *key, size_t len,
-		   double cost, double now, tkshm_decision *out);
+		   double cost, double now, tkshm_decision *out,
+		   struct tk_commit *commit);
+/* The decision a check would make now, writing nothing. */
+void tk_table_decide(struct tkshm_table *t, const void *key, size_t len,
+		     double cost, double now, tkshm_decision *out);
+/* Gives back the consumption of an admitted check: exactly, if the key
+ * still holds the state that check wrote; otherwise by the algorithm's
+ * conservative refund.  Nothing to do if the key has left the table. */
+int tk_table_refund(struct tkshm_table *t, const struct tk_commit *commit,
+		    double cost);
 void tk_table_peek(struct tkshm_table *t, const void *key, size_t len,
 		   double now, tkshm_decision *out);
 int tk_table_reset(struct tkshm_table *t, const void *key, size_t len);

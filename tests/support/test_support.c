@@ -83,6 +83,14 @@ tkt_cleanup(void)
 	tkt_dir[0] = '\0';
 }
 
+int
+tkt_teardown(void **state)
+{
+	(void)state;
+	tkt_cleanup();
+	return 0;
+}
+
 tkshm_policy
 tkt_policy(const char *spec)
 {
@@ -122,13 +130,12 @@ tkt_file(const char *path, const char *spec, uint64_t slots)
 	return t;
 }
 
-cJSON *
-tkt_json_file(const char *path)
+char *
+tkt_read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	char *buf;
 	long n;
-	cJSON *j;
 
 	if (!f)
 		fail_msg("open %s: %s", path, strerror(errno));
@@ -140,6 +147,17 @@ tkt_json_file(const char *path)
 		fail_msg("read %s", path);
 	buf[n] = '\0';
 	fclose(f);
+	if (len)
+		*len = (size_t)n;
+	return buf;
+}
+
+cJSON *
+tkt_json_file(const char *path)
+{
+	char *buf = tkt_read_file(path, NULL);
+	cJSON *j;
+
 	j = cJSON_Parse(buf);
 	free(buf);
 	if (!j)

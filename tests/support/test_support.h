@@ -36,6 +36,8 @@ const char *tkt_tmpdir(void);
 const char *tkt_path(const char *name);
 /* Removes the directory made by tkt_tmpdir() and everything in it. */
 void tkt_cleanup(void);
+/* tkt_cleanup() as a cmocka group teardown. */
+int tkt_teardown(void **state);
 
 /* Parses `spec` or fails the test. */
 tkshm_policy tkt_policy(const char *spec);
@@ -44,6 +46,9 @@ tkshm_table *tkt_anon(const char *spec, uint64_t slots);
 /* Creates or attaches a table file. */
 tkshm_table *tkt_file(const char *path, const char *spec, uint64_t slots);
 
+/* The whole content of a file, NUL-terminated (its length in *len unless
+ * len is NULL); fails the test on error.  Free with free(). */
+char *tkt_read_file(const char *path, size_t *len);
 /* Reads and parses a JSON file; fails the test on error.  Free with
  * cJSON_Delete. */
 cJSON *tkt_json_file(const char *path);

@@ -166,14 +166,6 @@ test_demo_keep_matches_stats(void **state)
 }
 #endif
 
-static int
-teardown(void **state)
-{
-	(void)state;
-	tkt_cleanup();
-	return 0;
-}
-
 int
 main(void)
 {
@@ -184,5 +176,6 @@ main(void)
 		cmocka_unit_test(test_demo_keep_matches_stats),
 #endif
 	};
-	return cmocka_run_group_tests_name("tool_demo", tests, NULL, teardown);
+	return cmocka_run_group_tests_name("tool_demo", tests, NULL,
+					   tkt_teardown);
 }

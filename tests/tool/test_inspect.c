@@ -5,7 +5,6 @@
  * files, --help, and two replays sharing one table at once.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -475,27 +474,6 @@ test_create_stats_replay(void **state)
 	cJSON_Delete(j);
 }
 
-/* The whole content of a file. */
-static char *
-slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		fail_msg("open %s: %s", path, strerror(errno));
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
-		fail_msg("read %s", path);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
 static void
 test_verify(void **state)
 {
@@ -544,13 +522,13 @@ test_verify(void **state)
 			 (ssize_t)sizeof slot);
 	close(fd);
 
-	before = slurp(path, &blen);
+	before = tkt_read_file(path, &blen);
 	RUN(&p, NULL, "verify", path);
 	expect_status(&p, 1, "verify of a corrupt table");
 	expect_contains(p.out, "I4", "verify names the invariant");
 	expect_contains(p.out, "1 problem", "verify summary");
 	tkt_proc_free(&p);
-	after = slurp(path, &alen);
+	after = tkt_read_file(path, &alen);
 	/* verify never writes the table. */
 	assert_int_equal(blen, alen);
 	assert_memory_equal(before, after, blen);
@@ -651,14 +629,6 @@ test_concurrent_replays(void **state)
 	cJSON_Delete(j);
 }
 
-static int
-teardown(void **state)
-{
-	(void)state;
-	tkt_cleanup();
-	return 0;
-}
-
 int
 main(void)
 {
@@ -672,5 +642,5 @@ main(void)
 		cmocka_unit_test(test_concurrent_replays),
 	};
 	return cmocka_run_group_tests_name("tool_inspect", tests, NULL,
-					   teardown);
+					   tkt_teardown);
 }

@@ -43,14 +43,8 @@ ti_cmd_create(int argc, char **argv)
 		{ "mode", true },  { "on-full", true },
 	};
 	struct ti_table_opts to = TI_TABLE_OPTS_INIT;
-	struct ti_cmdline c = {
-		.cmd = "create",
-		.usage = ti_usage_create,
-		.opts = opts,
-		.nopts = sizeof opts / sizeof opts[0],
-		.opt = ti_table_opt,
-		.ctx = &to,
-	};
+	struct ti_cmdline c =
+		TI_CMDLINE("create", ti_usage_create, opts, ti_table_opt, &to);
 	tkshm_table *t;
 	tkshm_stats st;
 	char full[4200], spec[256];

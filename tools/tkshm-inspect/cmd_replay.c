@@ -169,15 +169,8 @@ ti_cmd_replay(int argc, char **argv)
 		{ "slots", true }, { "on-full", true },
 	};
 	struct ti_replay_opts ro = { .t = TI_TABLE_OPTS_INIT };
-	struct ti_cmdline c = {
-		.cmd = "replay",
-		.usage = ti_usage_replay,
-		.opts = opts,
-		.nopts = sizeof opts / sizeof opts[0],
-		.opt = ti_replay_opt,
-		.ctx = &ro,
-		.no_operand = "input is read from standard input",
-	};
+	struct ti_cmdline c =
+		TI_CMDLINE("replay", ti_usage_replay, opts, ti_replay_opt, &ro);
 	tkshm_table *t;
 	char *buf = NULL;
 	size_t cap = 0;
@@ -185,6 +178,7 @@ ti_cmd_replay(int argc, char **argv)
 	unsigned long line = 0;
 	int k, rc = -1;
 
+	c.no_operand = "input is read from standard input";
 	if ((k = ti_cmdline_parse(&c, argc, argv)) != TI_GO_ON)
 		return k;
 	if (!ro.t.have_policy)

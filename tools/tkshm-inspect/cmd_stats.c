@@ -178,8 +178,8 @@ ti_stats_opt(void *ctx, const char *cmd, const char *name, const char *value)
 		return TI_GO_ON;
 	}
 	if (!ti_parse_decimal(value, &s->now) || s->now < 0)
-		return ti_usage_error(cmd, "--now: '%s' is not a time in ms >= 0",
-				      value);
+		return ti_usage_error(
+			cmd, "--now: '%s' is not a time in ms >= 0", value);
 	s->have_now = true;
 	return TI_GO_ON;
 }
@@ -191,15 +191,8 @@ ti_cmd_stats(int argc, char **argv)
 					      { "json", false },
 					      { "now", true } };
 	struct ti_stats_opts so = { 0 };
-	struct ti_cmdline c = {
-		.cmd = "stats",
-		.usage = ti_usage_stats,
-		.opts = opts,
-		.nopts = sizeof opts / sizeof opts[0],
-		.opt = ti_stats_opt,
-		.ctx = &so,
-	};
-	const char *path;
+	struct ti_cmdline c =
+		TI_CMDLINE("stats", ti_usage_stats, opts, ti_stats_opt, &so);
 	tkshm_table *t;
 	tkshm_stats st;
 	tkshm_usage u;
@@ -208,23 +201,22 @@ ti_cmd_stats(int argc, char **argv)
 
 	if ((k = ti_cmdline_parse(&c, argc, argv)) != TI_GO_ON)
 		return k;
-	if ((k = ti_open_rdonly(c.path, &t)) != TI_EXIT_OK)
+	if ((k = ti_open_rdonly(&c.path, full, sizeof full, &t)) != TI_EXIT_OK)
 		return k;
-	path = ti_resolve_path(c.path, full, sizeof full);
 	if (!so.have_now)
 		so.now = tkshm_now_ms();
 	tkshm_stats_get(t, &st);
 	rc = tkshm_usage_get(t, so.now, &u);
 	tkshm_close(t);
 	if (rc != TKSHM_OK) {
-		ti_err("cannot scan %s: %s", path, tkshm_strerror(rc));
+		ti_err("cannot scan %s: %s", c.path, tkshm_strerror(rc));
 		return TI_EXIT_USAGE;
 	}
 	if (tkshm_policy_format(&st.policy, policy, sizeof policy) < 0)
 		snprintf(policy, sizeof policy, "(unprintable policy)");
 	if (so.json)
-		ti_stats_json(path, &st, policy, &u, so.now);
+		ti_stats_json(c.path, &st, policy, &u, so.now);
 	else
-		ti_stats_text(path, &st, policy, &u, so.now);
+		ti_stats_text(c.path, &st, policy, &u, so.now);
 	return ti_finish_stdout(TI_EXIT_OK);
 }

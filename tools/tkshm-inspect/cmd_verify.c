@@ -38,13 +38,8 @@ int
 ti_cmd_verify(int argc, char **argv)
 {
 	static const struct ti_opt opts[] = { { "help", false } };
-	struct ti_cmdline c = {
-		.cmd = "verify",
-		.usage = ti_usage_verify,
-		.opts = opts,
-		.nopts = sizeof opts / sizeof opts[0],
-	};
-	const char *path;
+	struct ti_cmdline c =
+		TI_CMDLINE("verify", ti_usage_verify, opts, NULL, NULL);
 	tkshm_table *t;
 	tkshm_stats st;
 	uint64_t problems = 0;
@@ -53,24 +48,23 @@ ti_cmd_verify(int argc, char **argv)
 
 	if ((k = ti_cmdline_parse(&c, argc, argv)) != TI_GO_ON)
 		return k;
-	if ((k = ti_open_rdonly(c.path, &t)) != TI_EXIT_OK)
+	if ((k = ti_open_rdonly(&c.path, full, sizeof full, &t)) != TI_EXIT_OK)
 		return k;
-	path = ti_resolve_path(c.path, full, sizeof full);
 	rc = tkshm_verify(t, ti_problem, NULL, &problems);
 	tkshm_stats_get(t, &st);
 	tkshm_close(t);
 	if (rc != TKSHM_OK && rc != TKSHM_ECORRUPT) {
 		fflush(stdout);
-		ti_err("cannot verify %s: %s", path, tkshm_strerror(rc));
+		ti_err("cannot verify %s: %s", c.path, tkshm_strerror(rc));
 		return ti_finish_stdout(TI_EXIT_IO);
 	}
 	if (rc == TKSHM_ECORRUPT && problems == 0)
 		problems = 1;
 	if (problems == 0)
 		printf("%s: ok: every invariant holds (%" PRIu64 " slots)\n",
-		       path, st.slots);
+		       c.path, st.slots);
 	else
 		printf("%s: %" PRIu64 " problem%s found (%" PRIu64 " slots)\n",
-		       path, problems, problems == 1 ? "" : "s", st.slots);
+		       c.path, problems, problems == 1 ? "" : "s", st.slots);
 	return ti_finish_stdout(problems ? TI_EXIT_CHECK : TI_EXIT_OK);
 }

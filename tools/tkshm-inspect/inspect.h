@@ -116,6 +116,14 @@ struct ti_cmdline {
 	const char *path; /* out: the PATH operand */
 };
 
+/* A command taking PATH; set no_operand afterwards for one that does not. */
+#define TI_CMDLINE(name, usage_fn, opt_list, opt_fn, opt_ctx)           \
+	{                                                               \
+		.cmd = (name), .usage = (usage_fn), .opts = (opt_list), \
+		.nopts = sizeof(opt_list) / sizeof((opt_list)[0]),      \
+		.opt = (opt_fn), .ctx = (opt_ctx)                       \
+	}
+
 /* Reads argv (argv[0] is the subcommand's name) in order: --help prints the
  * usage to stdout, an operand becomes c->path (a second one, or any when
  * c->no_operand is set, is a usage error), other options go to c->opt.
@@ -131,7 +139,10 @@ struct ti_table_opts {
 	bool have_policy;
 	bool have_on_full;
 };
-#define TI_TABLE_OPTS_INIT { .o = TKSHM_OPTIONS_INIT }
+#define TI_TABLE_OPTS_INIT              \
+	{                               \
+		.o = TKSHM_OPTIONS_INIT \
+	}
 
 /* A ti_opt_fn for those options (ctx: a struct ti_table_opts). */
 int ti_table_opt(void *ctx, const char *cmd, const char *name,
@@ -144,8 +155,9 @@ int ti_table_opt(void *ctx, const char *cmd, const char *name,
  * <tkshm_strerror> (<errbuf>)" TI_EXIT_USAGE for an argument the library
  * refuses (TKSHM_EINVAL) and TI_EXIT_OPEN for anything else. */
 int ti_open(const char *path, tkshm_options *o, tkshm_table **out);
-/* ti_open() of an existing table, mapped read-only. */
-int ti_open_rdonly(const char *path, tkshm_table **out);
+/* ti_open() of the existing table *path, mapped read-only; then *path
+ * becomes the name of its file (ti_resolve_path() into buf). */
+int ti_open_rdonly(const char **path, char *buf, size_t len, tkshm_table **out);
 /* The file a path names: a path without '/' is in TKSHM_DEFAULT_DIR. */
 const char *ti_resolve_path(const char *path, char *buf, size_t len);
 /* "evict" or "refuse". */

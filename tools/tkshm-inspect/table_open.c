@@ -55,10 +55,13 @@ ti_open(const char *path, tkshm_options *o, tkshm_table **out)
 }
 
 int
-ti_open_rdonly(const char *path, tkshm_table **out)
+ti_open_rdonly(const char **path, char *buf, size_t len, tkshm_table **out)
 {
 	tkshm_options o = TKSHM_OPTIONS_INIT;
+	int rc;
 
 	o.flags = TKSHM_O_RDONLY;
-	return ti_open(path, &o, out);
+	if ((rc = ti_open(*path, &o, out)) == TI_EXIT_OK)
+		*path = ti_resolve_path(*path, buf, len);
+	return rc;
 }

@@ -1,0 +1,179 @@
+/*
+ * multi.c - multi-dimensional limits: `all` and `any` over keys of one or
+ * more tables, with ThrottleKit's rules for the binding decision.
+ *
+ * `any` is independent checks.  `all` must consume nothing unless every
+ * dimension admits, without a lock across tables: it decides every dimension
+ * without writing, then commits in order; a commit that now denies (another
+ * process got there first) makes it give back the commits already made and
+ * decide again.  Give-backs are exact when the key still holds the state
+ * the commit wrote, and otherwise conservative (tk_algo_refund), so no
+ * dimension is ever admitted beyond its policy.
+ */
+#include <string.h>
+
+#include "api/validate.h"
+#include "shm/table.h"
+#include "tkshm.h"
+
+/* Rounds of decide-then-commit before `all` settles for the latest denial. */
+#define TK_MULTI_ROUNDS 64
+
+/* ThrottleKit's binding dimension (ties to the earlier). */
+static size_t
+tk_binding(tkshm_multi_mode mode, const tkshm_decision *d, size_t n)
+{
+	bool any_allowed = false, any_denied = false;
+	size_t best = n;
+
+	for (size_t i = 0; i < n; i++) {
+		any_allowed |= d[i].allowed;
+		any_denied |= !d[i].allowed;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool better;
+
+		if (mode == TKSHM_MULTI_ALL && any_denied) {
+			/* The denier that frees up last. */
+			if (d[i].allowed)
+				continue;
+			better = best == n ||
+				 d[i].retry_after_ms > d[best].retry_after_ms;
+		} else if (mode == TKSHM_MULTI_ALL) {
+			/* The tightest of the admitting dimensions. */
+			better = best == n || d[i].remaining < d[best].remaining;
+		} else if (any_allowed) {
+			/* The roomiest of the admitting dimensions. */
+			if (!d[i].allowed)
+				continue;
+			better = best == n || d[i].remaining > d[best].remaining;
+		} else {
+			/* The denier that frees up first. */
+			better = best == n ||
+				 d[i].retry_after_ms < d[best].retry_after_ms;
+		}
+		if (better)
+			best = i;
+	}
+	return best;
+}
+
+/* Gives back commits [0, n). */
+static void
+tk_give_back(const tkshm_dimension *dims, const struct tk_commit *c, size_t n)
+{
+	for (size_t i = n; i-- > 0;)
+		/* TKSHM_EBUSY here means thousands of writers on the key; the
+		 * consumption then stays, which errs on the safe side. */
+		(void)tk_table_refund(dims[i].table, &c[i], dims[i].cost);
+}
+
+static int
+tk_multi_all(const tkshm_dimension *dims, size_t n, double now,
+	     tkshm_decision *d)
+{
+	struct tk_commit c[TKSHM_MULTI_MAX];
+
+	for (unsigned round = 0;; round++) {
+		size_t i;
+		bool denied = false;
+
+		for (i = 0; i < n; i++) {
+			tk_table_decide(dims[i].table, dims[i].key,
+					dims[i].key_len, dims[i].cost, now,
+					&d[i]);
+			denied |= !d[i].allowed;
+		}
+		if (denied)
+			return TKSHM_OK;
+		for (i = 0; i < n; i++) {
+			int rc = tk_table_check(dims[i].table, dims[i].key,
+						dims[i].key_len, dims[i].cost,
+						now, &d[i], &c[i]);
+			if (rc != TKSHM_OK) {
+				tk_give_back(dims, c, i);
+				return rc;
+			}
+			if (!d[i].allowed)
+				break;
+		}
+		if (i == n)
+			return TKSHM_OK;
+		tk_give_back(dims, c, i);
+		if (round + 1 >= TK_MULTI_ROUNDS) {
+			/* Keep deciding from this denial: d[i] denies, and the
+			 * other dimensions hold what they decided. */
+			return TKSHM_OK;
+		}
+	}
+}
+
+static int
+tk_multi_any(const tkshm_dimension *dims, size_t n, double now,
+	     tkshm_decision *d)
+{
+	for (size_t i = 0; i < n; i++) {
+		int rc = tk_table_check(dims[i].table, dims[i].key,
+					dims[i].key_len, dims[i].cost, now,
+					&d[i], NULL);
+		if (rc != TKSHM_OK)
+			return rc;
+	}
+	return TKSHM_OK;
+}
+
+int
+tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
+		     size_t n, double now_ms, tkshm_decision *out,
+		     tkshm_decision *each, size_t *binding)
+{
+	tkshm_decision d[TKSHM_MULTI_MAX];
+	size_t b;
+	int rc;
+
+	if (!dims || !out)
+		return TKSHM_ENULL;
+	if (n == 0 || n > TKSHM_MULTI_MAX ||
+	    (mode != TKSHM_MULTI_ALL && mode != TKSHM_MULTI_ANY))
+		return TKSHM_EINVAL;
+	if ((rc = tk_check_now(now_ms)) != TKSHM_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		if (!dims[i].table)
+			return TKSHM_ENULL;
+		if ((rc = tk_check_key(dims[i].key, dims[i].key_len)) !=
+			    TKSHM_OK ||
+		    (rc = tk_check_cost(dims[i].cost)) != TKSHM_OK)
+			return rc;
+		if (dims[i].table->readonly)
+			return TKSHM_EREADONLY;
+	}
+	memset(d, 0, sizeof d);
+	rc = mode == TKSHM_MULTI_ALL ? tk_multi_all(dims, n, now_ms, d)
+				     : tk_multi_any(dims, n, now_ms, d);
+	if (rc != TKSHM_OK)
+		return rc;
+	b = tk_binding(mode, d, n);
+	*out = d[b];
+	if (mode == TKSHM_MULTI_ALL && !out->allowed) {
+		/* `all` denied: per-dimension decisions that admitted were not
+		 * consumed; the binding one says why. */
+		for (size_t i = 0; i < n; i++)
+			if (!d[i].allowed)
+				tk_count(dims[i].table, TK_C_DENIED, 1);
+	}
+	if (each)
+		memcpy(each, d, sizeof(tkshm_decision) * n);
+	if (binding)
+		*binding = b;
+	return TKSHM_OK;
+}
+
+int
+tkshm_check_multi(tkshm_multi_mode mode, const tkshm_dimension *dims,
+		  size_t n, tkshm_decision *out, tkshm_decision *each,
+		  size_t *binding)
+{
+	return tkshm_check_multi_at(mode, dims, n, tkshm_now_ms(), out, each,
+				    binding);
+}

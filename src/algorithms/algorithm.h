@@ -89,13 +89,15 @@ tk_algo_state_valid(const struct tk_algo *a, uint64_t st)
 	return false;
 }
 
-/* The state with `cost` given back, never giving back more than taken. */
+/* State `st` with what is still owed at `now_r` of an admission of `cost`
+ * (which wrote `next`) given back; never more than was taken. */
 static inline uint64_t
-tk_algo_refund(const struct tk_algo *a, uint64_t st, double cost)
+tk_algo_refund(const struct tk_algo *a, uint64_t st, uint64_t next, double cost,
+	       double now_r)
 {
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
-		return tk_gcra_refund(&a->u.gcra, st, cost);
+		return tk_gcra_refund(&a->u.gcra, st, next, cost, now_r);
 	}
 	return st;
 }

@@ -130,16 +130,26 @@ tk_gcra_state_valid(uint64_t st)
 	return isfinite(tat) && tat >= 0.0;
 }
 
-/* Gives back `cost` from a TAT that later admissions may have moved on:
- * TAT - T * cost, one ulp up.  The rounded difference is within half an ulp
- * of the exact one, so the next double above it never gives back more than
- * was taken (a refund must not let anything over the limit). */
+/* Gives back what is still owed of an admission of `cost` that wrote TAT
+ * `next`, from the current TAT `st`, at time `now_r`.  That admission owns
+ * the stretch [next - T*cost, next] of the TAT line; the part before now_r
+ * has drained, and an admission that restarted the key from its `now`
+ * (later than that stretch) must keep all of its own.  So give back at most
+ * next - max(next - T*cost, now_r), rounded so as never to give back more
+ * than taken (a refund must not let anything over the limit). */
 static inline uint64_t
-tk_gcra_refund(const struct tk_gcra *g, uint64_t st, double cost)
+tk_gcra_refund(const struct tk_gcra *g, uint64_t st, uint64_t next, double cost,
+	       double now_r)
 {
-	double back = nextafter(tk_gcra_tat(st) - g->T * cost, INFINITY);
+	double tat = tk_gcra_tat(st), end = tk_gcra_tat(next);
+	double start = end - g->T * cost;
+	double owed = end - (start > now_r ? start : now_r);
+	double back;
 
-	return tk_gcra_state(back < 0 ? 0 : back);
+	if (!(owed > 0) || !(tat > now_r))
+		return st;
+	back = nextafter(tat - owed, INFINITY);
+	return tk_gcra_state(back < now_r ? now_r : back);
 }
 
 /* I9: the conservative union of two remembered debts is the later TAT.

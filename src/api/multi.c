@@ -11,6 +11,7 @@
  * dimension is ever admitted beyond its policy.
  */
 #include <string.h>
+#include <time.h>
 
 #include "api/validate.h"
 #include "shm/table.h"
@@ -41,12 +42,14 @@ tk_binding(tkshm_multi_mode mode, const tkshm_decision *d, size_t n)
 				 d[i].retry_after_ms > d[best].retry_after_ms;
 		} else if (mode == TKSHM_MULTI_ALL) {
 			/* The tightest of the admitting dimensions. */
-			better = best == n || d[i].remaining < d[best].remaining;
+			better =
+				best == n || d[i].remaining < d[best].remaining;
 		} else if (any_allowed) {
 			/* The roomiest of the admitting dimensions. */
 			if (!d[i].allowed)
 				continue;
-			better = best == n || d[i].remaining > d[best].remaining;
+			better =
+				best == n || d[i].remaining > d[best].remaining;
 		} else {
 			/* The denier that frees up first. */
 			better = best == n ||
@@ -58,40 +61,76 @@ tk_binding(tkshm_multi_mode mode, const tkshm_decision *d, size_t n)
 	return best;
 }
 
-/* Gives back commits [0, n). */
-static void
-tk_give_back(const tkshm_dimension *dims, const struct tk_commit *c, size_t n)
+/* Monotonic milliseconds: how long this call has been running. */
+static double
+tk_mono_ms(void)
 {
-	for (size_t i = n; i-- > 0;)
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+/* One request's commits, and when (in its callers' time) they were made. */
+struct tk_commits {
+	struct tk_commit c[TKSHM_MULTI_MAX];
+	bool made[TKSHM_MULTI_MAX];
+	double now;	/* the request's now_ms */
+	double started; /* tk_mono_ms() when the call began */
+};
+
+/* Commits dimension i, remembering what it changed. */
+static int
+tk_commit_dim(const tkshm_dimension *dim, struct tk_commits *k, size_t i,
+	      tkshm_decision *d)
+{
+	int rc;
+
+	rc = tk_table_check(dim->table, dim->key, dim->key_len, dim->cost,
+			    k->now, d, &k->c[i]);
+	k->made[i] = rc == TKSHM_OK && d->allowed;
+	return rc;
+}
+
+/* Gives back the commits made.  Another process may have admitted on one
+ * of these keys since, from a `now` up to the real time that has passed
+ * since this call began: what drained before that is not ours to give. */
+static void
+tk_give_back(const tkshm_dimension *dims, struct tk_commits *k, size_t n)
+{
+	double now_r = k->now + (tk_mono_ms() - k->started);
+
+	for (size_t i = n; i-- > 0;) {
+		if (!k->made[i])
+			continue;
 		/* TKSHM_EBUSY here means thousands of writers on the key; the
 		 * consumption then stays, which errs on the safe side. */
-		(void)tk_table_refund(dims[i].table, &c[i], dims[i].cost);
+		(void)tk_table_refund(dims[i].table, &k->c[i], dims[i].cost,
+				      now_r);
+		k->made[i] = false;
+	}
 }
 
 static int
-tk_multi_all(const tkshm_dimension *dims, size_t n, double now,
+tk_multi_all(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 	     tkshm_decision *d)
 {
-	struct tk_commit c[TKSHM_MULTI_MAX];
-
 	for (unsigned round = 0;; round++) {
 		size_t i;
 		bool denied = false;
 
 		for (i = 0; i < n; i++) {
 			tk_table_decide(dims[i].table, dims[i].key,
-					dims[i].key_len, dims[i].cost, now,
+					dims[i].key_len, dims[i].cost, k->now,
 					&d[i]);
 			denied |= !d[i].allowed;
 		}
 		if (denied)
 			return TKSHM_OK;
 		for (i = 0; i < n; i++) {
-			int rc = tk_table_check(dims[i].table, dims[i].key,
-						dims[i].key_len, dims[i].cost,
-						now, &d[i], &c[i]);
+			int rc = tk_commit_dim(&dims[i], k, i, &d[i]);
 			if (rc != TKSHM_OK) {
-				tk_give_back(dims, c, i);
+				tk_give_back(dims, k, i);
 				return rc;
 			}
 			if (!d[i].allowed)
@@ -99,7 +138,7 @@ tk_multi_all(const tkshm_dimension *dims, size_t n, double now,
 		}
 		if (i == n)
 			return TKSHM_OK;
-		tk_give_back(dims, c, i);
+		tk_give_back(dims, k, i);
 		if (round + 1 >= TK_MULTI_ROUNDS) {
 			/* Keep deciding from this denial: d[i] denies, and the
 			 * other dimensions hold what they decided. */
@@ -109,15 +148,16 @@ tk_multi_all(const tkshm_dimension *dims, size_t n, double now,
 }
 
 static int
-tk_multi_any(const tkshm_dimension *dims, size_t n, double now,
+tk_multi_any(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 	     tkshm_decision *d)
 {
 	for (size_t i = 0; i < n; i++) {
-		int rc = tk_table_check(dims[i].table, dims[i].key,
-					dims[i].key_len, dims[i].cost, now,
-					&d[i], NULL);
-		if (rc != TKSHM_OK)
+		int rc = tk_commit_dim(&dims[i], k, i, &d[i]);
+		if (rc != TKSHM_OK) {
+			/* The caller hears only the error: admit nothing. */
+			tk_give_back(dims, k, i);
 			return rc;
+		}
 	}
 	return TKSHM_OK;
 }
@@ -128,6 +168,7 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 		     tkshm_decision *each, size_t *binding)
 {
 	tkshm_decision d[TKSHM_MULTI_MAX];
+	struct tk_commits k;
 	size_t b;
 	int rc;
 
@@ -149,8 +190,11 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 			return TKSHM_EREADONLY;
 	}
 	memset(d, 0, sizeof d);
-	rc = mode == TKSHM_MULTI_ALL ? tk_multi_all(dims, n, now_ms, d)
-				     : tk_multi_any(dims, n, now_ms, d);
+	memset(&k, 0, sizeof k);
+	k.now = now_ms;
+	k.started = tk_mono_ms();
+	rc = mode == TKSHM_MULTI_ALL ? tk_multi_all(dims, n, &k, d) :
+				       tk_multi_any(dims, n, &k, d);
 	if (rc != TKSHM_OK)
 		return rc;
 	b = tk_binding(mode, d, n);
@@ -170,9 +214,8 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 }
 
 int
-tkshm_check_multi(tkshm_multi_mode mode, const tkshm_dimension *dims,
-		  size_t n, tkshm_decision *out, tkshm_decision *each,
-		  size_t *binding)
+tkshm_check_multi(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
+		  tkshm_decision *out, tkshm_decision *each, size_t *binding)
 {
 	return tkshm_check_multi_at(mode, dims, n, tkshm_now_ms(), out, each,
 				    binding);

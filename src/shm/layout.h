@@ -64,7 +64,12 @@ struct tk_label {
 	uint64_t w[3];
 };
 
-/* Per-shard counters, indexed by enum tk_counter. */
+/* Per-shard counters, indexed by enum tk_counter.  The last shard is not
+ * given to threads: its last word is the table's reset epoch, bumped by
+ * every reset before it clears the key, so that a multi-dimension give-back
+ * can tell that a key it committed to was reset meanwhile (multi.c). */
+#define TK_EPOCH_SHARD (TK_SHARDS - 1)
+#define TK_EPOCH_WORD  (TK_SHARD_COUNTERS - 1)
 struct tk_shard {
 	_Alignas(64) uint64_t c[TK_SHARD_COUNTERS];
 };
@@ -122,6 +127,7 @@ _Static_assert(sizeof(struct tk_bucket) == 64, "bucket is one cache line");
 _Static_assert(sizeof(struct tk_label) == 32, "label is 32 bytes");
 _Static_assert(sizeof(struct tk_shard) == 128, "shard is two cache lines");
 _Static_assert(TK_C_COUNT <= TK_SHARD_COUNTERS, "counters fit a shard");
+_Static_assert(TK_C_COUNT <= TK_EPOCH_WORD, "the epoch is no counter");
 _Static_assert(sizeof(struct tk_header) <= TK_PAGE, "header fits one page");
 _Static_assert(offsetof(struct tk_header, magic) == 0, "magic first");
 _Static_assert(offsetof(struct tk_header, checksum) ==

@@ -99,7 +99,8 @@ tk_count(struct tkshm_table *t, enum tk_counter c, uint64_t n)
 		uint32_t r = 0;
 		if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
 			r = (uint32_t)getpid() * 2654435761u;
-		s = tk_tls_shard = r % TK_SHARDS + 1;
+		/* The last shard holds the reset epoch (layout.h). */
+		s = tk_tls_shard = r % (TK_SHARDS - 1) + 1;
 	}
 	/* Relaxed: a counter orders nothing; the handle's nshards was checked
 	 * at attach to equal TK_SHARDS (I10). */
@@ -360,6 +361,7 @@ tk_commit_note(struct tk_commit *c, uint64_t fp, bool prev_present,
 {
 	if (!c)
 		return;
+	/* c->epoch was read when the check began (tk_table_check). */
 	c->fp = fp;
 	c->prev_present = prev_present;
 	c->prev = prev;
@@ -377,6 +379,9 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 	uint32_t flags = 0;
 	unsigned retries = 0, claims = 0;
 
+	if (commit)
+		/* Before anything is written: see tk_table_refund. */
+		commit->epoch = tk_table_epoch(t);
 	tk_where_of(t, tk_key_fp(t, key, len), &w);
 	__builtin_prefetch(&t->buckets[w.b0], 1, 3);
 	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
@@ -588,8 +593,8 @@ tk_table_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 }
 
 void
-tk_table_decide(struct tkshm_table *t, const void *key, size_t len,
-		double cost, double now, tkshm_decision *out)
+tk_table_decide(struct tkshm_table *t, const void *key, size_t len, double cost,
+		double now, tkshm_decision *out)
 {
 	struct tk_where w;
 	uint64_t st = 0, unused;
@@ -604,8 +609,16 @@ tk_table_decide(struct tkshm_table *t, const void *key, size_t len,
 		out->flags |= TKSHM_DECISION_DEBT_RESTORED;
 }
 
+uint64_t
+tk_table_epoch(const struct tkshm_table *t)
+{
+	/* seq_cst: pairs with the increment in tk_table_reset (see there). */
+	return tk_load_seq_cst(&t->shards[TK_EPOCH_SHARD].c[TK_EPOCH_WORD]);
+}
+
 int
-tk_table_refund(struct tkshm_table *t, const struct tk_commit *c, double cost)
+tk_table_refund(struct tkshm_table *t, const struct tk_commit *c, double cost,
+		double now_r)
 {
 	struct tk_where w;
 	unsigned retries = 0;
@@ -617,11 +630,20 @@ tk_table_refund(struct tkshm_table *t, const struct tk_commit *c, double cost)
 
 		if (pos < 0)
 			return TKSHM_OK; /* reclaimed, evicted or reset since */
+		/* Read after the slot: a reset bumps the epoch before it
+		 * clears the key, so a state written after a reset is seen
+		 * together with the new epoch.  The reset forgave everything:
+		 * there is nothing of ours left to give back. */
+		if (tk_table_epoch(t) != c->epoch)
+			return TKSHM_OK;
 		if (st == c->next)
 			/* Nobody moved it: restore exactly (DEAD = absent). */
 			back = c->prev_present ? c->prev : TK_ST_DEAD;
 		else
-			back = tk_algo_refund(&t->algo, st, cost);
+			back = tk_algo_refund(&t->algo, st, c->next, cost,
+					      now_r);
+		if (back == st)
+			return TKSHM_OK; /* nothing of ours is still owed */
 		if (tk_cas128(tk_window_slot(t, &w, pos), w.fp, st, w.fp,
 			      back)) {
 			tk_count(t, TK_C_REFUNDS, 1);
@@ -641,6 +663,10 @@ tk_table_reset(struct tkshm_table *t, const void *key, size_t len)
 	unsigned retries = 0;
 
 	tk_where_of(t, tk_key_fp(t, key, len), &w);
+	/* seq_cst, and before the key is cleared: a give-back that sees a
+	 * state written after this reset also sees the new epoch. */
+	__atomic_fetch_add(&t->shards[TK_EPOCH_SHARD].c[TK_EPOCH_WORD], 1,
+			   __ATOMIC_SEQ_CST);
 	for (;;) {
 		uint64_t st;
 		int pos = tk_find_real(t, &w, &st);

@@ -103,6 +103,7 @@ struct tk_commit {
 	bool prev_present; /* false: the key was absent before */
 	uint64_t prev;	   /* the state before, when present */
 	uint64_t next;	   /* the state the check wrote */
+	uint64_t epoch;	   /* the table's reset epoch before the check */
 };
 
 /* Operations (table.c).  Arguments are validated by the caller (api/).
@@ -114,10 +115,14 @@ int tk_table_check(struct tkshm_table *t, const void *key, size_t len,
 void tk_table_decide(struct tkshm_table *t, const void *key, size_t len,
 		     double cost, double now, tkshm_decision *out);
 /* Gives back the consumption of an admitted check: exactly, if the key
- * still holds the state that check wrote; otherwise by the algorithm's
- * conservative refund.  Nothing to do if the key has left the table. */
+ * still holds the state that check wrote; otherwise the part of it that is
+ * still owed at `now_r` (no later than any admission made since, in the
+ * callers' time).  Nothing to do if the key has left the table or the table
+ * was reset since the check. */
 int tk_table_refund(struct tkshm_table *t, const struct tk_commit *commit,
-		    double cost);
+		    double cost, double now_r);
+/* The reset epoch (read before a check whose commit may be given back). */
+uint64_t tk_table_epoch(const struct tkshm_table *t);
 void tk_table_peek(struct tkshm_table *t, const void *key, size_t len,
 		   double now, tkshm_decision *out);
 int tk_table_reset(struct tkshm_table *t, const void *key, size_t len);

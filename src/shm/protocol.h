@@ -21,7 +21,9 @@
  *                  No REAL state matches TK_ST_SPECIAL_MASK below.
  *   PLACEHOLDER(t) an insert in progress, with a tag t unique to that insert
  *                  attempt.  Equivalent to "key absent".
- *   DEAD           a retired placeholder.  Equivalent to "key absent".
+ *   DEAD           a retired placeholder, a reset key, or an insert that
+ *                  a multi-dimension check gave back.  Equivalent to "key
+ *                  absent".
  * A slot is EMPTY when it is {0, 0}.  A REAL state is *idle* at time `now`
  * when it decides exactly as an absent key would (GCRA: TAT <= now).
  *
@@ -88,7 +90,11 @@
  *     retire each other's placeholders and both retry; retries are bounded
  *     and back off, and the first one to finish steps b-e ends the race.
  *
- * I7  A denial writes nothing, and neither does a peek.  A hot key that is
+ * I7  A denial writes nothing, and neither does a peek.  Besides checks,
+ *     a REAL state changes only by reset (-> DEAD, after the table's reset
+ *     epoch is bumped) and by a multi-dimension give-back (multi.c), which
+ *     restores the state its own commit replaced, or gives back only what
+ *     is still owed of it, so it never frees more than it took.  A hot key that is
  *     being denied keeps its cache line shared instead of bouncing it.
  *
  * I8  A REAL slot is handed to another key only (a) when it is idle at the

@@ -1,7 +1,8 @@
 /*
  * algo_testing.h - helpers shared by the tests of the pure algorithm
- * transitions (test_algo_*.c): reading the golden vectors, a deterministic
- * PRNG, and field-by-field comparisons of decisions and state words.
+ * transitions (test_algo_*.c): reading and replaying the golden vectors,
+ * one key through a transition, a deterministic PRNG, and field-by-field
+ * comparisons of decisions and state words (algo_testing.c).
  *
  * Nothing here calls the code under test: the expected values of every
  * test come from the golden vectors or from a model written in the test
@@ -17,6 +18,7 @@
 #include <time.h>
 
 #include "test_support.h"
+#include "algorithms/words.h"
 
 /* An epoch-sized now, as ThrottleKit's conformance timelines use. */
 #define ALGO_EPOCH 1.7e12
@@ -27,80 +29,16 @@
 
 /* A required member, or the test fails: a renamed field must not turn into
  * a silently skipped suite. */
-static inline cJSON *
-gv_member(const cJSON *obj, const char *name)
-{
-	cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, name);
-
-	if (!m)
-		fail_msg("golden vectors: member \"%s\" missing", name);
-	return m;
-}
-
-static inline double
-gv_number(const cJSON *obj, const char *name)
-{
-	cJSON *m = gv_member(obj, name);
-
-	if (!cJSON_IsNumber(m))
-		fail_msg("golden vectors: \"%s\" is not a number", name);
-	return m->valuedouble;
-}
-
+cJSON *gv_member(const cJSON *obj, const char *name);
+double gv_number(const cJSON *obj, const char *name);
 /* An integral decision field (every one in the file is below 2^53). */
-static inline int64_t
-gv_integer(const cJSON *obj, const char *name)
-{
-	double v = gv_number(obj, name);
-
-	if (v != floor(v) || fabs(v) > 9007199254740992.0)
-		fail_msg("golden vectors: \"%s\" = %.17g is not an integer",
-			 name, v);
-	return (int64_t)v;
-}
-
+int64_t gv_integer(const cJSON *obj, const char *name);
 /* The expected decision of one op, with `offset` added to resetAt. */
-static inline tkshm_decision
-gv_expect(const cJSON *op, double offset)
-{
-	const cJSON *exp = gv_member(op, "expect");
-	tkshm_decision d;
-
-	memset(&d, 0, sizeof d);
-	if (!cJSON_IsBool(gv_member(exp, "allowed")))
-		fail_msg("golden vectors: \"allowed\" is not a boolean");
-	d.allowed = cJSON_IsTrue(gv_member(exp, "allowed"));
-	d.limit = gv_integer(exp, "limit");
-	d.remaining = gv_integer(exp, "remaining");
-	d.reset_at = gv_integer(exp, "resetAt") + (int64_t)offset;
-	d.retry_after_ms = gv_integer(exp, "retryAfterMs");
-	return d;
-}
-
+tkshm_decision gv_expect(const cJSON *op, double offset);
 /* True for a rateLimit suite of strategy kind `kind`. */
-static inline bool
-gv_is_ratelimit(const cJSON *suite, const char *kind)
-{
-	const cJSON *prim =
-		cJSON_GetObjectItemCaseSensitive(suite, "primitive");
-	const cJSON *strat =
-		cJSON_GetObjectItemCaseSensitive(suite, "strategy");
-	const cJSON *k =
-		strat ? cJSON_GetObjectItemCaseSensitive(strat, "kind") : NULL;
-
-	return cJSON_IsString(prim) &&
-	       strcmp(prim->valuestring, "rateLimit") == 0 &&
-	       cJSON_IsString(k) && strcmp(k->valuestring, kind) == 0;
-}
-
+bool gv_is_ratelimit(const cJSON *suite, const char *kind);
 /* True for a suite whose primitive is `prim`. */
-static inline bool
-gv_is_primitive(const cJSON *suite, const char *prim)
-{
-	const cJSON *p = cJSON_GetObjectItemCaseSensitive(suite, "primitive");
-
-	return cJSON_IsString(p) && strcmp(p->valuestring, prim) == 0;
-}
+bool gv_is_primitive(const cJSON *suite, const char *prim);
 
 /* ------------------------------------------------------------------------
  * PRNG (splitmix64): deterministic, so a failure replays identically.
@@ -141,64 +79,105 @@ algo_field(double x)
 	return (int64_t)x;
 }
 
-/* The exact bit pattern of a double (the state-word encoding). */
-static inline uint64_t
-algo_bits(double x)
-{
-	uint64_t w;
-
-	memcpy(&w, &x, sizeof w);
-	return w;
-}
-
-static inline double
-algo_double(uint64_t w)
-{
-	double x;
-
-	memcpy(&x, &w, sizeof x);
-	return x;
-}
-
 /* Fails unless the decision matches on every field (flags included: the
  * pure transitions set none) and remaining is not negative. */
-static inline void
-algo_assert_decision(const char *what, const tkshm_decision *got,
-		     const tkshm_decision *want)
-{
-	tkt_assert_decision(what, got, want);
-	if (got->flags != 0)
-		fail_msg("%s: flags %#x, want 0", what, got->flags);
-	if (got->remaining < 0)
-		fail_msg("%s: remaining %lld is negative", what,
-			 (long long)got->remaining);
-}
-
+void algo_assert_decision(const char *what, const tkshm_decision *got,
+			  const tkshm_decision *want);
 /* Fails unless state word `i` holds exactly the double `want`. */
-static inline void
-algo_assert_word(const char *what, const uint64_t *st, unsigned i, double want)
-{
-	if (st[i] != algo_bits(want))
-		fail_msg("%s: state word %u = %.17g (%#llx), want %.17g "
-			 "(%#llx)",
-			 what, i, algo_double(st[i]), (unsigned long long)st[i],
-			 want, (unsigned long long)algo_bits(want));
-}
-
+void algo_assert_word(const char *what, const uint64_t *st, unsigned i,
+		      double want);
 /* A REAL state word never has its top 13 bits all set (I4). */
-static inline void
-algo_assert_real_words(const char *what, const uint64_t *st, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		if ((st[i] & UINT64_C(0xFFF8000000000000)) ==
-		    UINT64_C(0xFFF8000000000000))
-			fail_msg("%s: state word %u = %#llx has its top 13 "
-				 "bits set",
-				 what, i, (unsigned long long)st[i]);
-}
+void algo_assert_real_words(const char *what, const uint64_t *st, unsigned n);
 
 /* A word pattern no transition writes: a denial must leave it in place. */
 #define ALGO_UNTOUCHED UINT64_C(0x5A5A5A5A5A5A5A5A)
+
+/* ------------------------------------------------------------------------
+ * One key through the code under test
+ * ---------------------------------------------------------------------- */
+
+/* The most state words a key here holds (the sliding log's 1 + 128). */
+#define ALGO_MAX_WORDS 160
+
+/* A transition seen through one interface: the pure check/peek/state_valid
+ * of an algorithm (small adapters in each test), on its parameters `a`. */
+struct algo_impl {
+	const char *what; /* names the step in messages */
+	unsigned words;
+	const void *a;
+	bool (*check)(const void *a, bool present, const uint64_t *st,
+		      double now, double cost, uint64_t *out,
+		      tkshm_decision *d);
+	void (*peek)(const void *a, bool present, const uint64_t *st,
+		     double now, tkshm_decision *d);
+	bool (*valid)(const void *a, const uint64_t *st);
+};
+
+/* Defines PREFIX_impl(a, what, words): struct algo_impl for the transition
+ * PREFIX_check/PREFIX_peek/PREFIX_state_valid on a `const TYPE *`. */
+#define ALGO_DEFINE_IMPL(PREFIX, TYPE)                                         \
+	static bool PREFIX##_check_any(                                        \
+		const void *a, bool present, const uint64_t *st, double now,   \
+		double cost, uint64_t *out, tkshm_decision *d)                 \
+	{                                                                      \
+		return PREFIX##_check((const TYPE *)a, present, st, now, cost, \
+				      out, d);                                 \
+	}                                                                      \
+	static void PREFIX##_peek_any(const void *a, bool present,             \
+				      const uint64_t *st, double now,          \
+				      tkshm_decision *d)                       \
+	{                                                                      \
+		PREFIX##_peek((const TYPE *)a, present, st, now, d);           \
+	}                                                                      \
+	static bool PREFIX##_valid_any(const void *a, const uint64_t *st)      \
+	{                                                                      \
+		return PREFIX##_state_valid((const TYPE *)a, st);              \
+	}                                                                      \
+	static inline struct algo_impl PREFIX##_impl(                          \
+		const TYPE *a, const char *what, unsigned words)               \
+	{                                                                      \
+		struct algo_impl im = { what,                                  \
+					words,                                 \
+					a,                                     \
+					PREFIX##_check_any,                    \
+					PREFIX##_peek_any,                     \
+					PREFIX##_valid_any };                  \
+		return im;                                                     \
+	}
+
+/*
+ * check() on one key ({*present, st}): every decision field must be
+ * written, ok must equal allowed and remaining must not be negative; an
+ * admission must write a valid state of REAL words (copied into st), a
+ * denial must leave the output words untouched.
+ */
+tkshm_decision algo_key_check(const struct algo_impl *im, bool *present,
+			      uint64_t *st, double now, double cost);
+/* peek() on one key; remaining must not be negative. */
+tkshm_decision algo_key_peek(const struct algo_impl *im, bool present,
+			     const uint64_t *st, double now);
+
+/*
+ * Replays every suite the golden file holds of rateLimit kind `kind` (or,
+ * with kind NULL, of primitive `prim`), each on a cold key: start() gets
+ * each suite and returns the transition its options make; every op is
+ * decided by algo_key_check() at the op's now + offset with the op's
+ * `cost` member (cost_valid, if set, must accept it), and the decision
+ * must equal the op's expect (resetAt + offset) on every field
+ * (algo_assert_decision).  Every suite must have ops.  Returns the number
+ * of ops; *suites (if not NULL) gets the number of suites.
+ */
+struct algo_gv_replay {
+	const char *prim, *kind, *cost;
+	struct algo_impl (*start)(const cJSON *suite);
+	bool (*cost_valid)(double cost);
+};
+unsigned algo_gv_replay(const cJSON *golden, const struct algo_gv_replay *r,
+			double offset, unsigned *suites);
+
+/* cmocka group setup/teardown: *state is the parsed golden file. */
+int algo_golden_setup(void **state);
+int algo_golden_teardown(void **state);
 
 /* ------------------------------------------------------------------------
  * Calendar periods from the C library (timegm, gmtime_r: the proleptic

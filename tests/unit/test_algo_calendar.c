@@ -272,7 +272,8 @@ check_period(const struct tk_calendar *k, enum tk_cadence c, double now,
 
 	tk_calendar_period(k, now, &s, &r);
 	model_period(c, now, offset_minutes, wso, &ms, &mr);
-	if (algo_bits(s) != algo_bits(ms) || algo_bits(r) != algo_bits(mr))
+	if (tk_f64_word(s) != tk_f64_word(ms) ||
+	    tk_f64_word(r) != tk_f64_word(mr))
 		fail_msg("%s (now %.17g, offset %g, weekStartsOn %d): "
 			 "[%.17g, %.17g), model [%.17g, %.17g)",
 			 what, now, offset_minutes, wso, s, r, ms, mr);

@@ -127,97 +127,48 @@ struct key {
 	uint64_t st[TK_FIXED_WINDOW_WORDS];
 };
 
+ALGO_DEFINE_IMPL(tk_fixed_window, struct tk_fixed_window)
+
 static tkshm_decision
 check(const struct tk_fixed_window *a, struct key *k, double now, double cost)
 {
-	uint64_t out[TK_FIXED_WINDOW_WORDS] = { ALGO_UNTOUCHED,
-						ALGO_UNTOUCHED };
-	tkshm_decision d;
-	bool ok;
+	struct algo_impl im =
+		tk_fixed_window_impl(a, "check", TK_FIXED_WINDOW_WORDS);
 
-	memset(&d, 0xA5, sizeof d);
-	ok = tk_fixed_window_check(a, k->present, k->st, now, cost, out, &d);
-	assert_true(ok == d.allowed);
-	assert_true(d.remaining >= 0);
-	if (ok) {
-		assert_true(tk_fixed_window_state_valid(a, out));
-		algo_assert_real_words("check", out, TK_FIXED_WINDOW_WORDS);
-		memcpy(k->st, out, sizeof out);
-		k->present = true;
-	} else {
-		assert_true(out[0] == ALGO_UNTOUCHED &&
-			    out[1] == ALGO_UNTOUCHED);
-	}
-	return d;
+	return algo_key_check(&im, &k->present, k->st, now, cost);
 }
 
 static tkshm_decision
 peek(const struct tk_fixed_window *a, const struct key *k, double now)
 {
-	tkshm_decision d;
+	struct algo_impl im =
+		tk_fixed_window_impl(a, "peek", TK_FIXED_WINDOW_WORDS);
 
-	memset(&d, 0xA5, sizeof d);
-	tk_fixed_window_peek(a, k->present, k->st, now, &d);
-	assert_true(d.remaining >= 0);
-	return d;
-}
-
-static int
-group_setup(void **state)
-{
-	*state = tkt_golden();
-	return *state ? 0 : -1;
-}
-
-static int
-group_teardown(void **state)
-{
-	cJSON_Delete(*state);
-	return 0;
+	return algo_key_peek(&im, k->present, k->st, now);
 }
 
 /* ------------------------------------------------------------------------
  * Golden vectors
  * ---------------------------------------------------------------------- */
 
+static struct algo_impl
+golden_window(const cJSON *suite)
+{
+	static struct tk_fixed_window a;
+	const cJSON *opts = gv_member(gv_member(suite, "strategy"), "options");
+
+	a = window(gv_number(opts, "limit"), gv_number(opts, "windowMs"));
+	return tk_fixed_window_impl(&a, "check", TK_FIXED_WINDOW_WORDS);
+}
+
 static void
 replay_golden(const cJSON *golden, double offset)
 {
-	const cJSON *suite;
-	unsigned suites = 0, ops = 0;
+	static const struct algo_gv_replay r = { .kind = "fixedWindow",
+						 .cost = "cost",
+						 .start = golden_window };
+	unsigned suites, ops = algo_gv_replay(golden, &r, offset, &suites);
 
-	cJSON_ArrayForEach(suite, gv_member(golden, "suites"))
-	{
-		const cJSON *opts, *op;
-		const char *name;
-		struct tk_fixed_window a;
-		struct key k;
-		unsigned n = 0;
-
-		if (!gv_is_ratelimit(suite, "fixedWindow"))
-			continue;
-		name = gv_member(suite, "name")->valuestring;
-		opts = gv_member(gv_member(suite, "strategy"), "options");
-		a = window(gv_number(opts, "limit"),
-			   gv_number(opts, "windowMs"));
-		memset(&k, 0, sizeof k);
-		cJSON_ArrayForEach(op, gv_member(suite, "ops"))
-		{
-			double now = gv_number(op, "now") + offset;
-			tkshm_decision want = gv_expect(op, offset);
-			tkshm_decision got =
-				check(&a, &k, now, gv_number(op, "cost"));
-			char what[128];
-
-			snprintf(what, sizeof what, "%s op %u (offset %g)",
-				 name, n, offset);
-			algo_assert_decision(what, &got, &want);
-			n++;
-		}
-		assert_true(n > 0);
-		ops += n;
-		suites++;
-	}
 	assert_int_equal(suites, 1); /* limit5-1s */
 	assert_int_equal(ops, 7);
 }
@@ -369,7 +320,7 @@ run_timelines(bool regressions, uint64_t seed)
 							 m.count);
 				}
 				if (got.allowed) {
-					double start = algo_double(k.st[0]);
+					double start = tk_word_f64(k.st[0]);
 					double charged =
 						ledger_add(&ours, start, cost);
 
@@ -599,26 +550,26 @@ test_idle_and_state_valid(void **state)
 	uint64_t st[2];
 
 	(void)state;
-	st[0] = algo_bits(5000);
-	st[1] = algo_bits(3);
+	st[0] = tk_f64_word(5000);
+	st[1] = tk_f64_word(3);
 	assert_true(tk_fixed_window_state_valid(&a, st));
 	assert_false(tk_fixed_window_is_idle(&a, st, 5999.5));
 	assert_true(tk_fixed_window_debt(&a, st, 5999.5) == 3);
 	assert_true(tk_fixed_window_is_idle(&a, st, 6000));
 	assert_true(tk_fixed_window_debt(&a, st, 6000) == 0);
 	assert_false(tk_fixed_window_is_idle(&a, st, 100)); /* regression */
-	st[1] = algo_bits(10);
+	st[1] = tk_f64_word(10);
 	assert_true(tk_fixed_window_state_valid(&a, st));
-	st[1] = algo_bits(10.5);
+	st[1] = tk_f64_word(10.5);
 	assert_false(tk_fixed_window_state_valid(&a, st));
-	st[1] = algo_bits(0);
+	st[1] = tk_f64_word(0);
 	assert_false(tk_fixed_window_state_valid(&a, st));
-	st[1] = algo_bits(NAN);
+	st[1] = tk_f64_word(NAN);
 	assert_false(tk_fixed_window_state_valid(&a, st));
-	st[1] = algo_bits(1);
-	st[0] = algo_bits(-1000);
+	st[1] = tk_f64_word(1);
+	st[0] = tk_f64_word(-1000);
 	assert_false(tk_fixed_window_state_valid(&a, st));
-	st[0] = algo_bits(INFINITY);
+	st[0] = tk_f64_word(INFINITY);
 	assert_false(tk_fixed_window_state_valid(&a, st));
 	st[0] = UINT64_C(0xFFF8000000000000);
 	assert_false(tk_fixed_window_state_valid(&a, st));
@@ -673,5 +624,6 @@ main(void)
 		cmocka_unit_test(test_validation),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, algo_golden_setup,
+				      algo_golden_teardown);
 }

@@ -151,39 +151,22 @@ struct key {
 	uint64_t st[TK_QUOTA_PERIOD_WORDS];
 };
 
+ALGO_DEFINE_IMPL(tk_quota, struct tk_quota)
+
 static tkshm_decision
 check(const struct tk_quota *q, struct key *k, double now, double cost)
 {
-	uint64_t out[TK_QUOTA_PERIOD_WORDS] = { ALGO_UNTOUCHED,
-						ALGO_UNTOUCHED };
-	tkshm_decision d;
-	bool ok;
+	struct algo_impl im = tk_quota_impl(q, "check", TK_QUOTA_PERIOD_WORDS);
 
-	memset(&d, 0xA5, sizeof d);
-	ok = tk_quota_check(q, k->present, k->st, now, cost, out, &d);
-	assert_true(ok == d.allowed);
-	assert_true(d.remaining >= 0);
-	if (ok) {
-		assert_true(tk_quota_state_valid(q, out));
-		algo_assert_real_words("check", out, TK_QUOTA_PERIOD_WORDS);
-		memcpy(k->st, out, sizeof out);
-		k->present = true;
-	} else {
-		assert_true(out[0] == ALGO_UNTOUCHED &&
-			    out[1] == ALGO_UNTOUCHED);
-	}
-	return d;
+	return algo_key_check(&im, &k->present, k->st, now, cost);
 }
 
 static tkshm_decision
 peek(const struct tk_quota *q, const struct key *k, double now)
 {
-	tkshm_decision d;
+	struct algo_impl im = tk_quota_impl(q, "peek", TK_QUOTA_PERIOD_WORDS);
 
-	memset(&d, 0xA5, sizeof d);
-	tk_quota_peek(q, k->present, k->st, now, &d);
-	assert_true(d.remaining >= 0);
-	return d;
+	return algo_key_peek(&im, k->present, k->st, now);
 }
 
 #define P_MONTH(limit, off)                     \
@@ -459,7 +442,7 @@ run_timelines(bool regressions, uint64_t seed)
 							 m.count);
 				}
 				if (got.allowed) {
-					double start = algo_double(k.st[0]);
+					double start = tk_word_f64(k.st[0]);
 					double charged =
 						ledger_add(&ours, start, cost);
 
@@ -581,22 +564,22 @@ test_idle_and_state_valid(void **state)
 
 	(void)state;
 	/* A period start may be negative (here: before the anchor). */
-	st[0] = algo_bits(-750);
-	st[1] = algo_bits(4);
+	st[0] = tk_f64_word(-750);
+	st[1] = tk_f64_word(4);
 	assert_true(tk_quota_state_valid(&q, st));
 	assert_false(tk_quota_is_idle(&q, st, 249.5));
 	assert_true(tk_quota_debt(&q, st, 249.5) == 4);
 	assert_true(tk_quota_is_idle(&q, st, 250));
 	assert_true(tk_quota_debt(&q, st, 250) == 0);
 	assert_false(tk_quota_is_idle(&q, st, -2000));
-	st[1] = algo_bits(10);
+	st[1] = tk_f64_word(10);
 	assert_true(tk_quota_state_valid(&q, st));
-	st[1] = algo_bits(10.25);
+	st[1] = tk_f64_word(10.25);
 	assert_false(tk_quota_state_valid(&q, st));
-	st[1] = algo_bits(0);
+	st[1] = tk_f64_word(0);
 	assert_false(tk_quota_state_valid(&q, st));
-	st[1] = algo_bits(1);
-	st[0] = algo_bits(INFINITY);
+	st[1] = tk_f64_word(1);
+	st[0] = tk_f64_word(INFINITY);
 	assert_false(tk_quota_state_valid(&q, st));
 	st[0] = UINT64_C(0xFFF8000000000000);
 	assert_false(tk_quota_state_valid(&q, st));

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "test_support.h"
+#include "algo_testing.h"
 
 #include "algorithms/sliding_log.h"
 
@@ -188,28 +188,6 @@ algo(double limit, double window_ms)
 	return a;
 }
 
-static void
-assert_same(const char *what, const tkshm_decision *got,
-	    const tkshm_decision *want)
-{
-	tkt_assert_decision(what, got, want);
-	if (got->flags != 0)
-		fail_msg("%s: flags %#x", what, got->flags);
-	if (got->remaining < 0)
-		fail_msg("%s: remaining %lld < 0", what,
-			 (long long)got->remaining);
-}
-
-static void
-assert_words_real(const char *what, const uint64_t *st, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		if ((st[i] & UINT64_C(0xFFF8000000000000)) ==
-		    UINT64_C(0xFFF8000000000000))
-			fail_msg("%s: word %u = %#llx has its top 13 bits set",
-				 what, i, (unsigned long long)st[i]);
-}
-
 /* The state holds exactly the model's stamps: {n, stamps..., 0...}. */
 static void
 assert_log(const char *what, const struct tk_sliding_log *a, const uint64_t *st,
@@ -230,7 +208,7 @@ assert_log(const char *what, const struct tk_sliding_log *a, const uint64_t *st,
 			fail_msg("%s: word %u = %#llx past the stamps", what, i,
 				 (unsigned long long)st[i]);
 	assert_true(tk_sliding_log_state_valid(a, st));
-	assert_words_real(what, st, words);
+	algo_assert_real_words(what, st, words);
 }
 
 /* mulberry32, the PRNG of ThrottleKit's conformance tests. */
@@ -250,89 +228,27 @@ mb(void)
  * Golden vectors
  * ---------------------------------------------------------------------- */
 
-static cJSON *
-member(const cJSON *obj, const char *name)
+ALGO_DEFINE_IMPL(tk_sliding_log, struct tk_sliding_log)
+
+static struct algo_impl
+golden_log(const cJSON *suite)
 {
-	cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, name);
+	static struct tk_sliding_log a;
+	const cJSON *opts = gv_member(gv_member(suite, "strategy"), "options");
 
-	if (!m)
-		fail_msg("golden vectors: member \"%s\" missing", name);
-	return m;
-}
-
-static double
-number(const cJSON *obj, const char *name)
-{
-	cJSON *m = member(obj, name);
-
-	if (!cJSON_IsNumber(m))
-		fail_msg("golden vectors: \"%s\" is not a number", name);
-	return m->valuedouble;
+	a = algo(gv_number(opts, "limit"), gv_number(opts, "windowMs"));
+	return tk_sliding_log_impl(&a, "check", tk_sliding_log_words(&a));
 }
 
 static unsigned
 replay_golden(double offset)
 {
+	static const struct algo_gv_replay r = { .kind = "slidingWindowLog",
+						 .cost = "cost",
+						 .start = golden_log };
 	cJSON *golden = tkt_golden();
-	const cJSON *suite;
-	unsigned suites = 0, ops = 0;
+	unsigned suites, ops = algo_gv_replay(golden, &r, offset, &suites);
 
-	cJSON_ArrayForEach(suite, member(golden, "suites"))
-	{
-		const cJSON *prim = member(suite, "primitive");
-		const cJSON *strat, *opts, *op;
-		struct tk_sliding_log a;
-		uint64_t st[MAXWORDS];
-		bool present = false;
-		const char *name;
-
-		if (strcmp(prim->valuestring, "rateLimit") != 0)
-			continue;
-		strat = member(suite, "strategy");
-		if (strcmp(member(strat, "kind")->valuestring,
-			   "slidingWindowLog") != 0)
-			continue;
-		name = member(suite, "name")->valuestring;
-		opts = member(strat, "options");
-		a = algo(number(opts, "limit"), number(opts, "windowMs"));
-		cJSON_ArrayForEach(op, member(suite, "ops"))
-		{
-			const cJSON *exp = member(op, "expect");
-			double now = number(op, "now") + offset;
-			tkshm_decision d, want;
-			uint64_t out[MAXWORDS];
-			char what[160];
-			bool ok;
-
-			memset(&want, 0, sizeof want);
-			want.allowed = cJSON_IsTrue(member(exp, "allowed"));
-			want.limit = (int64_t)number(exp, "limit");
-			want.remaining = (int64_t)number(exp, "remaining");
-			want.reset_at =
-				(int64_t)(number(exp, "resetAt") + offset);
-			want.retry_after_ms =
-				(int64_t)number(exp, "retryAfterMs");
-			memset(&d, 0xA5, sizeof d);
-			for (unsigned i = 0; i < MAXWORDS; i++)
-				out[i] = PATTERN;
-			ok = tk_sliding_log_check(&a, present, st, now,
-						  number(op, "cost"), out, &d);
-			snprintf(what, sizeof what, "%s op %u (offset %g)",
-				 name, ops, offset);
-			assert_same(what, &d, &want);
-			assert_int_equal(ok, d.allowed);
-			if (ok) {
-				memcpy(st, out, sizeof st);
-				present = true;
-				assert_true(tk_sliding_log_state_valid(&a, st));
-			} else {
-				for (unsigned i = 0; i < MAXWORDS; i++)
-					assert_true(out[i] == PATTERN);
-			}
-			ops++;
-		}
-		suites++;
-	}
 	cJSON_Delete(golden);
 	if (suites == 0)
 		fail_msg("no rateLimit suite of kind slidingWindowLog");
@@ -522,7 +438,7 @@ test_retry_at_least_one(void **state)
 	assert_true(model_check(&m, ref, 1).allowed);
 	e = model_check(&m, now, 1);
 	assert_false(tk_sliding_log_check(&a, true, st, now, 1, out, &d));
-	assert_same("ref + W == now", &d, &e);
+	algo_assert_decision("ref + W == now", &d, &e);
 	assert_int_equal(d.retry_after_ms, 1);
 	assert_true(tk_sliding_log_check(&a, true, st, now + 1, 1, out, &d));
 }
@@ -672,7 +588,7 @@ step(const struct tk_sliding_log *a, struct model *m, uint64_t *st,
 	snprintf(msg, sizeof msg, "%s: peek", what);
 	tk_sliding_log_peek(a, *present, st, now, &d);
 	want = model_peek(m, now);
-	assert_same(msg, &d, &want);
+	algo_assert_decision(msg, &d, &want);
 
 	if (*present) {
 		bool idle = tk_sliding_log_is_idle(a, st, now);
@@ -696,13 +612,13 @@ step(const struct tk_sliding_log *a, struct model *m, uint64_t *st,
 
 			seen_idle++;
 			snprintf(msg, sizeof msg, "%s: idle vs absent", what);
-			assert_same(msg, &x, &y);
+			algo_assert_decision(msg, &x, &y);
 			assert_int_equal(a1, a2);
 			if (a1)
 				assert_memory_equal(o1, o2, sizeof *o1 * n);
 			tk_sliding_log_peek(a, true, st, now, &x);
 			tk_sliding_log_peek(a, false, NULL, now, &y);
-			assert_same(msg, &x, &y);
+			algo_assert_decision(msg, &x, &y);
 		}
 	}
 
@@ -713,7 +629,7 @@ step(const struct tk_sliding_log *a, struct model *m, uint64_t *st,
 				  out, &d);
 	want = model_check(m, now, cost);
 	snprintf(msg, sizeof msg, "%s: check", what);
-	assert_same(msg, &d, &want);
+	algo_assert_decision(msg, &d, &want);
 	if (ok != d.allowed)
 		fail_msg("%s: returned %d, allowed %d", what, ok, d.allowed);
 	if (ok) {
@@ -846,7 +762,7 @@ test_forward_is_throttlekit(void **state)
 				snprintf(what, sizeof what,
 					 "%s timeline %u step %u", p->name, t,
 					 s);
-				assert_same(what, &d, &want);
+				algo_assert_decision(what, &d, &want);
 			}
 		}
 	}
@@ -881,7 +797,7 @@ test_in_place(void **state)
 		y = tk_sliding_log_check(&a, present, same, now, cost, same,
 					 &e);
 		assert_int_equal(x, y);
-		assert_same("in place", &e, &d);
+		algo_assert_decision("in place", &e, &d);
 		if (x) {
 			assert_memory_equal(out, same,
 					    sizeof *out *

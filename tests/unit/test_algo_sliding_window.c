@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "test_support.h"
+#include "algo_testing.h"
 
 #include "algorithms/sliding_window.h"
 
@@ -224,26 +224,10 @@ static void
 assert_same(const char *what, const tkshm_decision *got,
 	    const tkshm_decision *want)
 {
-	tkt_assert_decision(what, got, want);
-	if (got->flags != 0)
-		fail_msg("%s: flags %#x", what, got->flags);
-	if (got->remaining < 0)
-		fail_msg("%s: remaining %lld < 0", what,
-			 (long long)got->remaining);
+	algo_assert_decision(what, got, want);
 	if (!got->allowed && got->retry_after_ms < 1)
 		fail_msg("%s: a denial with retry_after_ms %lld", what,
 			 (long long)got->retry_after_ms);
-}
-
-/* No state word may look like a special word (I4: top 13 bits set). */
-static void
-assert_words_real(const char *what, const uint64_t *st, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		if ((st[i] & UINT64_C(0xFFF8000000000000)) ==
-		    UINT64_C(0xFFF8000000000000))
-			fail_msg("%s: word %u = %#llx has its top 13 bits set",
-				 what, i, (unsigned long long)st[i]);
 }
 
 /* The state holds exactly the model's ring: empty entries as {0, 0},
@@ -272,7 +256,7 @@ assert_ring(const char *what, const struct tk_sliding_window *a,
 				(unsigned long long)want_n);
 	}
 	assert_true(tk_sliding_window_state_valid(a, st));
-	assert_words_real(what, st, 2 * (unsigned)m->slots);
+	algo_assert_real_words(what, st, 2 * (unsigned)m->slots);
 }
 
 /* mulberry32, the PRNG of ThrottleKit's conformance tests. */
@@ -292,93 +276,30 @@ mb(void)
  * Golden vectors
  * ---------------------------------------------------------------------- */
 
-static cJSON *
-member(const cJSON *obj, const char *name)
+ALGO_DEFINE_IMPL(tk_sliding_window, struct tk_sliding_window)
+
+static struct algo_impl
+golden_window(const cJSON *suite)
 {
-	cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, name);
+	static struct tk_sliding_window a;
+	const cJSON *opts = gv_member(gv_member(suite, "strategy"), "options");
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(opts, "buckets");
 
-	if (!m)
-		fail_msg("golden vectors: member \"%s\" missing", name);
-	return m;
-}
-
-static double
-number(const cJSON *obj, const char *name)
-{
-	cJSON *m = member(obj, name);
-
-	if (!cJSON_IsNumber(m))
-		fail_msg("golden vectors: \"%s\" is not a number", name);
-	return m->valuedouble;
+	a = algo(gv_number(opts, "limit"), gv_number(opts, "windowMs"),
+		 b ? gv_number(opts, "buckets") :
+		     TK_SLIDING_WINDOW_DEFAULT_BUCKETS);
+	return tk_sliding_window_impl(&a, "check", tk_sliding_window_words(&a));
 }
 
 static unsigned
 replay_golden(const char *kind, double offset)
 {
+	const struct algo_gv_replay r = { .kind = kind,
+					  .cost = "cost",
+					  .start = golden_window };
 	cJSON *golden = tkt_golden();
-	const cJSON *suite;
-	unsigned suites = 0, ops = 0;
+	unsigned suites, ops = algo_gv_replay(golden, &r, offset, &suites);
 
-	cJSON_ArrayForEach(suite, member(golden, "suites"))
-	{
-		const cJSON *prim = member(suite, "primitive");
-		const cJSON *strat, *opts, *b, *op;
-		struct tk_sliding_window a;
-		uint64_t st[MAXWORDS];
-		bool present = false;
-		const char *name;
-
-		if (strcmp(prim->valuestring, "rateLimit") != 0)
-			continue;
-		strat = member(suite, "strategy");
-		if (strcmp(member(strat, "kind")->valuestring, kind) != 0)
-			continue;
-		name = member(suite, "name")->valuestring;
-		opts = member(strat, "options");
-		b = cJSON_GetObjectItemCaseSensitive(opts, "buckets");
-		a = algo(number(opts, "limit"), number(opts, "windowMs"),
-			 b ? number(opts, "buckets") :
-			     TK_SLIDING_WINDOW_DEFAULT_BUCKETS);
-		cJSON_ArrayForEach(op, member(suite, "ops"))
-		{
-			const cJSON *exp = member(op, "expect");
-			double now = number(op, "now") + offset;
-			tkshm_decision d, want;
-			uint64_t out[MAXWORDS];
-			char what[160];
-			bool ok;
-
-			memset(&want, 0, sizeof want);
-			want.allowed = cJSON_IsTrue(member(exp, "allowed"));
-			want.limit = (int64_t)number(exp, "limit");
-			want.remaining = (int64_t)number(exp, "remaining");
-			want.reset_at =
-				(int64_t)(number(exp, "resetAt") + offset);
-			want.retry_after_ms =
-				(int64_t)number(exp, "retryAfterMs");
-			memset(&d, 0xA5, sizeof d);
-			for (unsigned i = 0; i < MAXWORDS; i++)
-				out[i] = PATTERN;
-			ok = tk_sliding_window_check(&a, present, st, now,
-						     number(op, "cost"), out,
-						     &d);
-			snprintf(what, sizeof what, "%s op %u (offset %g)",
-				 name, ops, offset);
-			assert_same(what, &d, &want);
-			assert_int_equal(ok, d.allowed);
-			if (ok) {
-				memcpy(st, out, sizeof st);
-				present = true;
-				assert_true(
-					tk_sliding_window_state_valid(&a, st));
-			} else {
-				for (unsigned i = 0; i < MAXWORDS; i++)
-					assert_true(out[i] == PATTERN);
-			}
-			ops++;
-		}
-		suites++;
-	}
 	cJSON_Delete(golden);
 	if (suites == 0)
 		fail_msg("no rateLimit suite of kind %s", kind);
@@ -1203,7 +1124,7 @@ test_horizon(void **state)
 			}
 	assert_int_equal(admitted, 10);
 	assert_true(tk_sliding_window_state_valid(&a, st));
-	assert_words_real("horizon", st, 130);
+	algo_assert_real_words("horizon", st, 130);
 	for (unsigned i = 0; i < 130; i += 2)
 		assert_true(st[i] < (UINT64_C(1) << 51));
 	assert_false(tk_sliding_window_is_idle(&a, st, nows[0]));

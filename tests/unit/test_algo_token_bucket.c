@@ -129,99 +129,51 @@ struct key {
 	uint64_t st[TK_TOKEN_BUCKET_WORDS];
 };
 
+ALGO_DEFINE_IMPL(tk_token_bucket, struct tk_token_bucket)
+
 /* check() on *k; a denial must leave the output words untouched and the
  * key unchanged. */
 static tkshm_decision
 check(const struct tk_token_bucket *a, struct key *k, double now, double cost)
 {
-	uint64_t out[TK_TOKEN_BUCKET_WORDS] = { ALGO_UNTOUCHED,
-						ALGO_UNTOUCHED };
-	tkshm_decision d;
-	bool ok;
+	struct algo_impl im =
+		tk_token_bucket_impl(a, "check", TK_TOKEN_BUCKET_WORDS);
 
-	memset(&d, 0xA5, sizeof d); /* every field must be written */
-	ok = tk_token_bucket_check(a, k->present, k->st, now, cost, out, &d);
-	assert_true(ok == d.allowed);
-	assert_true(d.remaining >= 0);
-	if (ok) {
-		assert_true(tk_token_bucket_state_valid(a, out));
-		algo_assert_real_words("check", out, TK_TOKEN_BUCKET_WORDS);
-		memcpy(k->st, out, sizeof out);
-		k->present = true;
-	} else {
-		assert_true(out[0] == ALGO_UNTOUCHED &&
-			    out[1] == ALGO_UNTOUCHED);
-	}
-	return d;
+	return algo_key_check(&im, &k->present, k->st, now, cost);
 }
 
 static tkshm_decision
 peek(const struct tk_token_bucket *a, const struct key *k, double now)
 {
-	tkshm_decision d;
+	struct algo_impl im =
+		tk_token_bucket_impl(a, "peek", TK_TOKEN_BUCKET_WORDS);
 
-	memset(&d, 0xA5, sizeof d);
-	tk_token_bucket_peek(a, k->present, k->st, now, &d);
-	assert_true(d.remaining >= 0);
-	return d;
-}
-
-static int
-group_setup(void **state)
-{
-	*state = tkt_golden();
-	return *state ? 0 : -1;
-}
-
-static int
-group_teardown(void **state)
-{
-	cJSON_Delete(*state);
-	return 0;
+	return algo_key_peek(&im, k->present, k->st, now);
 }
 
 /* ------------------------------------------------------------------------
  * Golden vectors
  * ---------------------------------------------------------------------- */
 
+static struct algo_impl
+golden_bucket(const cJSON *suite)
+{
+	static struct tk_token_bucket a;
+	const cJSON *opts = gv_member(gv_member(suite, "strategy"), "options");
+
+	a = bucket(gv_number(opts, "capacity"),
+		   gv_number(opts, "refillPerSec"));
+	return tk_token_bucket_impl(&a, "check", TK_TOKEN_BUCKET_WORDS);
+}
+
 static void
 replay_golden(const cJSON *golden, double offset)
 {
-	const cJSON *suite;
-	unsigned suites = 0, ops = 0;
+	static const struct algo_gv_replay r = { .kind = "tokenBucket",
+						 .cost = "cost",
+						 .start = golden_bucket };
+	unsigned suites, ops = algo_gv_replay(golden, &r, offset, &suites);
 
-	cJSON_ArrayForEach(suite, gv_member(golden, "suites"))
-	{
-		const cJSON *opts, *op;
-		const char *name;
-		struct tk_token_bucket a;
-		struct key k;
-		unsigned n = 0;
-
-		if (!gv_is_ratelimit(suite, "tokenBucket"))
-			continue;
-		name = gv_member(suite, "name")->valuestring;
-		opts = gv_member(gv_member(suite, "strategy"), "options");
-		a = bucket(gv_number(opts, "capacity"),
-			   gv_number(opts, "refillPerSec"));
-		memset(&k, 0, sizeof k);
-		cJSON_ArrayForEach(op, gv_member(suite, "ops"))
-		{
-			double now = gv_number(op, "now") + offset;
-			tkshm_decision want = gv_expect(op, offset);
-			tkshm_decision got =
-				check(&a, &k, now, gv_number(op, "cost"));
-			char what[128];
-
-			snprintf(what, sizeof what, "%s op %u (offset %g)",
-				 name, n, offset);
-			algo_assert_decision(what, &got, &want);
-			n++;
-		}
-		assert_true(n > 0);
-		ops += n;
-		suites++;
-	}
 	/* tests/data/README.md: cap10-refill5ps and fractional-refill. */
 	assert_int_equal(suites, 2);
 	assert_int_equal(ops, 10);
@@ -538,8 +490,8 @@ test_idle_and_debt(void **state)
 	{
 		struct key full = { true, { 0, 0 } }, cold = { 0 };
 
-		full.st[0] = algo_bits(10);
-		full.st[1] = algo_bits(5000);
+		full.st[0] = tk_f64_word(10);
+		full.st[1] = tk_f64_word(5000);
 		assert_true(tk_token_bucket_state_valid(&a, full.st));
 		assert_false(tk_token_bucket_is_idle(&a, full.st, 4000));
 		assert_true(tk_token_bucket_debt(&a, full.st, 4000) == 1000);
@@ -558,21 +510,21 @@ test_state_valid(void **state)
 	uint64_t st[2];
 
 	(void)state;
-	st[0] = algo_bits(0);
-	st[1] = algo_bits(ALGO_EPOCH);
+	st[0] = tk_f64_word(0);
+	st[1] = tk_f64_word(ALGO_EPOCH);
 	assert_true(tk_token_bucket_state_valid(&a, st));
-	st[0] = algo_bits(10);
+	st[0] = tk_f64_word(10);
 	assert_true(tk_token_bucket_state_valid(&a, st));
-	st[0] = algo_bits(10.5); /* above capacity */
+	st[0] = tk_f64_word(10.5); /* above capacity */
 	assert_false(tk_token_bucket_state_valid(&a, st));
-	st[0] = algo_bits(-1);
+	st[0] = tk_f64_word(-1);
 	assert_false(tk_token_bucket_state_valid(&a, st));
-	st[0] = algo_bits(NAN);
+	st[0] = tk_f64_word(NAN);
 	assert_false(tk_token_bucket_state_valid(&a, st));
-	st[0] = algo_bits(1);
-	st[1] = algo_bits(INFINITY);
+	st[0] = tk_f64_word(1);
+	st[1] = tk_f64_word(INFINITY);
 	assert_false(tk_token_bucket_state_valid(&a, st));
-	st[1] = algo_bits(-5);
+	st[1] = tk_f64_word(-5);
 	assert_false(tk_token_bucket_state_valid(&a, st));
 	st[1] = UINT64_C(0xFFF8000000000000);
 	assert_false(tk_token_bucket_state_valid(&a, st));
@@ -635,5 +587,6 @@ main(void)
 		cmocka_unit_test(test_validation),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, algo_golden_setup,
+				      algo_golden_teardown);
 }

@@ -120,96 +120,52 @@ struct key {
 	uint64_t st[TK_TOKEN_BUDGET_WORDS];
 };
 
+ALGO_DEFINE_IMPL(tk_token_budget, struct tk_token_budget)
+
 static tkshm_decision
 debit(const struct tk_token_budget *a, struct key *k, double now, double tokens)
 {
-	uint64_t out[TK_TOKEN_BUDGET_WORDS] = { ALGO_UNTOUCHED,
-						ALGO_UNTOUCHED };
-	tkshm_decision d;
-	bool ok;
+	struct algo_impl im =
+		tk_token_budget_impl(a, "debit", TK_TOKEN_BUDGET_WORDS);
 
 	assert_true(tk_token_budget_cost_valid(tokens));
-	memset(&d, 0xA5, sizeof d);
-	ok = tk_token_budget_check(a, k->present, k->st, now, tokens, out, &d);
-	assert_true(ok == d.allowed);
-	assert_true(d.remaining >= 0);
-	if (ok) {
-		assert_true(tk_token_budget_state_valid(a, out));
-		algo_assert_real_words("debit", out, TK_TOKEN_BUDGET_WORDS);
-		memcpy(k->st, out, sizeof out);
-		k->present = true;
-	} else {
-		assert_true(out[0] == ALGO_UNTOUCHED &&
-			    out[1] == ALGO_UNTOUCHED);
-	}
-	return d;
+	return algo_key_check(&im, &k->present, k->st, now, tokens);
 }
 
 static tkshm_decision
 peek(const struct tk_token_budget *a, const struct key *k, double now)
 {
-	tkshm_decision d;
+	struct algo_impl im =
+		tk_token_budget_impl(a, "peek", TK_TOKEN_BUDGET_WORDS);
 
-	memset(&d, 0xA5, sizeof d);
-	tk_token_budget_peek(a, k->present, k->st, now, &d);
-	assert_true(d.remaining >= 0);
-	return d;
-}
-
-static int
-group_setup(void **state)
-{
-	*state = tkt_golden();
-	return *state ? 0 : -1;
-}
-
-static int
-group_teardown(void **state)
-{
-	cJSON_Delete(*state);
-	return 0;
+	return algo_key_peek(&im, k->present, k->st, now);
 }
 
 /* ------------------------------------------------------------------------
  * Golden vectors
  * ---------------------------------------------------------------------- */
 
+static struct algo_impl
+golden_meter(const cJSON *suite)
+{
+	static struct tk_token_budget a;
+	const cJSON *opts = gv_member(suite, "options");
+
+	a = meter(gv_number(opts, "budget"), gv_number(opts, "windowMs"));
+	return tk_token_budget_impl(&a, "debit", TK_TOKEN_BUDGET_WORDS);
+}
+
 static void
 test_golden(void **state)
 {
-	const cJSON *suite;
-	unsigned suites = 0, ops = 0;
+	static const struct algo_gv_replay r = {
+		.prim = "tokenBudget",
+		.cost = "tokens",
+		.start = golden_meter,
+		.cost_valid = tk_token_budget_cost_valid,
+	};
+	unsigned suites, ops = algo_gv_replay(*state, &r, 0, &suites);
 
-	cJSON_ArrayForEach(suite, gv_member(*state, "suites"))
-	{
-		const cJSON *opts, *op;
-		const char *name;
-		struct tk_token_budget a;
-		struct key k;
-		unsigned n = 0;
-
-		if (!gv_is_primitive(suite, "tokenBudget"))
-			continue;
-		name = gv_member(suite, "name")->valuestring;
-		opts = gv_member(suite, "options");
-		a = meter(gv_number(opts, "budget"),
-			  gv_number(opts, "windowMs"));
-		memset(&k, 0, sizeof k);
-		cJSON_ArrayForEach(op, gv_member(suite, "ops"))
-		{
-			tkshm_decision want = gv_expect(op, 0);
-			tkshm_decision got = debit(&a, &k, gv_number(op, "now"),
-						   gv_number(op, "tokens"));
-			char what[128];
-
-			snprintf(what, sizeof what, "%s op %u", name, n);
-			algo_assert_decision(what, &got, &want);
-			n++;
-		}
-		assert_true(n > 0);
-		ops += n;
-		suites++;
-	}
 	/* per-token-to-L, crossing-debit, window-roll. */
 	assert_int_equal(suites, 3);
 	assert_int_equal(ops, 14);
@@ -315,7 +271,7 @@ test_random_timelines(void **state)
 				/* Stop-at-boundary: a window's total is
 				 * below L before its last debit. */
 				if (got.allowed)
-					assert_true(algo_double(k.st[1]) -
+					assert_true(tk_word_f64(k.st[1]) -
 							    tokens <
 						    L);
 				admitted += got.allowed;
@@ -466,19 +422,19 @@ test_state_valid(void **state)
 	uint64_t st[2];
 
 	(void)state;
-	st[0] = algo_bits(ALGO_EPOCH);
-	st[1] = algo_bits(1);
+	st[0] = tk_f64_word(ALGO_EPOCH);
+	st[1] = tk_f64_word(1);
 	assert_true(tk_token_budget_state_valid(&a, st));
-	st[1] = algo_bits(50); /* a crossing debit may exceed L */
+	st[1] = tk_f64_word(50); /* a crossing debit may exceed L */
 	assert_true(tk_token_budget_state_valid(&a, st));
-	st[1] = algo_bits(0);
+	st[1] = tk_f64_word(0);
 	assert_false(tk_token_budget_state_valid(&a, st));
-	st[1] = algo_bits(INFINITY);
+	st[1] = tk_f64_word(INFINITY);
 	assert_false(tk_token_budget_state_valid(&a, st));
-	st[1] = algo_bits(3);
-	st[0] = algo_bits(-1000);
+	st[1] = tk_f64_word(3);
+	st[0] = tk_f64_word(-1000);
 	assert_false(tk_token_budget_state_valid(&a, st));
-	st[0] = algo_bits(NAN);
+	st[0] = tk_f64_word(NAN);
 	assert_false(tk_token_budget_state_valid(&a, st));
 	st[0] = UINT64_C(0xFFF8000000000000);
 	assert_false(tk_token_budget_state_valid(&a, st));
@@ -533,5 +489,6 @@ main(void)
 		cmocka_unit_test(test_validation),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, algo_golden_setup,
+				      algo_golden_teardown);
 }

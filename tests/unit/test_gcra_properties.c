@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "test_support.h"
+#include "gcra_model.h"
 
 #define EPOCH 1.7e12
 
@@ -27,77 +28,14 @@
  * The model: ThrottleKit's GCRA, one key.
  * ---------------------------------------------------------------------- */
 
-struct model {
-	double T, tau, burst;
-	bool present;
-	double tat;
-};
-
-static struct model
-model_new(double limit, double period_ms, double burst)
-{
-	struct model m;
-
-	m.T = period_ms / limit;
-	m.tau = m.T * burst;
-	m.burst = burst;
-	m.present = false;
-	m.tat = 0;
-	return m;
-}
-
-static double
-clamp0(double x)
-{
-	return x < 0 ? 0 : x;
-}
-
 /* check(state, now, cost); a denial leaves the state alone. */
 static tkshm_decision
 model_check(struct model *m, double now, double cost)
 {
-	tkshm_decision d;
-	double inc = m->T * cost;
-	double tat = m->present ? m->tat : now;
-	double tat_eff = tat > now ? tat : now;
-	double new_tat = tat_eff + inc;
-	double allow_at = new_tat - m->tau;
+	double nt = 0;
+	tkshm_decision d = gcra_model_decide(m, now, cost, &nt);
 
-	memset(&d, 0, sizeof d);
-	d.limit = (int64_t)m->burst;
-	if (now < allow_at || cost > m->burst) {
-		d.allowed = false;
-		d.remaining = (int64_t)clamp0(
-			floor((m->tau - (tat_eff - now)) / m->T));
-		d.reset_at = (int64_t)ceil(tat_eff);
-		d.retry_after_ms = (int64_t)ceil(allow_at - now);
-		return d;
-	}
-	d.allowed = true;
-	d.remaining = (int64_t)clamp0(floor((m->tau - (new_tat - now)) / m->T));
-	d.reset_at = (int64_t)ceil(new_tat);
-	d.retry_after_ms = 0;
-	m->present = true;
-	m->tat = new_tat;
-	return d;
-}
-
-/* peek(state, now): what a cost-1 check would see, consuming nothing. */
-static tkshm_decision
-model_peek(const struct model *m, double now)
-{
-	tkshm_decision d;
-	double tat = m->present ? m->tat : now;
-	double tat_eff = tat > now ? tat : now;
-	double remaining = clamp0(floor((m->tau - (tat_eff - now)) / m->T));
-
-	memset(&d, 0, sizeof d);
-	d.limit = (int64_t)m->burst;
-	d.remaining = (int64_t)remaining;
-	d.allowed = remaining >= 1;
-	d.reset_at = (int64_t)ceil(tat_eff);
-	d.retry_after_ms =
-		d.allowed ? 0 : (int64_t)ceil(tat_eff + m->T - m->tau - now);
+	gcra_model_commit(m, &d, nt);
 	return d;
 }
 

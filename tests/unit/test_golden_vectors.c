@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "test_support.h"
+#include "algo_testing.h"
 
 /* The file's documented shape (tests/data/README.md): 4 GCRA suites among
  * 9 rateLimit suites of 54 ops, plus tokenBudget and lease suites. */
@@ -45,54 +45,10 @@ group_teardown(void **state)
 	return 0;
 }
 
-/* A required member, or the test fails: a renamed field must not turn
- * into a silently skipped suite. */
-static cJSON *
-member(const cJSON *obj, const char *name)
-{
-	cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, name);
-
-	if (!m)
-		fail_msg("golden vectors: member \"%s\" missing", name);
-	return m;
-}
-
-static double
-number(const cJSON *obj, const char *name)
-{
-	cJSON *m = member(obj, name);
-
-	if (!cJSON_IsNumber(m))
-		fail_msg("golden vectors: \"%s\" is not a number", name);
-	return m->valuedouble;
-}
-
-/* Integral decision fields as int64: every value in the file is an integer
- * below 2^53, so the double holds it exactly. */
-static int64_t
-integer(const cJSON *obj, const char *name)
-{
-	double v = number(obj, name);
-
-	if (v != floor(v) || fabs(v) > 9007199254740992.0)
-		fail_msg("golden vectors: \"%s\" = %.17g is not an integer",
-			 name, v);
-	return (int64_t)v;
-}
-
 static bool
 is_gcra_suite(const cJSON *suite)
 {
-	const cJSON *prim =
-		cJSON_GetObjectItemCaseSensitive(suite, "primitive");
-	const cJSON *strat =
-		cJSON_GetObjectItemCaseSensitive(suite, "strategy");
-	const cJSON *kind =
-		strat ? cJSON_GetObjectItemCaseSensitive(strat, "kind") : NULL;
-
-	return cJSON_IsString(prim) &&
-	       strcmp(prim->valuestring, "rateLimit") == 0 &&
-	       cJSON_IsString(kind) && strcmp(kind->valuestring, "gcra") == 0;
+	return gv_is_ratelimit(suite, "gcra");
 }
 
 /* The suite's policy, built both ways the API offers (constructor and
@@ -100,11 +56,11 @@ is_gcra_suite(const cJSON *suite)
 static tkshm_policy
 suite_policy(const cJSON *suite)
 {
-	const cJSON *opts = member(member(suite, "strategy"), "options");
+	const cJSON *opts = gv_member(gv_member(suite, "strategy"), "options");
 	const cJSON *b = cJSON_GetObjectItemCaseSensitive(opts, "burst");
-	double limit = number(opts, "limit");
-	double period = number(opts, "periodMs");
-	double burst = b ? number(opts, "burst") : 0; /* 0: ThrottleKit's
+	double limit = gv_number(opts, "limit");
+	double period = gv_number(opts, "periodMs");
+	double burst = b ? gv_number(opts, "burst") : 0; /* 0: ThrottleKit's
 							 default, = limit */
 	tkshm_policy p, q;
 	char spec[256];
@@ -151,8 +107,8 @@ static unsigned
 replay(tkshm_table **tp, const char *reopen_path, const cJSON *suite,
        const char *key, double offset)
 {
-	const cJSON *ops = member(suite, "ops");
-	const char *name = member(suite, "name")->valuestring;
+	const cJSON *ops = gv_member(suite, "ops");
+	const char *name = gv_member(suite, "name")->valuestring;
 	tkshm_policy p = suite_policy(suite);
 	const cJSON *op;
 	unsigned n = 0;
@@ -160,17 +116,12 @@ replay(tkshm_table **tp, const char *reopen_path, const cJSON *suite,
 	assert_true(cJSON_IsArray(ops));
 	cJSON_ArrayForEach(op, ops)
 	{
-		const cJSON *exp = member(op, "expect");
-		double now = number(op, "now") + offset;
-		double cost = number(op, "cost");
-		bool want_allowed = cJSON_IsTrue(member(exp, "allowed"));
-		int64_t want_limit = integer(exp, "limit");
-		int64_t want_remaining = integer(exp, "remaining");
-		int64_t want_reset = integer(exp, "resetAt") + (int64_t)offset;
-		int64_t want_retry = integer(exp, "retryAfterMs");
+		double now = gv_number(op, "now") + offset;
+		double cost = gv_number(op, "cost");
+		tkshm_decision want = gv_expect(op, offset);
 		tkshm_decision d;
+		char what[192];
 
-		assert_true(cJSON_IsBool(member(exp, "allowed")));
 		if (reopen_path) {
 			tkshm_close(*tp);
 			*tp = open_table(reopen_path, &p);
@@ -178,21 +129,12 @@ replay(tkshm_table **tp, const char *reopen_path, const cJSON *suite,
 		memset(&d, 0xA5, sizeof d); /* every field must be written */
 		assert_rc(tkshm_check_at(*tp, key, strlen(key), cost, now, &d),
 			  TKSHM_OK);
-		if (d.allowed != want_allowed || d.limit != want_limit ||
-		    d.remaining != want_remaining || d.reset_at != want_reset ||
-		    d.retry_after_ms != want_retry || d.flags != 0)
-			fail_msg(
-				"%s op %u (now %.17g, cost %g, offset %g): got "
-				"{allowed %d, limit %lld, remaining %lld, "
-				"resetAt %lld, retryAfterMs %lld, flags %#x}, "
-				"want {%d, %lld, %lld, %lld, %lld, 0}",
-				name, n, now, cost, offset, d.allowed,
-				(long long)d.limit, (long long)d.remaining,
-				(long long)d.reset_at,
-				(long long)d.retry_after_ms, d.flags,
-				want_allowed, (long long)want_limit,
-				(long long)want_remaining,
-				(long long)want_reset, (long long)want_retry);
+		snprintf(what, sizeof what,
+			 "%s op %u (now %.17g, cost %g, offset %g)", name, n,
+			 now, cost, offset);
+		tkt_assert_decision(what, &d, &want);
+		if (d.flags != 0)
+			fail_msg("%s: flags %#x, want 0", what, d.flags);
 		n++;
 	}
 	return n;
@@ -205,9 +147,9 @@ golden_gcra_ops(void)
 	const cJSON *suite;
 	unsigned n = 0;
 
-	cJSON_ArrayForEach(suite,
-			   member(golden, "suites")) if (is_gcra_suite(suite))
-		n += (unsigned)cJSON_GetArraySize(member(suite, "ops"));
+	cJSON_ArrayForEach(
+		suite, gv_member(golden, "suites")) if (is_gcra_suite(suite))
+		n += (unsigned)cJSON_GetArraySize(gv_member(suite, "ops"));
 	return n;
 }
 
@@ -220,8 +162,8 @@ test_vectors_present(void **state)
 				       "slidingWindow", "slidingWindowLog" };
 	unsigned per_kind[5] = { 0 }, ratelimit = 0, ratelimit_ops = 0;
 	unsigned token_budget = 0, lease = 0;
-	const cJSON *suites = member(golden, "suites");
-	const cJSON *fields = member(golden, "decisionFields");
+	const cJSON *suites = gv_member(golden, "suites");
+	const cJSON *fields = gv_member(golden, "decisionFields");
 	const cJSON *suite;
 
 	(void)state;
@@ -230,12 +172,12 @@ test_vectors_present(void **state)
 	assert_int_equal(cJSON_GetArraySize(fields), 5);
 	cJSON_ArrayForEach(suite, suites)
 	{
-		const char *prim = member(suite, "primitive")->valuestring;
+		const char *prim = gv_member(suite, "primitive")->valuestring;
 
 		assert_non_null(prim);
 		if (strcmp(prim, "rateLimit") == 0) {
 			const char *kind =
-				member(member(suite, "strategy"), "kind")
+				gv_member(gv_member(suite, "strategy"), "kind")
 					->valuestring;
 			unsigned k;
 
@@ -248,9 +190,9 @@ test_vectors_present(void **state)
 			per_kind[k]++;
 			ratelimit++;
 			ratelimit_ops += (unsigned)cJSON_GetArraySize(
-				member(suite, "ops"));
-			assert_string_equal(member(suite, "key")->valuestring,
-					    "k");
+				gv_member(suite, "ops"));
+			assert_string_equal(
+				gv_member(suite, "key")->valuestring, "k");
 		} else if (strcmp(prim, "tokenBudget") == 0) {
 			token_budget++;
 		} else if (strcmp(prim, "lease") == 0) {
@@ -268,7 +210,7 @@ test_vectors_present(void **state)
 	assert_true(lease > 0);
 	/* Every GCRA suite has ops to replay. */
 	cJSON_ArrayForEach(suite, suites) if (is_gcra_suite(suite))
-		assert_true(cJSON_GetArraySize(member(suite, "ops")) > 0);
+		assert_true(cJSON_GetArraySize(gv_member(suite, "ops")) > 0);
 }
 
 /* One new anonymous table per suite. */
@@ -278,7 +220,7 @@ run_fresh_tables(double offset)
 	const cJSON *suite;
 	unsigned suites = 0, ops = 0;
 
-	cJSON_ArrayForEach(suite, member(golden, "suites"))
+	cJSON_ArrayForEach(suite, gv_member(golden, "suites"))
 	{
 		tkshm_policy p;
 		tkshm_table *t;
@@ -320,7 +262,7 @@ test_gcra_distinct_keys_one_table(void **state)
 	unsigned ops = 0;
 
 	(void)state;
-	cJSON_ArrayForEach(suite, member(golden, "suites"))
+	cJSON_ArrayForEach(suite, gv_member(golden, "suites"))
 	{
 		tkshm_policy p;
 		tkshm_table *t;
@@ -347,7 +289,7 @@ test_gcra_file_backed(void **state)
 	unsigned ops = 0, i = 0;
 
 	(void)state;
-	cJSON_ArrayForEach(suite, member(golden, "suites"))
+	cJSON_ArrayForEach(suite, gv_member(golden, "suites"))
 	{
 		static const double offsets[] = { 0, 1000 };
 

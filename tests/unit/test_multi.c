@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "test_support.h"
+#include "gcra_model.h"
 #include "shm/table.h"
 
 #define NOW0 1.7e12
@@ -54,25 +55,6 @@
 /* ------------------------------------------------------------------------
  * The model: ThrottleKit's GCRA for one key.
  * ---------------------------------------------------------------------- */
-
-struct model {
-	double T, tau, burst;
-	bool present;
-	double tat;
-};
-
-static struct model
-model_new(double limit, double period_ms, double burst)
-{
-	struct model m;
-
-	m.T = period_ms / limit;
-	m.tau = m.T * burst;
-	m.burst = burst;
-	m.present = false;
-	m.tat = 0;
-	return m;
-}
 
 static struct model
 model_a(void)
@@ -92,42 +74,15 @@ model_c(void)
 	return model_new(400, 1000, 4);
 }
 
-static double
-clamp0(double x)
-{
-	return x < 0 ? 0 : x;
-}
-
 /* The decision of check(state, now, cost), without changing the state; the
  * new TAT in *new_tat when it admits. */
 static tkshm_decision
 model_decide(const struct model *m, double now, double cost, double *new_tat)
 {
-	tkshm_decision d;
-	double inc = m->T * cost;
-	double tat = m->present ? m->tat : now;
-	double tat_eff = tat > now ? tat : now;
-	double nt = tat_eff + inc;
-	double allow_at = nt - m->tau;
+	tkshm_decision d = gcra_model_decide(m, now, cost, new_tat);
 
-	memset(&d, 0, sizeof d);
-	d.limit = (int64_t)m->burst;
-	if (now < allow_at || cost > m->burst) {
-		d.allowed = false;
-		d.remaining = (int64_t)clamp0(
-			floor((m->tau - (tat_eff - now)) / m->T));
-		d.reset_at = (int64_t)ceil(tat_eff);
-		d.retry_after_ms = (int64_t)ceil(allow_at - now);
-		if (d.retry_after_ms < 1)
-			d.retry_after_ms = 1;
-		return d;
-	}
-	d.allowed = true;
-	d.remaining = (int64_t)clamp0(floor((m->tau - (nt - now)) / m->T));
-	d.reset_at = (int64_t)ceil(nt);
-	d.retry_after_ms = 0;
-	if (new_tat)
-		*new_tat = nt;
+	if (!d.allowed && d.retry_after_ms < 1)
+		d.retry_after_ms = 1;
 	return d;
 }
 
@@ -138,28 +93,7 @@ model_check(struct model *m, double now, double cost)
 	double nt = 0;
 	tkshm_decision d = model_decide(m, now, cost, &nt);
 
-	if (d.allowed) {
-		m->present = true;
-		m->tat = nt;
-	}
-	return d;
-}
-
-static tkshm_decision
-model_peek(const struct model *m, double now)
-{
-	tkshm_decision d;
-	double tat = m->present ? m->tat : now;
-	double tat_eff = tat > now ? tat : now;
-	double remaining = clamp0(floor((m->tau - (tat_eff - now)) / m->T));
-
-	memset(&d, 0, sizeof d);
-	d.limit = (int64_t)m->burst;
-	d.remaining = (int64_t)remaining;
-	d.allowed = remaining >= 1;
-	d.reset_at = (int64_t)ceil(tat_eff);
-	d.retry_after_ms =
-		d.allowed ? 0 : (int64_t)ceil(tat_eff + m->T - m->tau - now);
+	gcra_model_commit(m, &d, nt);
 	return d;
 }
 

@@ -16,7 +16,7 @@ export DEBIAN_FRONTEND=noninteractive
 # --- the package lists (the only place they are written) --------------------
 DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev)
 TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
-	libclang-rt-14-dev binutils python3 procps)
+	libclang-rt-14-dev binutils python3 procps spin)
 BENCH_PKGS=("${TEST_PKGS[@]}" libbenchmark-dev g++ gnuplot-nox)
 # -----------------------------------------------------------------------------
 

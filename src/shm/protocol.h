@@ -3,7 +3,10 @@
  *
  * Code that relies on an invariant cites it by number ("I5").  The tests in
  * tests/ and tkshm_verify() (src/shm/verify.c) check the ones that can be
- * observed in a table at rest; the proofs below cover the rest.
+ * observed in a table at rest; the proofs below cover the rest, and spin
+ * checks a model of this protocol (tests/model/slot_protocol.pml) in every
+ * interleaving of small process mixes, with a crash possible at any step:
+ * I5 and "no admission beyond the limit" hold in all of them.
  *
  * Vocabulary
  * ----------

@@ -3,16 +3,15 @@
  *
  * Labels are display only: nothing decides from them.  A label is written
  * once per insert, never on the check path, seqlock-style: fp = 0, the
- * words, then fp.  A reader (tk_label_read) copies the words between two
- * reads of fp and accepts the label only if both equal the slot's fp; a
- * label torn by two racing inserters of the same slot is then shown as
- * missing, or in the rarest double race as another key's prefix of the same
- * slot history.  A crash mid-write leaves fp = 0: "no label".
+ * words, then fp.  A reader (tkshm-inspect, to come) must copy the words
+ * between two reads of fp and accept the label only if both equal the
+ * slot's fp; a label torn by two racing inserters of the same slot is then
+ * shown as missing.  A crash mid-write leaves fp = 0: "no label".
  */
 #include <string.h>
 
 #include "shm/atomic.h"
-#include "shm/label.h"
+#include "shm/table.h"
 
 void
 tk_label_write(struct tkshm_table *t, uint64_t index, uint64_t fp,
@@ -37,30 +36,4 @@ tk_label_write(struct tkshm_table *t, uint64_t index, uint64_t fp,
 		tk_store_relaxed(&l->w[i], w[i]);
 	/* Release: the words are visible before the fp that validates them. */
 	tk_store_release(&l->fp, fp);
-}
-
-bool
-tk_label_read(const struct tkshm_table *t, uint64_t index, uint64_t fp,
-	      struct tk_label_text *out)
-{
-	const struct tk_label *l = &t->labels[index];
-	unsigned char bytes[24];
-	uint64_t w[3];
-
-	/* Acquire: pairs with the writer's release store of fp. */
-	if (tk_load_acquire(&l->fp) != fp)
-		return false;
-	for (unsigned i = 0; i < 3; i++)
-		/* Relaxed: validated by the second read of fp. */
-		w[i] = tk_load_relaxed(&l->w[i]);
-	/* Acquire fence: the word loads happen before the second fp load. */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (tk_load_relaxed(&l->fp) != fp)
-		return false;
-	memcpy(bytes, w, sizeof bytes);
-	out->key_len = bytes[0];
-	out->truncated = bytes[0] > TK_LABEL_PREFIX;
-	out->len = bytes[0] < TK_LABEL_PREFIX ? bytes[0] : TK_LABEL_PREFIX;
-	memcpy(out->bytes, bytes + 1, TK_LABEL_PREFIX);
-	return true;
 }

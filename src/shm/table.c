@@ -150,28 +150,6 @@ struct tk_scan {
 	double evict_debt;
 };
 
-/* Reads one slot as a pair: fp, then st, then fp again.  If fp is unchanged,
- * st was written together with that fp, unless the slot went A -> B -> A
- * between the loads, in which case st may be B's state.  That is harmless:
- * a CAS built on the pair fails (the slot no longer holds {A, st}), and a
- * denial decided from it writes nothing, so the worst case is one spurious
- * decision, never an admission beyond the policy (I1, I7). */
-static inline void
-tk_slot_read(const struct tk_slot *s, uint64_t *fp, uint64_t *st)
-{
-	for (;;) {
-		/* seq_cst: I6, the rescan is ordered after our claim. */
-		uint64_t f = tk_load_seq_cst(&s->fp);
-		uint64_t v = tk_load_seq_cst(&s->st);
-		if (tk_load_seq_cst(&s->fp) == f) {
-			*fp = f;
-			*st = v;
-			return;
-		}
-		tk_cpu_relax();
-	}
-}
-
 /* The check path's lookup: the key's REAL slot, if any (unique, I5).
  * Each bucket is read up to its first EMPTY slot (I2). */
 static inline int

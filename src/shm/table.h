@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "algorithms/algorithm.h"
+#include "shm/atomic.h"
 #include "shm/layout.h"
 #include "tkshm.h"
 
@@ -84,6 +85,28 @@ tk_slot_at(const struct tkshm_table *t, uint64_t index)
 			.s[index % TK_SLOTS_PER_BUCKET];
 }
 
+/* Reads one slot as a pair: fp, then st, then fp again.  If fp is unchanged,
+ * st was written together with that fp, unless the slot went A -> B -> A
+ * between the loads, in which case st may be B's state.  That is harmless:
+ * a CAS built on the pair fails (the slot no longer holds {A, st}), and a
+ * denial decided from it writes nothing, so the worst case is one spurious
+ * decision, never an admission beyond the policy (I1, I7). */
+static inline void
+tk_slot_read(const struct tk_slot *s, uint64_t *fp, uint64_t *st)
+{
+	for (;;) {
+		/* seq_cst: I6, the rescan is ordered after our claim. */
+		uint64_t f = tk_load_seq_cst(&s->fp);
+		uint64_t v = tk_load_seq_cst(&s->st);
+		if (tk_load_seq_cst(&s->fp) == f) {
+			*fp = f;
+			*st = v;
+			return;
+		}
+		tk_cpu_relax();
+	}
+}
+
 /* The debt cell of a fingerprint (I8). */
 static inline uint64_t *
 tk_debt_cell(const struct tkshm_table *t, uint64_t fp)
@@ -132,7 +155,7 @@ void tk_count(struct tkshm_table *t, enum tk_counter c, uint64_t n);
 void tk_counters_sum(const struct tkshm_table *t,
 		     uint64_t sum[TK_SHARD_COUNTERS]);
 
-/* Labels (label.c; reading in label.h). */
+/* Labels (label.c): written on insert, display only. */
 void tk_label_write(struct tkshm_table *t, uint64_t index, uint64_t fp,
 		    const void *key, size_t len);
 

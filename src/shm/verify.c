@@ -44,22 +44,6 @@ tk_problem(struct tk_report *r, const char *fmt, ...)
 	r->fn(r->ctx, msg);
 }
 
-static void
-tk_read_pair(const struct tk_slot *s, uint64_t *fp, uint64_t *st)
-{
-	for (;;) {
-		/* Acquire: pairs with the writers' CAS; the double read of fp
-		 * gives a pair written together (see table.c). */
-		uint64_t f = tk_load_acquire(&s->fp);
-		uint64_t v = tk_load_acquire(&s->st);
-		if (tk_load_acquire(&s->fp) == f) {
-			*fp = f;
-			*st = v;
-			return;
-		}
-	}
-}
-
 /* The window position of slot `index` for fingerprint fp, or -1. */
 static int
 tk_window_pos(const struct tkshm_table *t, uint64_t fp, uint64_t index)
@@ -125,7 +109,7 @@ tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx, uint64_t *problems)
 		uint64_t fp, st;
 		int pos;
 
-		tk_read_pair(tk_slot_at(t, i), &fp, &st);
+		tk_slot_read(tk_slot_at(t, i), &fp, &st);
 		if (fp == 0) {
 			if (st != 0)
 				tk_problem(&r,
@@ -161,7 +145,7 @@ tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx, uint64_t *problems)
 					    (int)TK_SLOTS_PER_BUCKET;
 			for (int p = first; p < pos; p++) {
 				uint64_t f2, s2;
-				tk_read_pair(
+				tk_slot_read(
 					tk_slot_at(t, tk_window_index(
 							      &w, (unsigned)p)),
 					&f2, &s2);
@@ -193,8 +177,8 @@ tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx, uint64_t *problems)
 			continue;
 		/* Confirm: b still as seen, then a still as seen, so both were
 		 * REAL together when b was re-read. */
-		tk_read_pair(tk_slot_at(t, b->index), &fb, &sb);
-		tk_read_pair(tk_slot_at(t, a->index), &fa, &sa);
+		tk_slot_read(tk_slot_at(t, b->index), &fb, &sb);
+		tk_slot_read(tk_slot_at(t, a->index), &fa, &sa);
 		if (fa == a->fp && sa == a->st && fb == b->fp && sb == b->st)
 			tk_problem(&r,
 				   "key %016llx has two REAL slots, %llu and "
@@ -236,7 +220,7 @@ tkshm_usage_get(tkshm_table *t, double now_ms, tkshm_usage *out)
 		uint64_t fp, st;
 		int pos;
 
-		tk_read_pair(tk_slot_at(t, i), &fp, &st);
+		tk_slot_read(tk_slot_at(t, i), &fp, &st);
 		if (fp == 0) {
 			out->empty++;
 			continue;

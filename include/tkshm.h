@@ -117,20 +117,128 @@ TKSHM_API const char *tkshm_error_name(int err);
 
 /** Algorithms.  Values are stored in table headers and never reused. */
 typedef enum tkshm_kind {
-	TKSHM_KIND_GCRA = 1, /**< Generic Cell Rate Algorithm (default) */
+	TKSHM_KIND_GCRA = 1,	       /**< Generic Cell Rate Algorithm (default) */
+	TKSHM_KIND_TOKEN_BUCKET = 2,   /**< ThrottleKit "tokenBucket" */
+	TKSHM_KIND_FIXED_WINDOW = 3,   /**< ThrottleKit "fixedWindow" */
+	TKSHM_KIND_SLIDING_WINDOW = 4, /**< ThrottleKit "slidingWindow" */
+	TKSHM_KIND_SLIDING_LOG = 5,    /**< ThrottleKit "slidingWindowLog" */
+	TKSHM_KIND_QUOTA = 6,	       /**< ThrottleKit "quota" */
+	TKSHM_KIND_TOKEN_BUDGET = 7,   /**< ThrottleKit "tokenBudget" */
 } tkshm_kind;
+
+/** The most entries a slidingWindowLog policy keeps per key: its `limit` may
+ *  not exceed this (one timestamp word per unit of the limit). */
+#define TKSHM_SLIDING_LOG_MAX_LIMIT 128
+
+/** The most sub-buckets of a slidingWindow policy (and of a rolling quota). */
+#define TKSHM_SLIDING_WINDOW_MAX_BUCKETS 64
+
+/** A quota's reset cadence (ThrottleKit's `resetCadence`; in policy strings
+ *  the word in quotes).  Values 1..4 are ThrottleKit's Lua mode numbers. */
+typedef enum tkshm_quota_cadence {
+	/** "calendar-month": on the 1st of each civil month, 00:00 at UTC +
+	 *  offsetMinutes. */
+	TKSHM_QUOTA_CALENDAR_MONTH = 1,
+	/** "calendar-week": at 00:00 of weekStartsOn each week. */
+	TKSHM_QUOTA_CALENDAR_WEEK = 2,
+	/** "calendar-day": at 00:00 (UTC + offsetMinutes) each day. */
+	TKSHM_QUOTA_CALENDAR_DAY = 3,
+	/** "fixed": every periodMs from anchor. */
+	TKSHM_QUOTA_FIXED = 4,
+	/** "rolling": a trailing periodMs window, ThrottleKit's
+	 *  slidingWindow({limit, windowMs: periodMs, buckets}). */
+	TKSHM_QUOTA_ROLLING = 5,
+} tkshm_quota_cadence;
 
 /** A validated policy: an algorithm and its parameters, in ThrottleKit's
  *  units (milliseconds, requests).  Build one with tkshm_policy_gcra() or
- *  tkshm_policy_parse(); a policy built by hand is validated when used. */
+ *  tkshm_policy_parse(); a policy built by hand is validated when used.
+ *
+ *  `kind` selects the member of `u`.  Every parameter is a double, as in
+ *  ThrottleKit, and is checked as ThrottleKit's constructor checks it (plus
+ *  the tkshm limits stated below, and a refusal of parameters that would
+ *  make a decision field non-finite).  A policy built by hand gets no
+ *  defaults: zero is a value (weekStartsOn 0 is Sunday, buckets 0 is
+ *  refused), so set every field the kind reads or use tkshm_policy_parse(),
+ *  which fills ThrottleKit's defaults.  Each member fits in `reserved`. */
 typedef struct tkshm_policy {
 	tkshm_kind kind;
 	union {
+		/** TKSHM_KIND_GCRA, "gcra": `limit` per `period_ms`, paced
+		 *  evenly, with bursts of up to `burst`.  Decision.limit is
+		 *  the burst. */
 		struct {
 			double limit;	  /**< requests per period, > 0 */
 			double period_ms; /**< period length, > 0 */
 			double burst;	  /**< burst tolerance, >= 1 */
 		} gcra;
+		/** TKSHM_KIND_TOKEN_BUCKET, "tokenBucket": a bucket of
+		 *  `capacity` tokens, full when cold, refilled continuously.
+		 *  Decision.limit is the capacity. */
+		struct {
+			double capacity;       /**< bucket size, > 0 */
+			double refill_per_sec; /**< tokens per second, > 0 */
+		} token_bucket;
+		/** TKSHM_KIND_FIXED_WINDOW, "fixedWindow": `limit` units per
+		 *  epoch-aligned window (up to 2 x limit across one
+		 *  boundary, by design). */
+		struct {
+			double limit;	  /**< units per window, > 0 */
+			double window_ms; /**< window width, > 0 */
+		} fixed_window;
+		/** TKSHM_KIND_SLIDING_WINDOW, "slidingWindow": `limit` units
+		 *  per trailing window, estimated from `buckets`
+		 *  sub-buckets (the oldest weighted linearly). */
+		struct {
+			double limit;	  /**< units per window, > 0 */
+			double window_ms; /**< window width, > 0 */
+			double buckets;	  /**< an integer 1..
+					       TKSHM_SLIDING_WINDOW_MAX_BUCKETS
+					       (64); ThrottleKit's default 10 */
+		} sliding_window;
+		/** TKSHM_KIND_SLIDING_LOG, "slidingWindowLog": `limit` units
+		 *  per trailing window, counted exactly from one timestamp
+		 *  per unit (a cost c counts as ceil(c) units). */
+		struct {
+			double limit;	  /**< > 0 and at most
+					       TKSHM_SLIDING_LOG_MAX_LIMIT
+					       (128; a tkshm limit) */
+			double window_ms; /**< window width, > 0 */
+		} sliding_log;
+		/** TKSHM_KIND_QUOTA, "quota": `limit` units per period that
+		 *  resets on a calendar boundary, every period_ms, or
+		 *  (rolling) over a trailing window.  A cadence reads only
+		 *  some of the options; the others are ignored, as
+		 *  ThrottleKit ignores them (see tkshm_policy_parse). */
+		struct {
+			double limit; /**< units per period, > 0 */
+			/** a tkshm_quota_cadence value, as a double */
+			double reset_cadence;
+			/** calendar-*: the period's UTC offset, an integer
+			 *  within -840..840 (ThrottleKit's default 0) */
+			double offset_minutes;
+			/** calendar-week: the first day, an integer 0..6,
+			 *  0 = Sunday (ThrottleKit's default 1, Monday) */
+			double week_starts_on;
+			/** fixed and rolling (required): the period, > 0 */
+			double period_ms;
+			/** fixed: an epoch ms integer that periods are
+			 *  aligned to (ThrottleKit's default 0) */
+			double anchor;
+			/** rolling: sub-buckets, an integer 1..64
+			 *  (ThrottleKit's default 10) */
+			double buckets;
+		} quota;
+		/** TKSHM_KIND_TOKEN_BUDGET, "tokenBudget": ThrottleKit's
+		 *  streaming token meter, floor(budget) tokens per
+		 *  epoch-aligned window; a debit is admitted while budget
+		 *  remains before it.  The cost of a check is the debit in
+		 *  tokens and must be an integer (else TKSHM_ECOST).
+		 *  Decision.limit is floor(budget). */
+		struct {
+			double budget;	  /**< tokens per window, >= 1 */
+			double window_ms; /**< window width, > 0 */
+		} token_budget;
 		double reserved
 			[16]; /**< room for the parameters of later kinds */
 	} u;
@@ -146,18 +254,57 @@ typedef struct tkshm_policy {
 TKSHM_API int tkshm_policy_gcra(tkshm_policy *out, double limit,
 				double period_ms, double burst);
 
-/** Checks every parameter of `p` as the constructors do.
+/** Checks every parameter of `p` as the constructors do, for every kind.
  *  @return TKSHM_OK, TKSHM_ENULL or TKSHM_EPOLICY (with a sentence in err when
  *  err is not NULL). */
 TKSHM_API int tkshm_policy_validate(const tkshm_policy *p, char *err,
 				    size_t err_len);
 
 /** Parses a policy string with ThrottleKit's kind and option names:
- *      "gcra:limit=10,periodMs=1000,burst=5"
- *  Options are comma-separated name=value pairs, values are decimal numbers;
- *  whitespace around tokens is ignored.  An unknown kind or option, a repeated
- *  option, a missing required option or a malformed number is refused.
- *  @param err  if not NULL, receives a sentence naming what is wrong.
+ *      kind ":" name "=" value { "," name "=" value }
+ *  Options come in any order; values are decimal numbers, except quota's
+ *  resetCadence, which is a word; whitespace around tokens is ignored.
+ *  Times are milliseconds.  The kinds and their options, with ThrottleKit's
+ *  defaults in brackets (an option without one is required):
+ *
+ *    gcra              limit, periodMs, burst [= limit]
+ *        "gcra:limit=10,periodMs=1000,burst=5"
+ *    tokenBucket       capacity, refillPerSec
+ *        "tokenBucket:capacity=10,refillPerSec=5"
+ *    fixedWindow       limit, windowMs
+ *        "fixedWindow:limit=5,windowMs=1000"
+ *    slidingWindow     limit, windowMs, buckets [10] (an integer 1..64)
+ *        "slidingWindow:limit=10,windowMs=1000"   (10 buckets)
+ *    slidingWindowLog  limit (at most 128 in tkshm), windowMs
+ *        "slidingWindowLog:limit=5,windowMs=1000"
+ *    quota             limit, resetCadence, offsetMinutes [0],
+ *                      weekStartsOn [1], periodMs, anchor [0], buckets [10]
+ *        "quota:limit=1000000,resetCadence=calendar-month,offsetMinutes=330"
+ *        "quota:limit=500,resetCadence=calendar-week,weekStartsOn=0"
+ *        "quota:limit=100,resetCadence=fixed,periodMs=3600000,anchor=250"
+ *        "quota:limit=100,resetCadence=rolling,periodMs=3600000,buckets=60"
+ *    tokenBudget       budget, windowMs
+ *        "tokenBudget:budget=100,windowMs=60000"
+ *
+ *  Quota: resetCadence is one of calendar-month, calendar-week, calendar-day,
+ *  fixed or rolling.  offsetMinutes (an integer within -840..840) shifts the
+ *  calendar cadences from UTC; weekStartsOn (an integer 0..6, 0 = Sunday)
+ *  is read by calendar-week; periodMs is required by fixed and rolling;
+ *  anchor (an integer) is read by fixed; buckets (an integer 1..64) by
+ *  rolling.  As in ThrottleKit, an option the cadence does not read is
+ *  accepted and ignored, but offsetMinutes, weekStartsOn and anchor are
+ *  validated for every cadence except rolling, which validates only limit,
+ *  periodMs and buckets.
+ *
+ *  Refused, with TKSHM_EPOLICY: an unknown kind or option (names are
+ *  case-sensitive), a repeated option, a missing required option (periodMs
+ *  included, for fixed and rolling quotas), a value that is not a finite
+ *  decimal number (or not one of the cadence words), and any value the
+ *  kind's validation refuses (tkshm_policy_validate), for instance
+ *  slidingWindow buckets 0, 65 or 2.5, a slidingWindowLog limit above 128,
+ *  a quota offsetMinutes of 841 or weekStartsOn of 7, a tokenBudget budget
+ *  below 1.
+ *  @param err  if not NULL, receives a sentence naming the bad option.
  *  @return TKSHM_OK, TKSHM_ENULL or TKSHM_EPOLICY; *out unchanged on error.
  *  Threads: safe. */
 TKSHM_API int tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
@@ -166,14 +313,26 @@ TKSHM_API int tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 /** The longest canonical policy string, NUL included. */
 #define TKSHM_POLICY_MAX 512
 
-/** Writes the canonical policy string of `p` (parseable by
- *  tkshm_policy_parse, numbers printed with round-trip precision; at most
- *  TKSHM_POLICY_MAX bytes with the NUL).
- *  @return the length written (excluding NUL), TKSHM_ENULL, TKSHM_EPOLICY, or
- *  TKSHM_EINVAL if `len` is too small (buf then holds a truncated string). */
+/** Writes the canonical policy string of `p`: the kind, then every option
+ *  the kind reads, in the order listed at tkshm_policy_parse, defaults
+ *  written out ("slidingWindow:limit=10,windowMs=1000,buckets=10"), numbers
+ *  with round-trip precision and a quota's resetCadence as its word.  A
+ *  quota's options that its cadence ignores are left out
+ *  ("quota:limit=1000000,resetCadence=calendar-month,offsetMinutes=330").
+ *  tkshm_policy_parse() of the result gives a policy tkshm_policy_equal()
+ *  to `p`.  At most TKSHM_POLICY_MAX bytes with the NUL.
+ *  @return the length written (excluding NUL), TKSHM_ENULL, TKSHM_EPOLICY
+ *  (`p` is not valid), or TKSHM_EINVAL if `len` is too small (buf then holds
+ *  a truncated string). */
 TKSHM_API int tkshm_policy_format(const tkshm_policy *p, char *buf, size_t len);
 
-/** True when both policies have the same kind and bit-identical parameters. */
+/** True when both policies have the same kind and bit-identical values of
+ *  every parameter the kind reads (0.0 and -0.0 differ): all of them, but
+ *  for a quota only limit, resetCadence and the options its cadence reads
+ *  (calendar-month and calendar-day: offsetMinutes; calendar-week:
+ *  offsetMinutes, weekStartsOn; fixed: periodMs, anchor; rolling: periodMs,
+ *  buckets).  Bytes of `u` outside the kind's member are never compared.
+ *  False if either is NULL or its kind is unknown. */
 TKSHM_API bool tkshm_policy_equal(const tkshm_policy *a, const tkshm_policy *b);
 
 /* ---------------------------------------------------------------------------
@@ -315,7 +474,8 @@ TKSHM_API double tkshm_now_ms(void);
 /** Checks `key` against the table's policy at `now_ms`, consuming `cost`
  *  if admitted.  A denial consumes nothing and writes nothing.
  *  @param key      1..TKSHM_KEY_MAX arbitrary bytes.
- *  @param cost     finite, > 0, <= TKSHM_COST_MAX; fractions allowed.
+ *  @param cost     finite, > 0, <= TKSHM_COST_MAX; fractions allowed
+ *                  except by tokenBudget (whole tokens; TKSHM_ECOST).
  *  @param now_ms   finite, >= 0.
  *  @param out      receives the decision.
  *  @return TKSHM_OK when a decision was made (read out->allowed);
@@ -457,6 +617,8 @@ typedef struct tkshm_stats {
 	 *  lost a race (its admission was given back; others may have been
 	 *  denied while it was counted). */
 	uint64_t multi_rollbacks;
+	uint64_t claims_stolen; /**< wide states: claims taken over from a
+				   stopped or dead writer (W2) */
 	/* geometry (immutable) */
 	uint64_t slots, buckets, debt_cells, file_bytes;
 	double bytes_per_key; /**< file_bytes / slots */

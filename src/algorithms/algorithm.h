@@ -20,20 +20,59 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "algorithms/fixed_window.h"
 #include "algorithms/gcra.h"
+#include "algorithms/quota.h"
+#include "algorithms/sliding_log.h"
+#include "algorithms/sliding_window.h"
+#include "algorithms/token_budget.h"
+#include "algorithms/token_bucket.h"
 #include "tkshm.h"
 
-/* A policy's derived constants, fixed for the life of a handle. */
+/* The most state words of any algorithm: a sliding window of 64 buckets
+ * (2 * 65) and a log of 128 stamps (129). */
+#define TK_ALGO_MAX_WORDS (2u * (TK_SLIDING_WINDOW_MAX_BUCKETS + 1u))
+_Static_assert(TK_ALGO_MAX_WORDS >= 1u + TK_SLIDING_LOG_MAX_LIMIT,
+	       "the log fits the largest state");
+
+/* A policy's derived constants, fixed for the life of a handle.  `words` is
+ * the state size: 1 for GCRA (kept in the slot word itself), more for the
+ * others (kept in the slot's wide records, src/shm/wide.h). */
 struct tk_algo {
 	tkshm_kind kind;
+	unsigned words;
 	union {
 		struct tk_gcra gcra;
+		struct tk_token_bucket token_bucket;
+		struct tk_fixed_window fixed_window;
+		struct tk_sliding_window sliding_window;
+		struct tk_sliding_log sliding_log;
+		struct tk_quota quota;
+		struct tk_token_budget token_budget;
 	} u;
 };
+
+/* True when the state is kept in the slot's wide records (src/shm/wide.h):
+ * every kind but GCRA, even a log of limit < 1 whose state is one word. */
+static inline bool
+tk_algo_is_wide(const struct tk_algo *a)
+{
+	return a->kind != TKSHM_KIND_GCRA;
+}
 
 /* Validates `p` and derives its constants.  TKSHM_OK or TKSHM_EPOLICY. */
 int tk_algo_init(struct tk_algo *a, const tkshm_policy *p, char *err,
 		 size_t err_len);
+
+/* Wide kinds: gives back from `st` (in place) what is provably still owed
+ * of an admission of `cost` made at `at`; false when nothing is (refund.c).
+ * Never gives back more than was taken. */
+bool tk_algo_refund_w(const struct tk_algo *a, uint64_t *st, double cost,
+		      double at);
+
+/* A cost the kind accepts beyond the generic check (finite, > 0, at most
+ * TKSHM_COST_MAX): tokenBudget takes whole tokens only. */
+bool tk_algo_cost_valid(const struct tk_algo *a, double cost);
 
 static inline bool
 tk_algo_check(const struct tk_algo *a, bool present, uint64_t st, double now,
@@ -43,8 +82,9 @@ tk_algo_check(const struct tk_algo *a, bool present, uint64_t st, double now,
 	case TKSHM_KIND_GCRA:
 		return tk_gcra_check(&a->u.gcra, present, st, now, cost, st_out,
 				     d);
+	default: /* wide kinds: tk_algo_check_w */
+		break;
 	}
-	/* tk_algo_init admits no other kind. */
 	return false;
 }
 
@@ -56,6 +96,8 @@ tk_algo_peek(const struct tk_algo *a, bool present, uint64_t st, double now,
 	case TKSHM_KIND_GCRA:
 		tk_gcra_peek(&a->u.gcra, present, st, now, d);
 		return;
+	default: /* wide kinds: the _w forms */
+		break;
 	}
 }
 
@@ -65,6 +107,8 @@ tk_algo_is_idle(const struct tk_algo *a, uint64_t st, double now)
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
 		return tk_gcra_is_idle(st, now);
+	default: /* wide kinds: the _w forms */
+		break;
 	}
 	return true;
 }
@@ -75,6 +119,8 @@ tk_algo_debt(const struct tk_algo *a, uint64_t st, double now)
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
 		return tk_gcra_debt(st, now);
+	default: /* wide kinds: the _w forms */
+		break;
 	}
 	return 0.0;
 }
@@ -85,6 +131,8 @@ tk_algo_state_valid(const struct tk_algo *a, uint64_t st)
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
 		return tk_gcra_state_valid(st);
+	default: /* wide kinds: the _w forms */
+		break;
 	}
 	return false;
 }
@@ -98,6 +146,8 @@ tk_algo_refund(const struct tk_algo *a, uint64_t st, uint64_t next, double cost,
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
 		return tk_gcra_refund(&a->u.gcra, st, next, cost, now_r);
+	default: /* wide kinds: the _w forms */
+		break;
 	}
 	return st;
 }
@@ -108,8 +158,141 @@ tk_algo_debt_merge(const struct tk_algo *a, uint64_t x, uint64_t y)
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
 		return tk_gcra_debt_merge(x, y);
+	default: /* wide kinds: the _w forms */
+		break;
 	}
 	return x;
+}
+
+/* ------------------------------------------------------------------------
+ * The same operations over a state of a->words words (every kind; the wide
+ * store, src/shm/wide.c, uses these).  `st` is read only when `present`.
+ * ---------------------------------------------------------------------- */
+
+static inline bool
+tk_algo_check_w(const struct tk_algo *a, bool present, const uint64_t *st,
+		double now, double cost, uint64_t *st_out, tkshm_decision *d)
+{
+	switch (a->kind) {
+	case TKSHM_KIND_GCRA:
+		return tk_gcra_check(&a->u.gcra, present, present ? st[0] : 0,
+				     now, cost, st_out, d);
+	case TKSHM_KIND_TOKEN_BUCKET:
+		return tk_token_bucket_check(&a->u.token_bucket, present, st,
+					     now, cost, st_out, d);
+	case TKSHM_KIND_FIXED_WINDOW:
+		return tk_fixed_window_check(&a->u.fixed_window, present, st,
+					     now, cost, st_out, d);
+	case TKSHM_KIND_SLIDING_WINDOW:
+		return tk_sliding_window_check(&a->u.sliding_window, present,
+					       st, now, cost, st_out, d);
+	case TKSHM_KIND_SLIDING_LOG:
+		return tk_sliding_log_check(&a->u.sliding_log, present, st, now,
+					    cost, st_out, d);
+	case TKSHM_KIND_QUOTA:
+		return tk_quota_check(&a->u.quota, present, st, now, cost,
+				      st_out, d);
+	case TKSHM_KIND_TOKEN_BUDGET:
+		return tk_token_budget_check(&a->u.token_budget, present, st,
+					     now, cost, st_out, d);
+	}
+	return false;
+}
+
+static inline void
+tk_algo_peek_w(const struct tk_algo *a, bool present, const uint64_t *st,
+	       double now, tkshm_decision *d)
+{
+	switch (a->kind) {
+	case TKSHM_KIND_GCRA:
+		tk_gcra_peek(&a->u.gcra, present, present ? st[0] : 0, now, d);
+		return;
+	case TKSHM_KIND_TOKEN_BUCKET:
+		tk_token_bucket_peek(&a->u.token_bucket, present, st, now, d);
+		return;
+	case TKSHM_KIND_FIXED_WINDOW:
+		tk_fixed_window_peek(&a->u.fixed_window, present, st, now, d);
+		return;
+	case TKSHM_KIND_SLIDING_WINDOW:
+		tk_sliding_window_peek(&a->u.sliding_window, present, st, now,
+				       d);
+		return;
+	case TKSHM_KIND_SLIDING_LOG:
+		tk_sliding_log_peek(&a->u.sliding_log, present, st, now, d);
+		return;
+	case TKSHM_KIND_QUOTA:
+		tk_quota_peek(&a->u.quota, present, st, now, d);
+		return;
+	case TKSHM_KIND_TOKEN_BUDGET:
+		tk_token_budget_peek(&a->u.token_budget, present, st, now, d);
+		return;
+	}
+}
+
+static inline bool
+tk_algo_is_idle_w(const struct tk_algo *a, const uint64_t *st, double now)
+{
+	switch (a->kind) {
+	case TKSHM_KIND_GCRA:
+		return tk_gcra_is_idle(st[0], now);
+	case TKSHM_KIND_TOKEN_BUCKET:
+		return tk_token_bucket_is_idle(&a->u.token_bucket, st, now);
+	case TKSHM_KIND_FIXED_WINDOW:
+		return tk_fixed_window_is_idle(&a->u.fixed_window, st, now);
+	case TKSHM_KIND_SLIDING_WINDOW:
+		return tk_sliding_window_is_idle(&a->u.sliding_window, st, now);
+	case TKSHM_KIND_SLIDING_LOG:
+		return tk_sliding_log_is_idle(&a->u.sliding_log, st, now);
+	case TKSHM_KIND_QUOTA:
+		return tk_quota_is_idle(&a->u.quota, st, now);
+	case TKSHM_KIND_TOKEN_BUDGET:
+		return tk_token_budget_is_idle(&a->u.token_budget, st, now);
+	}
+	return false;
+}
+
+static inline double
+tk_algo_debt_w(const struct tk_algo *a, const uint64_t *st, double now)
+{
+	switch (a->kind) {
+	case TKSHM_KIND_GCRA:
+		return tk_gcra_debt(st[0], now);
+	case TKSHM_KIND_TOKEN_BUCKET:
+		return tk_token_bucket_debt(&a->u.token_bucket, st, now);
+	case TKSHM_KIND_FIXED_WINDOW:
+		return tk_fixed_window_debt(&a->u.fixed_window, st, now);
+	case TKSHM_KIND_SLIDING_WINDOW:
+		return tk_sliding_window_debt(&a->u.sliding_window, st, now);
+	case TKSHM_KIND_SLIDING_LOG:
+		return tk_sliding_log_debt(&a->u.sliding_log, st, now);
+	case TKSHM_KIND_QUOTA:
+		return tk_quota_debt(&a->u.quota, st, now);
+	case TKSHM_KIND_TOKEN_BUDGET:
+		return tk_token_budget_debt(&a->u.token_budget, st, now);
+	}
+	return 0.0;
+}
+
+static inline bool
+tk_algo_state_valid_w(const struct tk_algo *a, const uint64_t *st)
+{
+	switch (a->kind) {
+	case TKSHM_KIND_GCRA:
+		return tk_gcra_state_valid(st[0]);
+	case TKSHM_KIND_TOKEN_BUCKET:
+		return tk_token_bucket_state_valid(&a->u.token_bucket, st);
+	case TKSHM_KIND_FIXED_WINDOW:
+		return tk_fixed_window_state_valid(&a->u.fixed_window, st);
+	case TKSHM_KIND_SLIDING_WINDOW:
+		return tk_sliding_window_state_valid(&a->u.sliding_window, st);
+	case TKSHM_KIND_SLIDING_LOG:
+		return tk_sliding_log_state_valid(&a->u.sliding_log, st);
+	case TKSHM_KIND_QUOTA:
+		return tk_quota_state_valid(&a->u.quota, st);
+	case TKSHM_KIND_TOKEN_BUDGET:
+		return tk_token_budget_state_valid(&a->u.token_budget, st);
+	}
+	return false;
 }
 
 #endif /* TKSHM_ALGORITHMS_ALGORITHM_H */

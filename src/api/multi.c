@@ -120,9 +120,11 @@ tk_multi_all(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 		bool denied = false;
 
 		for (i = 0; i < n; i++) {
-			tk_table_decide(dims[i].table, dims[i].key,
-					dims[i].key_len, dims[i].cost, k->now,
-					&d[i]);
+			int rc = tk_table_decide(dims[i].table, dims[i].key,
+						 dims[i].key_len, dims[i].cost,
+						 k->now, &d[i]);
+			if (rc != TKSHM_OK)
+				return rc;
 			denied |= !d[i].allowed;
 		}
 		if (denied)
@@ -184,7 +186,8 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 			return TKSHM_ENULL;
 		if ((rc = tk_check_key(dims[i].key, dims[i].key_len)) !=
 			    TKSHM_OK ||
-		    (rc = tk_check_cost(dims[i].cost)) != TKSHM_OK)
+		    (rc = tk_check_cost(dims[i].table, dims[i].cost)) !=
+			    TKSHM_OK)
 			return rc;
 		if (dims[i].table->readonly)
 			return TKSHM_EREADONLY;

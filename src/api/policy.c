@@ -2,9 +2,25 @@
  * policy.c - policy constructors, the policy-string parser and formatter.
  *
  * The syntax is ThrottleKit's kind and option names:
- *     kind ":" name "=" number { "," name "=" number }
- * e.g. "gcra:limit=10,periodMs=1000,burst=5".  The same parser serves the
- * API, tkshm-inspect, the server modules and the bindings.
+ *     kind ":" name "=" value { "," name "=" value }
+ * e.g. "gcra:limit=10,periodMs=1000,burst=5" or
+ * "quota:limit=1000000,resetCadence=calendar-month,offsetMinutes=330".  The
+ * same parser serves the API, tkshm-inspect, the server modules and the
+ * bindings.
+ *
+ * Everything is driven by one table (tk_kinds): per kind, its ThrottleKit
+ * name and its options, each with its ThrottleKit name, its field in
+ * tkshm_policy, where its value comes from when not given (required, a
+ * default, or the kind's first option) and, for a quota, the cadences that
+ * read it.  Values are validated by tk_algo_init (src/algorithms/), never
+ * here, so the parser, tkshm_policy_validate and tkshm_open agree.
+ *
+ * P1  parse(format(p)) is tkshm_policy_equal to p for every valid p: the
+ *     formatter writes every option the algorithm reads, numbers with
+ *     round-trip precision and words for word-valued options.
+ * P2  Options a quota's cadence does not read (ThrottleKit ignores them) are
+ *     parsed and kept, but neither formatted nor compared, so two policies
+ *     that decide alike are equal.
  */
 #include <ctype.h>
 #include <math.h>
@@ -21,11 +37,38 @@
 			snprintf(err, err_len, __VA_ARGS__); \
 	} while (0)
 
+/* Every kind has at most this many options (`given` below is indexed by
+ * option). */
+#define TK_MAX_OPTS 16
+
+/* Where an option's value comes from when the string does not give it. */
+enum tk_need {
+	TK_NEED_REQUIRED, /* nowhere: the option is required */
+	TK_NEED_DEFAULT,  /* ThrottleKit's default, `def` */
+	TK_NEED_AS_FIRST, /* the kind's first option (gcra: burst = limit) */
+	TK_NEED_IF_READ,  /* required when the selector reads it (a quota's
+			     periodMs), otherwise 0 and ignored */
+};
+
+/* A word an option takes instead of a number, and the value it stands
+ * for (quota's resetCadence). */
+struct tk_word {
+	const char *word;
+	double value;
+};
+
 /* One option of a kind: its ThrottleKit name and where it goes. */
 struct tk_opt {
 	const char *name;
 	size_t offset; /* into tkshm_policy */
-	bool required;
+	enum tk_need need;
+	double def;		     /* TK_NEED_DEFAULT only */
+	const struct tk_word *words; /* NULL: a decimal number */
+	/* The selector values (bit 1 << value) under which the algorithm
+	 * reads this option; 0: it is always read.  Unread options are
+	 * parsed (and validated as ThrottleKit validates them) but neither
+	 * formatted nor compared. */
+	unsigned read_by;
 };
 
 struct tk_kind_desc {
@@ -33,23 +76,130 @@ struct tk_kind_desc {
 	tkshm_kind kind;
 	const struct tk_opt *opts;
 	size_t nopts;
+	/* The option whose value decides which others are read (a quota's
+	 * resetCadence), or -1. */
+	int selector;
 };
 
+#define TK_OPT(kind, field) offsetof(tkshm_policy, u.kind.field)
+#define TK_NOPTS(a)	    (sizeof(a) / sizeof(a)[0])
+#define TK_CAD(c)	    (1u << (c))
+
+/* Each member of the union fits the size anchor, so the struct's size (and
+ * the ABI) does not change as kinds are added. */
+#define TK_FITS(m)                                                      \
+	_Static_assert(sizeof(((tkshm_policy *)0)->u.m) <=              \
+			       sizeof(((tkshm_policy *)0)->u.reserved), \
+		       #m " fits tkshm_policy.u.reserved")
+TK_FITS(gcra);
+TK_FITS(token_bucket);
+TK_FITS(fixed_window);
+TK_FITS(sliding_window);
+TK_FITS(sliding_log);
+TK_FITS(quota);
+TK_FITS(token_budget);
+
 static const struct tk_opt tk_gcra_opts[] = {
-	{ "limit", offsetof(tkshm_policy, u.gcra.limit), true },
-	{ "periodMs", offsetof(tkshm_policy, u.gcra.period_ms), true },
-	{ "burst", offsetof(tkshm_policy, u.gcra.burst), false },
+	{ "limit", TK_OPT(gcra, limit), TK_NEED_REQUIRED, 0, NULL, 0 },
+	{ "periodMs", TK_OPT(gcra, period_ms), TK_NEED_REQUIRED, 0, NULL, 0 },
+	{ "burst", TK_OPT(gcra, burst), TK_NEED_AS_FIRST, 0, NULL, 0 },
+};
+
+static const struct tk_opt tk_token_bucket_opts[] = {
+	{ "capacity", TK_OPT(token_bucket, capacity), TK_NEED_REQUIRED, 0, NULL,
+	  0 },
+	{ "refillPerSec", TK_OPT(token_bucket, refill_per_sec),
+	  TK_NEED_REQUIRED, 0, NULL, 0 },
+};
+
+static const struct tk_opt tk_fixed_window_opts[] = {
+	{ "limit", TK_OPT(fixed_window, limit), TK_NEED_REQUIRED, 0, NULL, 0 },
+	{ "windowMs", TK_OPT(fixed_window, window_ms), TK_NEED_REQUIRED, 0,
+	  NULL, 0 },
+};
+
+static const struct tk_opt tk_sliding_window_opts[] = {
+	{ "limit", TK_OPT(sliding_window, limit), TK_NEED_REQUIRED, 0, NULL,
+	  0 },
+	{ "windowMs", TK_OPT(sliding_window, window_ms), TK_NEED_REQUIRED, 0,
+	  NULL, 0 },
+	{ "buckets", TK_OPT(sliding_window, buckets), TK_NEED_DEFAULT,
+	  TK_SLIDING_WINDOW_DEFAULT_BUCKETS, NULL, 0 },
+};
+
+static const struct tk_opt tk_sliding_log_opts[] = {
+	{ "limit", TK_OPT(sliding_log, limit), TK_NEED_REQUIRED, 0, NULL, 0 },
+	{ "windowMs", TK_OPT(sliding_log, window_ms), TK_NEED_REQUIRED, 0, NULL,
+	  0 },
+};
+
+static const struct tk_word tk_cadence_words[] = {
+	{ "calendar-month", TKSHM_QUOTA_CALENDAR_MONTH },
+	{ "calendar-week", TKSHM_QUOTA_CALENDAR_WEEK },
+	{ "calendar-day", TKSHM_QUOTA_CALENDAR_DAY },
+	{ "fixed", TKSHM_QUOTA_FIXED },
+	{ "rolling", TKSHM_QUOTA_ROLLING },
+	{ NULL, 0 },
+};
+
+#define TK_CALENDAR                           \
+	(TK_CAD(TKSHM_QUOTA_CALENDAR_MONTH) | \
+	 TK_CAD(TKSHM_QUOTA_CALENDAR_WEEK) | TK_CAD(TKSHM_QUOTA_CALENDAR_DAY))
+
+/* What each cadence reads: quota.h, calendar.h (tk_calendar_period). */
+static const struct tk_opt tk_quota_opts[] = {
+	{ "limit", TK_OPT(quota, limit), TK_NEED_REQUIRED, 0, NULL, 0 },
+	{ "resetCadence", TK_OPT(quota, reset_cadence), TK_NEED_REQUIRED, 0,
+	  tk_cadence_words, 0 },
+	{ "offsetMinutes", TK_OPT(quota, offset_minutes), TK_NEED_DEFAULT,
+	  TK_CALENDAR_OFFSET_MINUTES_DEFAULT, NULL, TK_CALENDAR },
+	{ "weekStartsOn", TK_OPT(quota, week_starts_on), TK_NEED_DEFAULT,
+	  TK_CALENDAR_WEEK_STARTS_ON_DEFAULT, NULL,
+	  TK_CAD(TKSHM_QUOTA_CALENDAR_WEEK) },
+	{ "periodMs", TK_OPT(quota, period_ms), TK_NEED_IF_READ, 0, NULL,
+	  TK_CAD(TKSHM_QUOTA_FIXED) | TK_CAD(TKSHM_QUOTA_ROLLING) },
+	{ "anchor", TK_OPT(quota, anchor), TK_NEED_DEFAULT,
+	  TK_CALENDAR_ANCHOR_DEFAULT, NULL, TK_CAD(TKSHM_QUOTA_FIXED) },
+	{ "buckets", TK_OPT(quota, buckets), TK_NEED_DEFAULT,
+	  TK_QUOTA_BUCKETS_DEFAULT, NULL, TK_CAD(TKSHM_QUOTA_ROLLING) },
+};
+
+static const struct tk_opt tk_token_budget_opts[] = {
+	{ "budget", TK_OPT(token_budget, budget), TK_NEED_REQUIRED, 0, NULL,
+	  0 },
+	{ "windowMs", TK_OPT(token_budget, window_ms), TK_NEED_REQUIRED, 0,
+	  NULL, 0 },
 };
 
 static const struct tk_kind_desc tk_kinds[] = {
-	{ "gcra", TKSHM_KIND_GCRA, tk_gcra_opts,
-	  sizeof tk_gcra_opts / sizeof tk_gcra_opts[0] },
+	{ "gcra", TKSHM_KIND_GCRA, tk_gcra_opts, TK_NOPTS(tk_gcra_opts), -1 },
+	{ "tokenBucket", TKSHM_KIND_TOKEN_BUCKET, tk_token_bucket_opts,
+	  TK_NOPTS(tk_token_bucket_opts), -1 },
+	{ "fixedWindow", TKSHM_KIND_FIXED_WINDOW, tk_fixed_window_opts,
+	  TK_NOPTS(tk_fixed_window_opts), -1 },
+	{ "slidingWindow", TKSHM_KIND_SLIDING_WINDOW, tk_sliding_window_opts,
+	  TK_NOPTS(tk_sliding_window_opts), -1 },
+	{ "slidingWindowLog", TKSHM_KIND_SLIDING_LOG, tk_sliding_log_opts,
+	  TK_NOPTS(tk_sliding_log_opts), -1 },
+	{ "quota", TKSHM_KIND_QUOTA, tk_quota_opts, TK_NOPTS(tk_quota_opts),
+	  1 },
+	{ "tokenBudget", TKSHM_KIND_TOKEN_BUDGET, tk_token_budget_opts,
+	  TK_NOPTS(tk_token_budget_opts), -1 },
 };
+
+_Static_assert(TK_NOPTS(tk_gcra_opts) <= TK_MAX_OPTS &&
+		       TK_NOPTS(tk_token_bucket_opts) <= TK_MAX_OPTS &&
+		       TK_NOPTS(tk_fixed_window_opts) <= TK_MAX_OPTS &&
+		       TK_NOPTS(tk_sliding_window_opts) <= TK_MAX_OPTS &&
+		       TK_NOPTS(tk_sliding_log_opts) <= TK_MAX_OPTS &&
+		       TK_NOPTS(tk_quota_opts) <= TK_MAX_OPTS &&
+		       TK_NOPTS(tk_token_budget_opts) <= TK_MAX_OPTS,
+	       "every kind's options fit `given`");
 
 static const struct tk_kind_desc *
 tk_kind_by_name(const char *name, size_t len)
 {
-	for (size_t i = 0; i < sizeof tk_kinds / sizeof tk_kinds[0]; i++)
+	for (size_t i = 0; i < TK_NOPTS(tk_kinds); i++)
 		if (strlen(tk_kinds[i].name) == len &&
 		    memcmp(tk_kinds[i].name, name, len) == 0)
 			return &tk_kinds[i];
@@ -59,7 +209,7 @@ tk_kind_by_name(const char *name, size_t len)
 static const struct tk_kind_desc *
 tk_kind_by_id(tkshm_kind kind)
 {
-	for (size_t i = 0; i < sizeof tk_kinds / sizeof tk_kinds[0]; i++)
+	for (size_t i = 0; i < TK_NOPTS(tk_kinds); i++)
 		if (tk_kinds[i].kind == kind)
 			return &tk_kinds[i];
 	return NULL;
@@ -71,15 +221,56 @@ tk_opt_slot(tkshm_policy *p, const struct tk_opt *o)
 	return (double *)((char *)p + o->offset);
 }
 
-/* Fills defaults that depend on other options (ThrottleKit's). */
-static void
-tk_policy_defaults(tkshm_policy *p, const bool *given)
+static double
+tk_opt_get(const tkshm_policy *p, const struct tk_opt *o)
 {
-	switch (p->kind) {
-	case TKSHM_KIND_GCRA:
-		if (!given[2]) /* tk_gcra_opts[2] is burst */
-			p->u.gcra.burst = p->u.gcra.limit;
-		break;
+	double v;
+
+	memcpy(&v, (const char *)p + o->offset, sizeof v);
+	return v;
+}
+
+/* True when the algorithm of `p` reads option i of its kind.  An unknown
+ * selector value (an invalid policy) reads everything. */
+static bool
+tk_opt_read(const struct tk_kind_desc *k, const tkshm_policy *p, size_t i)
+{
+	double sel;
+
+	if (k->opts[i].read_by == 0 || k->selector < 0)
+		return true;
+	sel = tk_opt_get(p, &k->opts[k->selector]);
+	if (!(sel >= 0 && sel < 32) || sel != floor(sel))
+		return true;
+	return (k->opts[i].read_by & (1u << (unsigned)sel)) != 0;
+}
+
+/* The word that stands for `v` in option o, or NULL. */
+static const char *
+tk_word_of(const struct tk_opt *o, double v)
+{
+	for (const struct tk_word *w = o->words; w && w->word; w++)
+		if (w->value == v)
+			return w->word;
+	return NULL;
+}
+
+/* "a, b, c or d": the words of o, for error sentences. */
+static void
+tk_word_list(const struct tk_opt *o, char *buf, size_t len)
+{
+	size_t n = 0, used = 0;
+
+	while (o->words[n].word)
+		n++;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < len; i++) {
+		int w = snprintf(buf + used, len - used, "%s%s",
+				 i == 0 ? "" : (i + 1 < n ? ", " : " or "),
+				 o->words[i].word);
+		if (w < 0)
+			return;
+		used += (size_t)w;
 	}
 }
 
@@ -146,13 +337,83 @@ tk_parse_number(const char *s, const char *end, double *v)
 	return *stop == '\0' && isfinite(*v);
 }
 
+/* Reads option o's value from [s, end): a number, or one of o's words. */
+static bool
+tk_parse_value(const struct tk_kind_desc *k, const struct tk_opt *o,
+	       const char *s, const char *end, double *v, char *err,
+	       size_t err_len)
+{
+	if (o->words) {
+		size_t n = (size_t)(end - s);
+		char list[160];
+
+		while (n && isspace((unsigned char)s[n - 1]))
+			n--;
+		for (const struct tk_word *w = o->words; w->word; w++)
+			if (strlen(w->word) == n &&
+			    memcmp(w->word, s, n) == 0) {
+				*v = w->value;
+				return true;
+			}
+		tk_word_list(o, list, sizeof list);
+		TK_SAY("%s: %s must be %s (got \"%.*s\")", k->name, o->name,
+		       list, (int)n, s);
+		return false;
+	}
+	if (!tk_parse_number(s, end, v)) {
+		TK_SAY("%s: option %s: \"%.*s\" is not a finite decimal number",
+		       k->name, o->name, (int)(end - s), s);
+		return false;
+	}
+	return true;
+}
+
+/* The kind's defaults for the options not given, then the options that
+ * are required only when the selector reads them.  Returns false (with a
+ * sentence) when one of those is missing. */
+static bool
+tk_policy_complete(const struct tk_kind_desc *k, tkshm_policy *p,
+		   const bool *given, char *err, size_t err_len)
+{
+	for (size_t i = 0; i < k->nopts; i++) {
+		const struct tk_opt *o = &k->opts[i];
+
+		if (given[i])
+			continue;
+		switch (o->need) {
+		case TK_NEED_REQUIRED: /* checked by the caller */
+			break;
+		case TK_NEED_DEFAULT:
+			*tk_opt_slot(p, o) = o->def;
+			break;
+		case TK_NEED_AS_FIRST:
+			*tk_opt_slot(p, o) = tk_opt_get(p, &k->opts[0]);
+			break;
+		case TK_NEED_IF_READ:
+			if (tk_opt_read(k, p, i)) {
+				const struct tk_opt *sel =
+					&k->opts[k->selector];
+				const char *w =
+					tk_word_of(sel, tk_opt_get(p, sel));
+
+				TK_SAY("%s with %s=%s needs option %s", k->name,
+				       sel->name, w ? w : "?", o->name);
+				return false;
+			}
+			*tk_opt_slot(p, o) = 0;
+			break;
+		}
+	}
+	return true;
+}
+
 int
 tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 		   size_t err_len)
 {
 	const struct tk_kind_desc *k;
 	tkshm_policy p;
-	bool given[16] = { false }; /* by option index; kinds have <= 16 */
+	bool given[TK_MAX_OPTS] = { false }; /* by option index */
 	const char *s, *colon;
 	int rc;
 
@@ -166,8 +427,21 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 			kend--;
 		k = tk_kind_by_name(s, (size_t)(kend - s));
 		if (!k) {
-			TK_SAY("unknown policy kind \"%.*s\" (known: gcra)",
-			       (int)(kend - s), s);
+			char known[160];
+			size_t used = 0;
+
+			known[0] = '\0';
+			for (size_t i = 0; i < TK_NOPTS(tk_kinds); i++) {
+				int w = snprintf(known + used,
+						 sizeof known - used, "%s%s",
+						 i ? ", " : "",
+						 tk_kinds[i].name);
+				if (w < 0 || (size_t)w >= sizeof known - used)
+					break;
+				used += (size_t)w;
+			}
+			TK_SAY("unknown policy kind \"%.*s\" (known: %s)",
+			       (int)(kend - s), s, known);
 			return TKSHM_EPOLICY;
 		}
 	}
@@ -203,12 +477,9 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 			TK_SAY("option %s is given twice", k->opts[i].name);
 			return TKSHM_EPOLICY;
 		}
-		if (!tk_parse_number(tk_skip_space(eq + 1), end, &v)) {
-			TK_SAY("option %s: \"%.*s\" is not a finite decimal "
-			       "number",
-			       k->opts[i].name, (int)(end - eq - 1), eq + 1);
+		if (!tk_parse_value(k, &k->opts[i], tk_skip_space(eq + 1), end,
+				    &v, err, err_len))
 			return TKSHM_EPOLICY;
-		}
 		*tk_opt_slot(&p, &k->opts[i]) = v;
 		given[i] = true;
 		if (!comma)
@@ -220,11 +491,12 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 		}
 	}
 	for (size_t i = 0; i < k->nopts; i++)
-		if (k->opts[i].required && !given[i]) {
+		if (k->opts[i].need == TK_NEED_REQUIRED && !given[i]) {
 			TK_SAY("%s needs option %s", k->name, k->opts[i].name);
 			return TKSHM_EPOLICY;
 		}
-	tk_policy_defaults(&p, given);
+	if (!tk_policy_complete(k, &p, given, err, err_len))
+		return TKSHM_EPOLICY;
 	rc = tkshm_policy_validate(&p, err, err_len);
 	if (rc == TKSHM_OK)
 		*out = p;
@@ -248,6 +520,7 @@ tkshm_policy_format(const tkshm_policy *p, char *buf, size_t len)
 	const struct tk_kind_desc *k;
 	char out[TKSHM_POLICY_MAX];
 	size_t used;
+	bool first = true;
 
 	if (!p || !buf)
 		return TKSHM_ENULL;
@@ -256,26 +529,37 @@ tkshm_policy_format(const tkshm_policy *p, char *buf, size_t len)
 		return TKSHM_EPOLICY;
 	if (len == 0)
 		return TKSHM_EINVAL;
-	/* Assembled piecewise: names are short and numbers at most 24
-	 * characters, so `out` always has room (checked anyway). */
+	/* Assembled piecewise: names and words are short and numbers at
+	 * most 24 characters, so `out` always has room (checked anyway). */
 	used = strlen(k->name);
 	memcpy(out, k->name, used);
 	out[used++] = ':';
 	for (size_t i = 0; i < k->nopts; i++) {
+		const struct tk_opt *o = &k->opts[i];
 		char num[40];
-		size_t nlen, olen = strlen(k->opts[i].name);
+		const char *val = num;
+		size_t nlen, olen = strlen(o->name);
 
-		tk_format_double(*tk_opt_slot((tkshm_policy *)p, &k->opts[i]),
-				 num, sizeof num);
-		nlen = strlen(num);
+		if (!tk_opt_read(k, p, i))
+			continue; /* the algorithm ignores it */
+		if (o->words) {
+			/* Validated above: the value has a word. */
+			val = tk_word_of(o, tk_opt_get(p, o));
+			if (!val)
+				return TKSHM_EPOLICY;
+		} else {
+			tk_format_double(tk_opt_get(p, o), num, sizeof num);
+		}
+		nlen = strlen(val);
 		if (used + olen + nlen + 3 >= sizeof out)
 			return TKSHM_EINVAL;
-		if (i)
+		if (!first)
 			out[used++] = ',';
-		memcpy(out + used, k->opts[i].name, olen);
+		first = false;
+		memcpy(out + used, o->name, olen);
 		used += olen;
 		out[used++] = '=';
-		memcpy(out + used, num, nlen);
+		memcpy(out + used, val, nlen);
 		used += nlen;
 	}
 	out[used] = '\0';
@@ -295,9 +579,15 @@ tkshm_policy_equal(const tkshm_policy *a, const tkshm_policy *b)
 
 	if (!a || !b || a->kind != b->kind || !(k = tk_kind_by_id(a->kind)))
 		return false;
+	/* The selector comes before the options it governs, so once it is
+	 * equal both policies read the same options. */
 	for (size_t i = 0; i < k->nopts; i++) {
-		double x = *tk_opt_slot((tkshm_policy *)a, &k->opts[i]);
-		double y = *tk_opt_slot((tkshm_policy *)b, &k->opts[i]);
+		double x, y;
+
+		if (!tk_opt_read(k, a, i) && !tk_opt_read(k, b, i))
+			continue;
+		x = tk_opt_get(a, &k->opts[i]);
+		y = tk_opt_get(b, &k->opts[i]);
 		if (memcmp(&x, &y, sizeof x) != 0)
 			return false;
 	}

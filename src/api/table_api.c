@@ -31,9 +31,10 @@ tk_check_key(const void *key, size_t len)
 }
 
 int
-tk_check_cost(double cost)
+tk_check_cost(const tkshm_table *t, double cost)
 {
-	return isfinite(cost) && cost > 0 && cost <= TKSHM_COST_MAX ?
+	return isfinite(cost) && cost > 0 && cost <= TKSHM_COST_MAX &&
+			       tk_algo_cost_valid(&t->algo, cost) ?
 		       TKSHM_OK :
 		       TKSHM_ECOST;
 }
@@ -91,7 +92,7 @@ tkshm_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 	if (!t || !out)
 		return TKSHM_ENULL;
 	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK ||
-	    (rc = tk_check_cost(cost)) != TKSHM_OK ||
+	    (rc = tk_check_cost(t, cost)) != TKSHM_OK ||
 	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
 		return rc;
 	if (t->readonly)
@@ -121,7 +122,7 @@ tkshm_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
 	for (size_t i = 0; i < n; i++)
 		if ((rc = tk_check_key(reqs[i].key, reqs[i].key_len)) !=
 			    TKSHM_OK ||
-		    (rc = tk_check_cost(reqs[i].cost)) != TKSHM_OK)
+		    (rc = tk_check_cost(t, reqs[i].cost)) != TKSHM_OK)
 			return rc;
 	if (t->readonly)
 		return TKSHM_EREADONLY;
@@ -154,8 +155,7 @@ tkshm_peek_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
 	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK ||
 	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
 		return rc;
-	tk_table_peek(t, key, key_len, now_ms, out);
-	return TKSHM_OK;
+	return tk_table_peek(t, key, key_len, now_ms, out);
 }
 
 int
@@ -199,6 +199,7 @@ tkshm_stats_get(tkshm_table *t, tkshm_stats *out)
 	out->duplicates_killed = c[TK_C_DUPLICATES_KILLED];
 	out->resets = c[TK_C_RESETS];
 	out->multi_rollbacks = c[TK_C_REFUNDS];
+	out->claims_stolen = c[TK_C_CLAIMS_STOLEN];
 	out->slots = t->nbuckets * TK_SLOTS_PER_BUCKET;
 	out->buckets = t->nbuckets;
 	out->debt_cells = t->ndebt;

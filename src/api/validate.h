@@ -6,9 +6,12 @@
 
 #include <stddef.h>
 
+#include "tkshm.h"
+
 /* TKSHM_OK or the error naming what is wrong with the argument. */
 int tk_check_key(const void *key, size_t len);
-int tk_check_cost(double cost);
+/* The cost check includes the table's kind (tokenBudget: whole tokens). */
+int tk_check_cost(const tkshm_table *t, double cost);
 int tk_check_now(double now);
 
 #endif /* TKSHM_API_VALIDATE_H */

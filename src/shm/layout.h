@@ -8,6 +8,8 @@
  *   buckets  nbuckets cache lines of 4 slots {fp, st}
  *   labels   one 32-byte label per slot: a bounded key prefix for operators
  *   debt     ndebt 8-byte cells remembering the debt of evicted keys (I8)
+ *   wide     wide tables only: per slot, a 16-byte head and two records of
+ *            wide_units 16-byte units (protocol.h, W1-W9)
  *
  * The header stores the geometry (nbuckets, ndebt, nshards) and every offset;
  * attach recomputes the offsets from the geometry with overflow checks and
@@ -23,7 +25,7 @@
 #include "tkshm.h"
 
 /* Bumped whenever any byte of the segment changes meaning. */
-#define TK_LAYOUT_VERSION 1u
+#define TK_LAYOUT_VERSION 2u
 
 /* "TKSHM", NUL, CR, LF: the CR LF catches text-mode mangling. */
 #define TK_MAGIC     "TKSHM\0\r\n"
@@ -53,6 +55,31 @@ struct tk_slot {
 struct tk_bucket {
 	_Alignas(64) struct tk_slot s[TK_SLOTS_PER_BUCKET];
 };
+
+/* Wide tables (protocol.h, W1-W9).  A unit is one state word with the
+ * generation of the claim that wrote it; written only whole, by tk_cas128
+ * (W1), and read as gen, value, gen (wide.c). */
+struct tk_unit {
+	_Alignas(16) uint64_t gen;
+	uint64_t val;
+};
+
+/* The first 16 bytes of a slot's wide area: `floor` (W6) bounds every
+ * generation a past occupant of the slot may still target. */
+struct tk_wide_head {
+	_Alignas(16) uint64_t floor;
+	uint64_t reserved;
+};
+
+/* The largest wide_units: tk_algo's TK_ALGO_MAX_WORDS. */
+#define TK_WIDE_MAX_UNITS 130u
+
+/* Bytes of one slot's wide area: the head, then record 0, then record 1. */
+static inline uint64_t
+tk_wide_stride(uint64_t units)
+{
+	return sizeof(struct tk_wide_head) + 2 * units * sizeof(struct tk_unit);
+}
 
 /* Display-only key prefix of the slot with the same index.  `fp` is the
  * fingerprint the label was written for; w[0]'s low byte is the key length
@@ -87,6 +114,7 @@ enum tk_counter {
 	TK_C_DUPLICATES_KILLED,
 	TK_C_RESETS,
 	TK_C_REFUNDS,
+	TK_C_CLAIMS_STOLEN,
 	TK_C_COUNT
 };
 
@@ -118,6 +146,9 @@ struct tk_header {
 	uint64_t buckets_off;
 	uint64_t labels_off;
 	uint64_t debt_off;
+	uint64_t wide_off;   /* 0 when wide_units is 0 */
+	uint32_t wide_units; /* state words per record; 0: one-word states */
+	uint32_t reserved;
 	struct tk_policy_wire policy;
 	uint64_t checksum; /* XXH64 of every byte before this field */
 };
@@ -126,6 +157,8 @@ _Static_assert(sizeof(struct tk_slot) == 16, "slot is 16 bytes");
 _Static_assert(sizeof(struct tk_bucket) == 64, "bucket is one cache line");
 _Static_assert(sizeof(struct tk_label) == 32, "label is 32 bytes");
 _Static_assert(sizeof(struct tk_shard) == 128, "shard is two cache lines");
+_Static_assert(sizeof(struct tk_unit) == 16, "unit is 16 bytes");
+_Static_assert(sizeof(struct tk_wide_head) == 16, "wide head is 16 bytes");
 _Static_assert(TK_C_COUNT <= TK_SHARD_COUNTERS, "counters fit a shard");
 _Static_assert(TK_C_COUNT <= TK_EPOCH_WORD, "the epoch is no counter");
 _Static_assert(sizeof(struct tk_header) <= TK_PAGE, "header fits one page");
@@ -143,14 +176,16 @@ tk_layout_abi(void)
 	return (uint32_t)(sizeof(struct tk_slot) |
 			  sizeof(struct tk_bucket) << 6 |
 			  sizeof(struct tk_label) << 14 |
-			  sizeof(struct tk_shard) << 20) ^
+			  sizeof(struct tk_shard) << 20 |
+			  sizeof(struct tk_unit) << 26) ^
 	       (uint32_t)sizeof(struct tk_header) << 8;
 }
 
 /* The offsets and size a geometry implies. */
 struct tk_geometry {
-	uint64_t nbuckets, ndebt, nshards;
-	uint64_t shards_off, buckets_off, labels_off, debt_off, file_size;
+	uint64_t nbuckets, ndebt, nshards, wide_units;
+	uint64_t shards_off, buckets_off, labels_off, debt_off, wide_off;
+	uint64_t file_size;
 };
 
 /* Fills the offsets of g from its counts.  Returns 0, or -1 when a count is

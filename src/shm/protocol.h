@@ -120,8 +120,83 @@
  *     was given, so the check path never writes a line every process shares.
  *     A counter sum is a snapshot, not an atomic one.
  *
+ * Wide states (src/shm/wide.c)
+ * ----------------------------
+ * Every algorithm but GCRA keeps more than one 64-bit word per key (token
+ * bucket 2, sliding window 2 * (buckets + 1), log 1 + limit, ...).  In a
+ * wide table the REAL st of a slot is a *control word*, and the state lives
+ * in the slot's wide area: a 64-bit `floor` and two *records* of U *units*,
+ * one unit per state word.  A unit is the 16-byte pair {gen, value}.
+ *
+ *   control word (bit 63 is 0, so it is never special, I4):
+ *     bit 62      FRESH: the key's state equals absent (its records hold
+ *                 nothing of it)
+ *     bit 61      A: the active record
+ *     bits 40-60  D: the claim number, 0 = no claim (TK_WIDE_D_MAX at most)
+ *     bits 0-39   g40: the low 40 bits of the generation g (FRESH: of F)
+ *
+ * The full 64-bit generation of a non-FRESH control is the gen its active
+ * record's units carry; that of a FRESH control is the largest value not
+ * above `floor` with those low 40 bits.
+ *
+ * W1  A unit is written only by a 16-byte CAS from {x, v} to {G, v'} with
+ *     x < G, by the claimant of target generation G.  Unit gens only grow.
+ *
+ * W2  Claim: an admission (never a denial or a peek, I7) CASes the slot
+ *     {fp, (A, D = 0, g)} -> {fp, (A, 1, g)} and targets G = g + 1 in record
+ *     1 - A.  A writer that finds a claim waits (backs off) and, if the
+ *     control word has not moved, steals it: {fp, (A, D, g)} ->
+ *     {fp, (A, D + 1, g)}, targeting G = g + D + 1.  At D = TK_WIDE_D_MAX
+ *     there is no steal: the call returns TKSHM_EBUSY (it takes 2^21
+ *     abandoned claims of one key in a row).
+ *
+ * W3  Write: for each unit of record 1 - A, load it; if its gen >= G the
+ *     claim was superseded (stop and start over), otherwise CAS it to
+ *     {G, new value}.
+ *
+ * W4  Publish: CAS {fp, (FRESH?, A, D, g)} -> {fp, (0, 1 - A, 0, G)}.  Only
+ *     the holder of the current claim can succeed; one that lost its claim
+ *     starts over from a fresh read.
+ *
+ * W5  Read: load {fp, control}; FRESH reads as absent; otherwise read the
+ *     active record's units and accept them only if every gen is equal and
+ *     has the low 40 bits g40, else read again.  A reader never waits for a
+ *     claimant: claims write only the inactive record.
+ *
+ * W6  Insert: after its placeholder claim (I6 a), the inserter raises
+ *     floor := max(floor, M) + 2^22 by CAS, M being the largest unit gen in
+ *     both records, and makes the placeholder REAL as FRESH with g40 = F,
+ *     the floor it wrote.  An inserter writes no unit.
+ *
+ * W7  Uniqueness.  Every target generation of a slot is unique and larger
+ *     than every generation published in that slot before its claim.
+ *     Within one occupant, targets g + D grow with D while g is fixed, and
+ *     a publish sets g to the current claim's target, above all earlier
+ *     ones.  Across occupants, an earlier occupant's targets are below
+ *     g_last + 2^21, where g_last <= M (non-FRESH: its active record carries
+ *     g_last) or g_last = F_prev <= floor (FRESH), hence below F (W6).
+ *
+ * W8  Consequence: a superseded claimant (stopped, then resumed) can never
+ *     change a unit a reader may accept.  Every record published after the
+ *     supersession carries a gen above its target, and W1 forbids it to
+ *     lower one; what it leaves in an inactive record is overwritten in
+ *     full by the next claimant (W3) before any publish.  Units of gen g
+ *     were all written by g's unique claimant before its publish, so a
+ *     snapshot accepted by W5 is exactly the state published at g.
+ *
+ * W9  Wide slots are reclaimed (I8 a) when their published state is idle or
+ *     FRESH, whatever claim is in flight (the claim's publish then fails and
+ *     its admission never happened).  Wide tables never evict: a full window
+ *     refuses (TKSHM_EFULL), since a wide state has no one-word debt.
+ *
+ * Wrap.  floor - F stays below 2^40 as long as fewer than 2^17 inserters of
+ * one slot are stopped between their placeholder claim and their CAS to
+ * REAL; g40 therefore identifies F.  Gens are 64-bit and never wrap.
+ *
  * Crashes.  A process killed anywhere leaves: at most one PLACEHOLDER of its
- * own (absent-equivalent, retired or reclaimed by others), possibly a debt
+ * own (absent-equivalent, retired or reclaimed by others), at most one
+ * claim on a wide slot (stolen by the next writer of that key, W2) and
+ * units of an inactive record (rewritten by the next claimant, W3), possibly a debt
  * cell raised for an eviction that did not happen (conservative), possibly
  * an admission recorded in a REAL slot that its caller never heard of, and
  * possibly a key label half rewritten (labels are display only, validated

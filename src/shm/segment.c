@@ -96,6 +96,8 @@ tk_geometry_compute(struct tk_geometry *g)
 		return -1;
 	if (g->nshards != TK_SHARDS)
 		return -1;
+	if (g->wide_units > TK_WIDE_MAX_UNITS)
+		return -1;
 	/* Bounded counts: no product below can overflow 64 bits. */
 	g->shards_off = TK_PAGE;
 	g->buckets_off = tk_align_page(g->shards_off +
@@ -105,13 +107,21 @@ tk_geometry_compute(struct tk_geometry *g)
 	g->debt_off = tk_align_page(g->labels_off +
 				    g->nbuckets * TK_SLOTS_PER_BUCKET *
 					    sizeof(struct tk_label));
+	g->wide_off = 0;
 	g->file_size = tk_align_page(g->debt_off + g->ndebt * sizeof(uint64_t));
+	if (g->wide_units) {
+		g->wide_off = g->file_size;
+		g->file_size = tk_align_page(
+			g->wide_off + g->nbuckets * TK_SLOTS_PER_BUCKET *
+					      tk_wide_stride(g->wide_units));
+	}
 	return 0;
 }
 
 /* The geometry for a requested number of slots. */
 static int
-tk_geometry_for_slots(uint64_t slots, struct tk_geometry *g)
+tk_geometry_for_slots(uint64_t slots, const struct tk_algo *algo,
+		      struct tk_geometry *g)
 {
 	uint64_t nb = 2;
 
@@ -127,21 +137,22 @@ tk_geometry_for_slots(uint64_t slots, struct tk_geometry *g)
 	 * a new key rarely starts from another key's remembered debt. */
 	g->ndebt = nb * TK_SLOTS_PER_BUCKET;
 	g->nshards = TK_SHARDS;
+	g->wide_units = tk_algo_is_wide(algo) ? algo->words : 0;
 	return tk_geometry_compute(g);
 }
+
+/* Every kind's parameters are doubles laid over the union's reserved
+ * array (tkshm.h), stored in that order. */
+_Static_assert(sizeof(((tkshm_policy *)0)->u) ==
+		       TK_POLICY_PARAMS * sizeof(double),
+	       "the policy union is the wire's parameter array");
 
 static void
 tk_policy_to_wire(const tkshm_policy *p, struct tk_policy_wire *w)
 {
 	memset(w, 0, sizeof *w);
 	w->kind = (uint32_t)p->kind;
-	switch (p->kind) {
-	case TKSHM_KIND_GCRA:
-		w->p[0] = p->u.gcra.limit;
-		w->p[1] = p->u.gcra.period_ms;
-		w->p[2] = p->u.gcra.burst;
-		break;
-	}
+	memcpy(w->p, p->u.reserved, sizeof w->p);
 }
 
 static void
@@ -149,13 +160,7 @@ tk_policy_from_wire(const struct tk_policy_wire *w, tkshm_policy *p)
 {
 	memset(p, 0, sizeof *p);
 	p->kind = (tkshm_kind)w->kind;
-	switch (p->kind) {
-	case TKSHM_KIND_GCRA:
-		p->u.gcra.limit = w->p[0];
-		p->u.gcra.period_ms = w->p[1];
-		p->u.gcra.burst = w->p[2];
-		break;
-	}
+	memcpy(p->u.reserved, w->p, sizeof w->p);
 }
 
 static uint64_t
@@ -177,6 +182,9 @@ tk_handle_fill(struct tkshm_table *t, const struct tk_header *h,
 	t->buckets = (struct tk_bucket *)(base + h->buckets_off);
 	t->labels = (struct tk_label *)(base + h->labels_off);
 	t->debt = (uint64_t *)(base + h->debt_off);
+	t->wide = h->wide_units ? base + h->wide_off : NULL;
+	t->wide_units = h->wide_units;
+	t->wide_stride = tk_wide_stride(h->wide_units);
 	t->nshards = h->nshards;
 	t->nbuckets = h->nbuckets;
 	t->bucket_mask = h->nbuckets - 1;
@@ -214,6 +222,8 @@ tk_header_build(struct tk_header *h, const struct tk_geometry *g,
 	h->buckets_off = g->buckets_off;
 	h->labels_off = g->labels_off;
 	h->debt_off = g->debt_off;
+	h->wide_off = g->wide_off;
+	h->wide_units = (uint32_t)g->wide_units;
 	tk_policy_to_wire(p, &h->policy);
 	h->checksum = tk_header_checksum(h);
 	return TKSHM_OK;
@@ -265,9 +275,11 @@ tk_header_validate(const struct tk_header *h, uint64_t file_size,
 	g.nbuckets = h->nbuckets;
 	g.ndebt = h->ndebt;
 	g.nshards = h->nshards;
+	g.wide_units = h->wide_units;
 	if (tk_geometry_compute(&g) != 0 || g.shards_off != h->shards_off ||
 	    g.buckets_off != h->buckets_off || g.labels_off != h->labels_off ||
-	    g.debt_off != h->debt_off || g.file_size != h->file_size) {
+	    g.debt_off != h->debt_off || g.wide_off != h->wide_off ||
+	    g.file_size != h->file_size) {
 		tk_say(o, "header geometry is inconsistent");
 		return TKSHM_ECORRUPT;
 	}
@@ -278,6 +290,12 @@ tk_header_validate(const struct tk_header *h, uint64_t file_size,
 	tk_policy_from_wire(&h->policy, &p);
 	if (tk_algo_init(algo, &p, why, sizeof why) != TKSHM_OK) {
 		tk_say(o, "stored policy is invalid: %s", why);
+		return TKSHM_ECORRUPT;
+	}
+	/* I10: the wide area must hold exactly the policy's state. */
+	if (h->wide_units != (tk_algo_is_wide(algo) ? algo->words : 0)) {
+		tk_say(o, "header wide units %u do not fit the policy",
+		       h->wide_units);
 		return TKSHM_ECORRUPT;
 	}
 	return TKSHM_OK;
@@ -483,6 +501,9 @@ tk_segment_open(const char *path, const tkshm_options *o, struct tkshm_table *t)
 	bool ro = (o->flags & TKSHM_O_RDONLY) != 0;
 	int rc;
 
+	/* Without a policy (attach), words 0: the geometry asked for is only
+	 * compared by its slot count. */
+	memset(&algo, 0, sizeof algo);
 	if (o->policy) {
 		rc = tk_algo_init(&algo, o->policy, why, sizeof why);
 		if (rc != TKSHM_OK) {
@@ -496,7 +517,7 @@ tk_segment_open(const char *path, const tkshm_options *o, struct tkshm_table *t)
 		return TKSHM_EINVAL;
 	}
 	if (o->slots) {
-		if (tk_geometry_for_slots(o->slots, &want) != 0) {
+		if (tk_geometry_for_slots(o->slots, &algo, &want) != 0) {
 			tk_say(o, "slots must be at most %llu",
 			       (unsigned long long)TK_MAX_SLOTS);
 			return TKSHM_EINVAL;
@@ -512,7 +533,8 @@ tk_segment_open(const char *path, const tkshm_options *o, struct tkshm_table *t)
 		if (ro)
 			return TKSHM_EINVAL;
 		if (!wantp)
-			(void)tk_geometry_for_slots(TKSHM_DEFAULT_SLOTS, &want);
+			(void)tk_geometry_for_slots(TKSHM_DEFAULT_SLOTS, &algo,
+						    &want);
 		return tk_build(-1, &want, o->policy, &algo, o->on_full, t);
 	}
 	if (path[0] == '\0')
@@ -558,7 +580,8 @@ tk_segment_open(const char *path, const tkshm_options *o, struct tkshm_table *t)
 			return TKSHM_EPOLICY;
 		}
 		if (!wantp)
-			(void)tk_geometry_for_slots(TKSHM_DEFAULT_SLOTS, &want);
+			(void)tk_geometry_for_slots(TKSHM_DEFAULT_SLOTS, &algo,
+						    &want);
 		rc = tk_create_and_link(path, o, &want, &algo, t);
 		if (rc != TKSHM_EEXIST)
 			return rc;

@@ -23,11 +23,7 @@
 #include "shm/atomic.h"
 #include "shm/protocol.h"
 #include "shm/table.h"
-
-/* After this many lost CASes in one call, give up with TKSHM_EBUSY.  Each
- * lost CAS means another writer made progress, so this takes thousands of
- * colliding writers on one window. */
-#define TK_MAX_RETRIES 4096
+#include "shm/wide.h"
 
 /* ------------------------------------------------------------------------
  * Placeholder tags: unique per insert attempt (I6 relies on it).
@@ -150,30 +146,6 @@ struct tk_scan {
 	double evict_debt;
 };
 
-/* The check path's lookup: the key's REAL slot, if any (unique, I5).
- * Each bucket is read up to its first EMPTY slot (I2). */
-static inline int
-tk_find_real(const struct tkshm_table *t, const struct tk_where *w,
-	     uint64_t *st_out)
-{
-	for (unsigned i = 0; i < TK_WINDOW; i++) {
-		uint64_t fp, st;
-
-		tk_slot_read(tk_slot_at(t, tk_window_index(w, i)), &fp, &st);
-		if (fp == 0) {
-			if (i >= TK_SLOTS_PER_BUCKET)
-				break;
-			i = TK_SLOTS_PER_BUCKET - 1; /* on to bucket b1 */
-			continue;
-		}
-		if (fp == w->fp && !tk_st_is_special(st)) {
-			*st_out = st;
-			return (int)i;
-		}
-	}
-	return -1;
-}
-
 /* Scans the window of w at `now`, each bucket up to its first EMPTY slot
  * (I2), classifying every slot.  With stop_at_real, returns as soon as the
  * key's REAL slot is found (it is unique, I5). */
@@ -227,7 +199,9 @@ tk_scan(const struct tkshm_table *t, const struct tk_where *w, double now,
 		if (tk_st_is_dead(st))
 			kind = TK_FREE_DEAD;
 		else if (!tk_st_is_special(st) &&
-			 tk_algo_is_idle(&t->algo, st, now))
+			 (t->wide ? tk_wide_is_idle(t, tk_window_index(w, i),
+						    st, now) :
+				    tk_algo_is_idle(&t->algo, st, now)))
 			kind = TK_FREE_IDLE;
 		else if (tk_st_is_placeholder(st)) {
 			if (sc->ph < 0) {
@@ -235,6 +209,9 @@ tk_scan(const struct tkshm_table *t, const struct tk_where *w, double now,
 				sc->ph_fp = fp;
 				sc->ph_st = st;
 			}
+			continue;
+		} else if (t->wide) {
+			/* W9: a live wide state is never evicted. */
 			continue;
 		} else {
 			double debt = tk_algo_debt(&t->algo, st, now);
@@ -268,12 +245,6 @@ tk_pick_free(const struct tk_scan *sc)
 	return &sc->free[1];
 }
 
-static inline struct tk_slot *
-tk_window_slot(const struct tkshm_table *t, const struct tk_where *w, int i)
-{
-	return tk_slot_at(t, tk_window_index(w, (unsigned)i));
-}
-
 /* I8: merge an evicted state into its debt cell before the eviction CAS. */
 static void
 tk_debt_remember(struct tkshm_table *t, uint64_t fp, uint64_t st)
@@ -298,9 +269,12 @@ static bool
 tk_debt_recall(const struct tkshm_table *t, uint64_t fp, double now,
 	       uint64_t *st)
 {
-	/* seq_cst: pairs with tk_debt_remember (see there). */
-	uint64_t v = tk_load_seq_cst(tk_debt_cell(t, fp));
+	uint64_t v;
 
+	if (t->wide)
+		return false; /* W9: wide tables never evict */
+	/* seq_cst: pairs with tk_debt_remember (see there). */
+	v = tk_load_seq_cst(tk_debt_cell(t, fp));
 	if (v == 0 || !tk_algo_state_valid(&t->algo, v) ||
 	    tk_algo_is_idle(&t->algo, v, now))
 		return false;
@@ -308,7 +282,7 @@ tk_debt_recall(const struct tkshm_table *t, uint64_t fp, double now,
 	return true;
 }
 
-static void
+void
 tk_backoff(unsigned retries)
 {
 	if (retries > 64) {
@@ -317,6 +291,21 @@ tk_backoff(unsigned retries)
 	}
 	for (unsigned i = 0; i < (1u << (retries < 8 ? retries : 8)); i++)
 		tk_cpu_relax();
+}
+
+/* Decides a check of a key that is absent, or present with the one-word
+ * state `st`; fills *nst for a one-word table.  A wide table's absent key
+ * is decided on scratch words (its state is written by tk_wide_apply). */
+static bool
+tk_decide(const struct tkshm_table *t, bool present, uint64_t st, double now,
+	  double cost, uint64_t *nst, tkshm_decision *out)
+{
+	if (t->wide) {
+		uint64_t scratch[TK_ALGO_MAX_WORDS];
+		return tk_algo_check_w(&t->algo, false, NULL, now, cost,
+				       scratch, out);
+	}
+	return tk_algo_check(&t->algo, present, st, now, cost, nst, out);
 }
 
 /* Retires our placeholder (CAS -> DEAD); losing the CAS means somebody
@@ -357,15 +346,28 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 	uint32_t flags = 0;
 	unsigned retries = 0, claims = 0;
 
-	if (commit)
+	if (commit) {
 		/* Before anything is written: see tk_table_refund. */
 		commit->epoch = tk_table_epoch(t);
+		commit->now = now;
+	}
 	tk_where_of(t, tk_key_fp(t, key, len), &w);
 	__builtin_prefetch(&t->buckets[w.b0], 1, 3);
 	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
 
 	/* Fast path: the key is present and its CAS is not contended. */
-	{
+	if (t->wide) {
+		uint64_t ctl;
+		int pos = tk_find_real(t, &w, &ctl);
+
+		if (pos >= 0) {
+			int rc = tk_wide_apply(t, &w, pos, now, cost, out,
+					       commit);
+			if (rc != TK_WIDE_GONE)
+				return rc;
+			retries = 1;
+		}
+	} else {
 		uint64_t st, nst;
 		int pos = tk_find_real(t, &w, &st);
 
@@ -397,6 +399,13 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 			if (mine_st != 0 && sc.mine >= 0)
 				tk_retire(t, &w, sc.mine, mine_st);
 			mine_st = 0;
+			if (t->wide) {
+				int rc = tk_wide_apply(t, &w, sc.real, now,
+						       cost, out, commit);
+				if (rc != TK_WIDE_GONE)
+					return rc;
+				goto lost;
+			}
 			if (!tk_algo_check(&t->algo, true, sc.real_st, now,
 					   cost, &nst, out)) {
 				/* I7: a denial writes nothing. */
@@ -431,8 +440,8 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 				goto lost;
 			/* I6 e: make our placeholder REAL. */
 			present = tk_debt_recall(t, w.fp, now, &init_st);
-			if (!tk_algo_check(&t->algo, present, init_st, now,
-					   cost, &nst, out)) {
+			if (!tk_decide(t, present, init_st, now, cost, &nst,
+				       out)) {
 				tk_retire(t, &w, sc.mine, mine_st);
 				out->flags |=
 					flags |
@@ -442,8 +451,30 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 				tk_count(t, TK_C_DENIED, 1);
 				return TKSHM_OK;
 			}
+			if (t->wide)
+				/* W6: the key enters FRESH; its first
+				 * transition is an ordinary claim. */
+				nst = tk_wide_fresh(
+					t,
+					tk_window_index(&w, (unsigned)sc.mine));
 			if (tk_cas128(tk_window_slot(t, &w, sc.mine), w.fp,
 				      mine_st, w.fp, nst)) {
+				if (t->wide) {
+					int rc;
+
+					tk_label_write(
+						t,
+						tk_window_index(
+							&w, (unsigned)sc.mine),
+						w.fp, key, len);
+					tk_count(t, TK_C_INSERTS, 1);
+					mine_st = 0;
+					rc = tk_wide_apply(t, &w, sc.mine, now,
+							   cost, out, commit);
+					if (rc != TK_WIDE_GONE)
+						return rc;
+					goto lost;
+				}
 				tk_commit_note(commit, w.fp, false, 0, nst);
 				tk_label_write(
 					t,
@@ -469,8 +500,7 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 		/* The key is absent.  Decide first: a request that would be
 		 * denied even from the absent state claims nothing (I7). */
 		present = tk_debt_recall(t, w.fp, now, &init_st);
-		if (!tk_algo_check(&t->algo, present, init_st, now, cost, &nst,
-				   out)) {
+		if (!tk_decide(t, present, init_st, now, cost, &nst, out)) {
 			out->flags |=
 				flags |
 				(present ? TKSHM_DECISION_DEBT_RESTORED : 0);
@@ -502,7 +532,9 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 				v = sc.ph;
 				vfp = sc.ph_fp;
 				vst = sc.ph_st;
-			} else if (t->on_full == TKSHM_ON_FULL_REFUSE) {
+			} else if (t->on_full == TKSHM_ON_FULL_REFUSE ||
+				   t->wide) {
+				/* W9: wide tables refuse instead of evicting. */
 				tk_count(t, TK_C_REFUSALS, 1);
 				return TKSHM_EFULL;
 			} else if (sc.evict >= 0) {
@@ -551,7 +583,7 @@ lost:
  * Peek and reset
  * ---------------------------------------------------------------------- */
 
-void
+int
 tk_table_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 	      tkshm_decision *out)
 {
@@ -560,17 +592,27 @@ tk_table_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 	bool present;
 
 	tk_where_of(t, tk_key_fp(t, key, len), &w);
+	if (t->wide) {
+		uint64_t words[TK_ALGO_MAX_WORDS];
+		int rc = tk_wide_lookup(t, &w, words);
+
+		if (rc < 0)
+			return rc;
+		tk_algo_peek_w(&t->algo, rc == 1, words, now, out);
+		return TKSHM_OK;
+	}
 	if (tk_find_real(t, &w, &st) >= 0) {
 		tk_algo_peek(&t->algo, true, st, now, out);
-		return;
+		return TKSHM_OK;
 	}
 	present = tk_debt_recall(t, w.fp, now, &st);
 	tk_algo_peek(&t->algo, present, st, now, out);
 	if (present)
 		out->flags |= TKSHM_DECISION_DEBT_RESTORED;
+	return TKSHM_OK;
 }
 
-void
+int
 tk_table_decide(struct tkshm_table *t, const void *key, size_t len, double cost,
 		double now, tkshm_decision *out)
 {
@@ -579,12 +621,23 @@ tk_table_decide(struct tkshm_table *t, const void *key, size_t len, double cost,
 	bool present, restored = false;
 
 	tk_where_of(t, tk_key_fp(t, key, len), &w);
+	if (t->wide) {
+		uint64_t words[TK_ALGO_MAX_WORDS], next[TK_ALGO_MAX_WORDS];
+		int rc = tk_wide_lookup(t, &w, words);
+
+		if (rc < 0)
+			return rc;
+		(void)tk_algo_check_w(&t->algo, rc == 1, words, now, cost, next,
+				      out);
+		return TKSHM_OK;
+	}
 	present = tk_find_real(t, &w, &st) >= 0;
 	if (!present)
 		present = restored = tk_debt_recall(t, w.fp, now, &st);
 	(void)tk_algo_check(&t->algo, present, st, now, cost, &unused, out);
 	if (restored)
 		out->flags |= TKSHM_DECISION_DEBT_RESTORED;
+	return TKSHM_OK;
 }
 
 uint64_t
@@ -614,6 +667,8 @@ tk_table_refund(struct tkshm_table *t, const struct tk_commit *c, double cost,
 		 * there is nothing of ours left to give back. */
 		if (tk_table_epoch(t) != c->epoch)
 			return TKSHM_OK;
+		if (t->wide)
+			return tk_wide_refund(t, &w, pos, c, cost);
 		if (st == c->next)
 			/* Nobody moved it: restore exactly (DEAD = absent). */
 			back = c->prev_present ? c->prev : TK_ST_DEAD;

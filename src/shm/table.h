@@ -16,6 +16,7 @@
 #include "algorithms/algorithm.h"
 #include "shm/atomic.h"
 #include "shm/layout.h"
+#include "shm/protocol.h"
 #include "tkshm.h"
 
 struct tkshm_table {
@@ -27,6 +28,9 @@ struct tkshm_table {
 	struct tk_label *labels;
 	struct tk_shard *shards;
 	uint64_t *debt;
+	uint8_t *wide;	      /* wide area, NULL for one-word states */
+	uint32_t wide_units;  /* state words per record (algo.words), or 0 */
+	uint64_t wide_stride; /* bytes per slot in the wide area */
 	uint64_t nbuckets, bucket_mask;
 	uint64_t ndebt, debt_mask;
 	uint32_t nshards;
@@ -107,6 +111,44 @@ tk_slot_read(const struct tk_slot *s, uint64_t *fp, uint64_t *st)
 	}
 }
 
+static inline struct tk_slot *
+tk_window_slot(const struct tkshm_table *t, const struct tk_where *w, int i)
+{
+	return tk_slot_at(t, tk_window_index(w, (unsigned)i));
+}
+
+/* The check path's lookup: the key's REAL slot, if any (unique, I5).
+ * Each bucket is read up to its first EMPTY slot (I2). */
+static inline int
+tk_find_real(const struct tkshm_table *t, const struct tk_where *w,
+	     uint64_t *st_out)
+{
+	for (unsigned i = 0; i < TK_WINDOW; i++) {
+		uint64_t fp, st;
+
+		tk_slot_read(tk_slot_at(t, tk_window_index(w, i)), &fp, &st);
+		if (fp == 0) {
+			if (i >= TK_SLOTS_PER_BUCKET)
+				break;
+			i = TK_SLOTS_PER_BUCKET - 1; /* on to bucket b1 */
+			continue;
+		}
+		if (fp == w->fp && !tk_st_is_special(st)) {
+			*st_out = st;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* After this many lost CASes in one call, give up with TKSHM_EBUSY.  Each
+ * lost CAS means another writer made progress, so this takes thousands of
+ * colliding writers on one window. */
+#define TK_MAX_RETRIES 4096
+
+/* Waits a little longer after each lost race (table.c). */
+void tk_backoff(unsigned retries);
+
 /* The debt cell of a fingerprint (I8). */
 static inline uint64_t *
 tk_debt_cell(const struct tkshm_table *t, uint64_t fp)
@@ -127,6 +169,7 @@ struct tk_commit {
 	uint64_t prev;	   /* the state before, when present */
 	uint64_t next;	   /* the state the check wrote */
 	uint64_t epoch;	   /* the table's reset epoch before the check */
+	double now;	   /* the check's now (what a give-back looks for) */
 };
 
 /* Operations (table.c).  Arguments are validated by the caller (api/).
@@ -135,8 +178,8 @@ int tk_table_check(struct tkshm_table *t, const void *key, size_t len,
 		   double cost, double now, tkshm_decision *out,
 		   struct tk_commit *commit);
 /* The decision a check would make now, writing nothing. */
-void tk_table_decide(struct tkshm_table *t, const void *key, size_t len,
-		     double cost, double now, tkshm_decision *out);
+int tk_table_decide(struct tkshm_table *t, const void *key, size_t len,
+		    double cost, double now, tkshm_decision *out);
 /* Gives back the consumption of an admitted check: exactly, if the key
  * still holds the state that check wrote; otherwise the part of it that is
  * still owed at `now_r` (no later than any admission made since, in the
@@ -146,8 +189,8 @@ int tk_table_refund(struct tkshm_table *t, const struct tk_commit *commit,
 		    double cost, double now_r);
 /* The reset epoch (read before a check whose commit may be given back). */
 uint64_t tk_table_epoch(const struct tkshm_table *t);
-void tk_table_peek(struct tkshm_table *t, const void *key, size_t len,
-		   double now, tkshm_decision *out);
+int tk_table_peek(struct tkshm_table *t, const void *key, size_t len,
+		  double now, tkshm_decision *out);
 int tk_table_reset(struct tkshm_table *t, const void *key, size_t len);
 
 /* Counters (stats.c). */

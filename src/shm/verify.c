@@ -9,7 +9,9 @@
  *   I2      no key sits behind an EMPTY slot of its bucket;
  *   I4      EMPTY slots are {0,0}; every REAL state is valid;
  *   I5      no key has two REAL slots at one instant;
- *   I9      every debt cell is 0 or a valid state.
+ *   I9      every debt cell is 0 or a valid state (wide tables: 0, W9);
+ *   W5, W7  wide tables: every REAL control word's active record is
+ *           consistent and valid, and no unit is beyond its claims.
  * A report made while others write is still real: I2 cannot be seen broken
  * transiently (EMPTY never comes back), and a suspected I5 violation is
  * confirmed by re-reading both slots, which shows them REAL together.
@@ -22,6 +24,7 @@
 #include "shm/atomic.h"
 #include "shm/protocol.h"
 #include "shm/table.h"
+#include "shm/wide.h"
 
 struct tk_report {
 	tkshm_problem_fn fn;
@@ -128,7 +131,14 @@ tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx, uint64_t *problems)
 				   (unsigned long long)fp);
 			continue;
 		}
-		if (!tk_st_is_special(st) && !tk_algo_state_valid(&t->algo, st))
+		if (t->wide && !tk_st_is_special(st)) {
+			char why[200];
+			if (tk_wide_verify_slot(t, i, st, why, sizeof why))
+				tk_problem(&r, "slot %llu: key %016llx: %s",
+					   (unsigned long long)i,
+					   (unsigned long long)fp, why);
+		} else if (!tk_st_is_special(st) &&
+			   !tk_algo_state_valid(&t->algo, st))
 			tk_problem(&r,
 				   "slot %llu: key %016llx has an invalid "
 				   "state %#llx (I4)",
@@ -192,7 +202,13 @@ tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx, uint64_t *problems)
 	for (uint64_t i = 0; i < t->ndebt; i++) {
 		/* Relaxed: each cell is checked on its own. */
 		uint64_t v = tk_load_relaxed(&t->debt[i]);
-		if (v != 0 && !tk_algo_state_valid(&t->algo, v))
+		if (v != 0 && t->wide)
+			tk_problem(
+				&r,
+				"debt cell %llu is set in a table that never "
+				"evicts (W9)",
+				(unsigned long long)i);
+		else if (v != 0 && !tk_algo_state_valid(&t->algo, v))
 			tk_problem(&r,
 				   "debt cell %llu holds an invalid state "
 				   "%#llx (I9)",
@@ -233,7 +249,8 @@ tkshm_usage_get(tkshm_table *t, double now_ms, tkshm_usage *out)
 			out->placeholders++;
 			continue;
 		}
-		if (tk_algo_is_idle(&t->algo, st, now_ms))
+		if (t->wide ? tk_wide_is_idle(t, i, st, now_ms) :
+			      tk_algo_is_idle(&t->algo, st, now_ms))
 			out->idle++;
 		else
 			out->live++;

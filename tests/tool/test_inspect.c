@@ -220,50 +220,66 @@ test_help_and_version(void **state)
 	tkt_proc_free(&p);
 }
 
-/* Every gcra rateLimit suite of the golden vectors, with `offset` added to
- * every now and resetAt. */
+/* "kind:name=value,..." from a suite's kind and options object. */
+static void
+spec_of(const char *kind, const cJSON *opts, char *buf, size_t len)
+{
+	const cJSON *o;
+	int n = snprintf(buf, len, "%s:", kind);
+
+	cJSON_ArrayForEach(o, opts)
+	{
+		assert_true(n > 0 && (size_t)n < len);
+		n += snprintf(buf + n, len - (size_t)n, "%s%s=%.17g",
+			      o == opts->child ? "" : ",", o->string,
+			      o->valuedouble);
+	}
+	assert_true(n > 0 && (size_t)n < len);
+}
+
+/* Every rateLimit suite of the golden vectors (every algorithm), with
+ * `offset` added to every now and resetAt, and (offset 0 only, as
+ * ThrottleKit publishes them) every tokenBudget suite. */
 static void
 replay_golden(double offset)
 {
 	cJSON *g = tkt_golden();
 	const cJSON *suites = cJSON_GetObjectItemCaseSensitive(g, "suites");
 	const cJSON *s;
-	int replayed = 0;
+	int replayed = 0, budgets = 0;
 
 	cJSON_ArrayForEach(s, suites)
 	{
 		const cJSON *strat =
 			cJSON_GetObjectItemCaseSensitive(s, "strategy");
-		const cJSON *opts, *ops, *op, *burst, *key;
+		const cJSON *ops, *op, *key;
 		const char *name = str_at(s, "name");
+		const char *prim = str_at(s, "primitive");
+		bool budget = strcmp(prim, "tokenBudget") == 0;
 		char spec[256], *input = NULL, *lines[256];
 		size_t len = 0, n, i = 0;
 		FILE *in;
 		struct tkt_proc p;
 
-		if (strcmp(str_at(s, "primitive"), "rateLimit") != 0 ||
-		    !strat || strcmp(str_at(strat, "kind"), "gcra") != 0)
-			continue;
-		opts = cJSON_GetObjectItemCaseSensitive(strat, "options");
-		burst = cJSON_GetObjectItemCaseSensitive(opts, "burst");
-		if (burst)
-			snprintf(spec, sizeof spec,
-				 "gcra:limit=%.17g,periodMs=%.17g,burst=%.17g",
-				 num_at(opts, "limit"),
-				 num_at(opts, "periodMs"), burst->valuedouble);
+		if (budget && offset == 0)
+			spec_of("tokenBudget",
+				cJSON_GetObjectItemCaseSensitive(s, "options"),
+				spec, sizeof spec);
+		else if (strcmp(prim, "rateLimit") == 0 && strat)
+			spec_of(str_at(strat, "kind"),
+				cJSON_GetObjectItemCaseSensitive(strat,
+								 "options"),
+				spec, sizeof spec);
 		else
-			snprintf(spec, sizeof spec,
-				 "gcra:limit=%.17g,periodMs=%.17g",
-				 num_at(opts, "limit"),
-				 num_at(opts, "periodMs"));
+			continue;
 		key = cJSON_GetObjectItemCaseSensitive(s, "key");
 		ops = cJSON_GetObjectItemCaseSensitive(s, "ops");
 		in = open_memstream(&input, &len);
 		fprintf(in, "# %s\n", name);
 		cJSON_ArrayForEach(op, ops)
 		{
-			const cJSON *c =
-				cJSON_GetObjectItemCaseSensitive(op, "cost");
+			const cJSON *c = cJSON_GetObjectItemCaseSensitive(
+				op, budget ? "tokens" : "cost");
 			fprintf(in, "%.17g %s %.17g\n",
 				num_at(op, "now") + offset,
 				cJSON_IsString(key) ? key->valuestring : "k",
@@ -293,9 +309,12 @@ replay_golden(double offset)
 		tkt_proc_free(&p);
 		free(input);
 		replayed++;
+		budgets += budget;
 	}
 	cJSON_Delete(g);
-	assert_true(replayed >= 4);
+	/* tests/data/README.md: 9 rateLimit suites and 3 tokenBudget. */
+	assert_int_equal(replayed, offset == 0 ? 12 : 9);
+	assert_int_equal(budgets, offset == 0 ? 3 : 0);
 }
 
 static void
@@ -399,7 +418,7 @@ test_create_stats_replay(void **state)
 	assert_true(num_at(j, "createdMs") > 1.5e12);
 	c = cJSON_GetObjectItemCaseSensitive(j, "counters");
 	assert_non_null(c);
-	assert_int_equal(cJSON_GetArraySize(c), 11);
+	assert_int_equal(cJSON_GetArraySize(c), 13);
 	for (const cJSON *f = c->child; f; f = f->next)
 		if (!cJSON_IsNumber(f) || f->valuedouble != 0)
 			fail_msg("counter %s is not 0 on a new table",

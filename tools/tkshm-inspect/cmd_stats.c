@@ -74,6 +74,8 @@ ti_counters(const tkshm_stats *s, struct ti_counter *c)
 		{ "duplicates killed", "duplicatesKilled",
 		  s->duplicates_killed },
 		{ "resets", "resets", s->resets },
+		{ "multi rollbacks", "multiRollbacks", s->multi_rollbacks },
+		{ "claims stolen", "claimsStolen", s->claims_stolen },
 	};
 	memcpy(c, all, sizeof all);
 	return sizeof all / sizeof all[0];
@@ -196,7 +198,7 @@ ti_cmd_stats(int argc, char **argv)
 	tkshm_table *t;
 	tkshm_stats st;
 	tkshm_usage u;
-	char full[4200], policy[256];
+	char full[4200], policy[TKSHM_POLICY_MAX];
 	int k, rc;
 
 	if ((k = ti_cmdline_parse(&c, argc, argv)) != TI_GO_ON)

@@ -1,0 +1,144 @@
+/*
+ * refund.c - giving back an admission that a multi-dimension check undoes,
+ * for the algorithms whose state is wider than one word.
+ *
+ * The store restores the exact earlier state when nobody wrote the key
+ * since the admission (src/shm/wide.c).  Otherwise these functions remove
+ * from the current state what is provably still the admission's, and
+ * nothing they cannot prove: a give-back must never let a later request
+ * through that the policy would deny had the admission not happened.  The
+ * admission was made at `at` (its check's now); with a forward clock each
+ * algorithm put it somewhere it can be found again:
+ *
+ *   fixed window, quota period, token budget: the count of the window that
+ *     starts where `at`'s window starts -> subtract cost from that count;
+ *   sliding window (and rolling quota): the ring entry of tick(at) ->
+ *     subtract from that entry (if a regression put the admission in a
+ *     later tick, taking it from an earlier one only leaves the later, longer
+ *     lived count in place: conservative);
+ *   sliding-window log: ceil(cost) stamps equal to `at` -> remove that many;
+ *   token bucket: tokens taken at `at` -> give them back only while the
+ *     bucket's `last` is still `at`, i.e. no time has passed for it since,
+ *     so no refill can have been capped at capacity in between.
+ *
+ * Subtractions round up and additions round down, so rounding never gives
+ * back more than was taken.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "algorithms/algorithm.h"
+
+/* x - y, never below the exact difference, and never below 0. */
+static double
+tk_sub_up(double x, double y)
+{
+	double r = x - y;
+
+	if (r + y < x)
+		r = nextafter(r, INFINITY);
+	return r > 0 ? r : 0;
+}
+
+/* {start, count} states: give back from the count of the window at `at`. */
+static bool
+tk_refund_count(uint64_t *st, double start, double cost)
+{
+	double count = tk_word_f64(st[1]);
+
+	if (tk_word_f64(st[0]) != start || !(count > 0))
+		return false;
+	st[1] = tk_f64_word(tk_sub_up(count, cost));
+	return true;
+}
+
+static bool
+tk_refund_sliding_window(const struct tk_sliding_window *a, uint64_t *st,
+			 double cost, double at)
+{
+	int64_t c = tk_sliding_window_tick(a, at);
+	unsigned p = (unsigned)(c % a->slots);
+	double n = tk_word_f64(st[2 * p + 1]);
+	double left;
+
+	if (tk_sliding_window_entry_tick(st, p) != c || !(n > 0))
+		return false;
+	left = tk_sub_up(n, cost);
+	if (left > 0) {
+		st[2 * p + 1] = tk_f64_word(left);
+	} else {
+		st[2 * p] = 0; /* an empty entry: tick and count 0 */
+		st[2 * p + 1] = 0;
+	}
+	return true;
+}
+
+static bool
+tk_refund_sliding_log(const struct tk_sliding_log *a, uint64_t *st, double cost,
+		      double at)
+{
+	unsigned n = st[0] < a->cap ? (unsigned)st[0] : a->cap;
+	unsigned take = (unsigned)fmin(ceil(cost), (double)a->cap);
+	unsigned kept = 0, removed = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t s = st[1 + i];
+		if (removed < take && tk_word_f64(s) == at) {
+			removed++;
+			continue;
+		}
+		st[1 + kept++] = s;
+	}
+	for (unsigned i = kept; i < n; i++)
+		st[1 + i] = 0;
+	st[0] = kept;
+	return removed > 0;
+}
+
+static bool
+tk_refund_token_bucket(const struct tk_token_bucket *a, uint64_t *st,
+		       double cost, double at)
+{
+	double tokens = tk_word_f64(st[0]), back;
+
+	if (tk_word_f64(st[1]) != at || !(tokens < a->capacity))
+		return false;
+	back = tokens + cost;
+	if (back - cost > tokens)
+		back = nextafter(back, 0);
+	st[0] = tk_f64_word(back < a->capacity ? back : a->capacity);
+	return true;
+}
+
+bool
+tk_algo_refund_w(const struct tk_algo *a, uint64_t *st, double cost, double at)
+{
+	double start, reset;
+
+	switch (a->kind) {
+	case TKSHM_KIND_TOKEN_BUCKET:
+		return tk_refund_token_bucket(&a->u.token_bucket, st, cost, at);
+	case TKSHM_KIND_FIXED_WINDOW:
+		start = floor(at / a->u.fixed_window.window_ms) *
+			a->u.fixed_window.window_ms;
+		return tk_refund_count(st, start, cost);
+	case TKSHM_KIND_TOKEN_BUDGET:
+		start = floor(at / a->u.token_budget.window_ms) *
+			a->u.token_budget.window_ms;
+		return tk_refund_count(st, start, cost);
+	case TKSHM_KIND_QUOTA:
+		if (a->u.quota.cadence == TK_QUOTA_ROLLING)
+			return tk_refund_sliding_window(&a->u.quota.sw, st,
+							cost, at);
+		tk_calendar_period(&a->u.quota.cal, at, &start, &reset);
+		return tk_refund_count(st, start, cost);
+	case TKSHM_KIND_SLIDING_WINDOW:
+		return tk_refund_sliding_window(&a->u.sliding_window, st, cost,
+						at);
+	case TKSHM_KIND_SLIDING_LOG:
+		return tk_refund_sliding_log(&a->u.sliding_log, st, cost, at);
+	case TKSHM_KIND_GCRA:
+		break; /* one word: tk_gcra_refund */
+	}
+	return false;
+}

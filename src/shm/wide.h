@@ -1,0 +1,154 @@
+/*
+ * wide.h - states wider than one word: control words, records and units.
+ *
+ * The protocol (W1..W9) is written in protocol.h beside the slot protocol;
+ * this header only encodes it.  A wide table's REAL st is a control word;
+ * the state itself is in the slot's wide area (layout.h), read and written
+ * by wide.c.
+ */
+#ifndef TKSHM_SHM_WIDE_H
+#define TKSHM_SHM_WIDE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/table.h"
+
+#define TK_WIDE_FRESH	(UINT64_C(1) << 62)
+#define TK_WIDE_ACTIVE	(UINT64_C(1) << 61)
+#define TK_WIDE_D_SHIFT 40
+#define TK_WIDE_D_MAX	((UINT64_C(1) << 21) - 1)
+#define TK_WIDE_G_MASK	((UINT64_C(1) << 40) - 1)
+/* W6: the gap between one occupant's floor and the next one's F; above
+ * every claim number, so no past occupant's target reaches F (W7). */
+#define TK_WIDE_SPACING (UINT64_C(1) << 22)
+_Static_assert(TK_WIDE_SPACING > TK_WIDE_D_MAX + 1, "W7 needs the gap");
+
+static inline bool
+tk_ctl_fresh(uint64_t c)
+{
+	return (c & TK_WIDE_FRESH) != 0;
+}
+
+static inline unsigned
+tk_ctl_active(uint64_t c)
+{
+	return (c & TK_WIDE_ACTIVE) ? 1u : 0u;
+}
+
+static inline uint64_t
+tk_ctl_claim(uint64_t c)
+{
+	return (c >> TK_WIDE_D_SHIFT) & TK_WIDE_D_MAX;
+}
+
+static inline uint64_t
+tk_ctl_g40(uint64_t c)
+{
+	return c & TK_WIDE_G_MASK;
+}
+
+static inline uint64_t
+tk_ctl_make(bool fresh, unsigned active, uint64_t claim, uint64_t gen)
+{
+	return (fresh ? TK_WIDE_FRESH : 0) | (active ? TK_WIDE_ACTIVE : 0) |
+	       (claim & TK_WIDE_D_MAX) << TK_WIDE_D_SHIFT |
+	       (gen & TK_WIDE_G_MASK);
+}
+
+/* A word that may be a control word: bit 63 clear (so never special, I4). */
+static inline bool
+tk_ctl_valid(uint64_t c)
+{
+	return (c >> 63) == 0;
+}
+
+/* The units of record `rec` (0 or 1) of slot `index`, and its floor.  The
+ * index is a slot index of this table (< nbuckets * 4), so both lie inside
+ * the wide area the header validated (I10). */
+static inline struct tk_unit *
+tk_wide_record(const struct tkshm_table *t, uint64_t index, unsigned rec)
+{
+	uint8_t *area = t->wide + index * t->wide_stride;
+	return (struct tk_unit *)(area + sizeof(struct tk_wide_head)) +
+	       (uint64_t)rec * t->wide_units;
+}
+
+static inline uint64_t *
+tk_wide_floor(const struct tkshm_table *t, uint64_t index)
+{
+	return &((struct tk_wide_head *)(t->wide + index * t->wide_stride))
+			->floor;
+}
+
+/* Reads one unit whole: gen, value, gen again.  Equal gens mean the value
+ * is the one written with that gen: each claimant writes a unit once and
+ * gens only grow (W1), so a gen never comes back. */
+static inline void
+tk_unit_read(const struct tk_unit *u, uint64_t *gen, uint64_t *val)
+{
+	for (;;) {
+		/* seq_cst: the value load stays between the two gen loads
+		 * (a plain MOV each on x86-64). */
+		uint64_t g = tk_load_seq_cst(&u->gen);
+		uint64_t v = tk_load_seq_cst(&u->val);
+		if (tk_load_seq_cst(&u->gen) == g) {
+			*gen = g;
+			*val = v;
+			return;
+		}
+		tk_cpu_relax();
+	}
+}
+
+/* What a read of a slot's published state found (W5). */
+enum tk_wide_read {
+	TK_WIDE_ABSENT,	 /* FRESH: the state equals absent */
+	TK_WIDE_PRESENT, /* words[] hold the state of generation *gen */
+	TK_WIDE_TORN,	 /* the record moved under us: read again */
+	TK_WIDE_INVALID	 /* consistent but not a valid state: corrupt */
+};
+
+enum tk_wide_read tk_wide_snapshot(const struct tkshm_table *t, uint64_t index,
+				   uint64_t ctl, uint64_t *words,
+				   uint64_t *gen);
+
+/* True when the published state of slot `index` (control `ctl`) is idle at
+ * `now` or FRESH (W9); a torn or invalid read is not idle. */
+bool tk_wide_is_idle(const struct tkshm_table *t, uint64_t index, uint64_t ctl,
+		     double now);
+
+/* W6: raises the slot's floor and returns the FRESH control word an insert
+ * makes REAL.  Call only while holding a placeholder in the slot. */
+uint64_t tk_wide_fresh(struct tkshm_table *t, uint64_t index);
+
+/* tk_wide_apply's answer when the slot no longer holds the key. */
+#define TK_WIDE_GONE 1
+
+/* One check of the key whose REAL slot is at window position `pos`: W2-W4.
+ * Returns TKSHM_OK with *out decided (and counted), TK_WIDE_GONE when the
+ * slot stopped being the key's (look it up again), TKSHM_EBUSY or
+ * TKSHM_ECORRUPT. */
+int tk_wide_apply(struct tkshm_table *t, const struct tk_where *w, int pos,
+		  double now, double cost, tkshm_decision *out,
+		  struct tk_commit *commit);
+
+/* Gives back an admission of `cost` recorded in *c, for the key whose
+ * REAL slot is at `pos` (tk_table_refund has checked the reset epoch). */
+int tk_wide_refund(struct tkshm_table *t, const struct tk_where *w, int pos,
+		   const struct tk_commit *c, double cost);
+
+/* The key's published state (W5): 1 with words[] filled, 0 absent, or a
+ * negative error (TKSHM_EBUSY, TKSHM_ECORRUPT). */
+int tk_wide_lookup(const struct tkshm_table *t, const struct tk_where *w,
+		   uint64_t *words);
+
+/* tkshm_verify's checks of one REAL wide slot: the control word is one,
+ * its active record is consistent and valid (W5), and no unit carries a
+ * generation beyond the claims the control allows (W2, W7).  0 when fine,
+ * else 1 with a sentence in why. */
+int tk_wide_verify_slot(const struct tkshm_table *t, uint64_t index,
+			uint64_t ctl, char *why, size_t len);
+
+#endif /* TKSHM_SHM_WIDE_H */

@@ -5,11 +5,12 @@
  * functions, included by exactly one file of each program.
  *
  * Three tables, one dimension each, with overlapping keys:
- *   A  a per-user key   (MW_USERS users per round, burst MW_BURST_A)
- *   B  a tenant key     (user u belongs to tenant u % MW_TENANTS, burst
- *                        MW_BURST_B)
+ *   A  a per-user key   (MW_USERS users per round, GCRA burst MW_BURST_A)
+ *   B  a tenant key     (user u belongs to tenant u % MW_TENANTS): a fixed
+ *                        window of limit MW_BURST_B whose one window spans
+ *                        the test, so its give-backs (refund.c) are exact
  *   C  a global key     (one per round, burst MW_BURST_C)
- * Every policy has limit 1000 per 1e12 ms: T = 1e9 ms, so nothing refills
+ * The GCRA policies have limit 1000 per 1e12 ms: T = 1e9 ms, so nothing refills
  * at the fixed now MW_NOW = 1e6.  Costs are whole units (A and B 1 or 2, C
  * 1), so every TAT is MW_NOW + k * T + (a few ulps of conservative refund
  * rounding): integers below 2^53 plus slack, exact.
@@ -259,6 +260,24 @@ mw_open(struct mw_shared *sh, tkshm_multi_mode mode, int rounds, int per_round,
 
 		while (slots < (uint64_t)rounds * keys_per_round[i] * 8)
 			slots *= 2;
+		if (i == 1) {
+			/* The tenant dimension is a fixed window (a wide
+			 * state, src/shm/wide.c) of limit MW_BURST_B over
+			 * one window holding every `now` used here. */
+			tkshm_policy p;
+			tkshm_options o = TKSHM_OPTIONS_INIT;
+
+			assert_int_equal(
+				tkshm_policy_parse(
+					"fixedWindow:limit=40,windowMs=1e15",
+					&p, NULL, 0),
+				TKSHM_OK);
+			o.policy = &p;
+			o.slots = slots;
+			assert_int_equal(tkshm_open(NULL, &o, &sh->t[i]),
+					 TKSHM_OK);
+			continue;
+		}
 		sh->t[i] = mp_table(MW_LIMIT, MW_PERIOD, mw_burst[i], slots,
 				    TKSHM_ON_FULL_EVICT);
 	}

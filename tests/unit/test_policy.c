@@ -1289,8 +1289,8 @@ test_policy_equal_every_kind(void **state)
 		"fixedWindow:limit=5,windowMs=1000",
 		"slidingWindow:limit=10,windowMs=1000,buckets=10",
 		"slidingWindowLog:limit=5,windowMs=1000",
-		"quota:limit=1000000,resetCadence=calendar-month,"
-		"offsetMinutes=330",
+		("quota:limit=1000000,resetCadence=calendar-month,"
+		 "offsetMinutes=330"),
 		"quota:limit=5,resetCadence=calendar-week,weekStartsOn=0",
 		"quota:limit=5,resetCadence=calendar-day,offsetMinutes=60",
 		"quota:limit=5,resetCadence=fixed,periodMs=1000,anchor=250",

@@ -526,6 +526,33 @@ TKSHM_API int tkshm_peek_at(tkshm_table *t, const void *key, size_t key_len,
 TKSHM_API int tkshm_peek(tkshm_table *t, const void *key, size_t key_len,
 			 tkshm_decision *out);
 
+/** ThrottleKit's Forecast: a projection of one key for requests of one
+ *  cost, in whole units and whole epoch ms. */
+typedef struct tkshm_forecast {
+	int64_t spendable_now;	   /**< checks of `cost` admitted in a row at
+				      now (saturates at 2^31) */
+	int64_t next_replenish_at; /**< first ms a peek shows one more whole
+				      unit than now (full_at if none) */
+	int64_t full_at;	   /**< first ms the key decides as an absent
+				      key does */
+} tkshm_forecast;
+
+/** Projects `key` at `now_ms` for requests of `cost`, consuming nothing and
+ *  writing nothing (every algorithm; formulas in
+ *  src/algorithms/forecast.h).  Works on read-only handles.
+ *  @return TKSHM_OK; TKSHM_ENULL, TKSHM_EKEYEMPTY, TKSHM_EKEYLONG,
+ *  TKSHM_ECOST, TKSHM_ENOW for bad input; TKSHM_ECORRUPT if the key's
+ *  state is not valid; TKSHM_EBUSY if its record kept moving.
+ *  Threads, Processes: safe.  Crash: nothing written. */
+TKSHM_API int tkshm_forecast_at(tkshm_table *t, const void *key,
+				size_t key_len, double cost, double now_ms,
+				tkshm_forecast *out);
+
+/** tkshm_forecast_at() with the system clock. */
+TKSHM_API int tkshm_forecast_get(tkshm_table *t, const void *key,
+				 size_t key_len, double cost,
+				 tkshm_forecast *out);
+
 /** Forgets `key`: its next check starts fresh.  Also clears the remembered
  *  debt of its hash cell (shared with the few keys that hash to the same
  *  cell, so a reset may forgive their evicted debt too).  Resetting an absent

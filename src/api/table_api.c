@@ -159,6 +159,28 @@ tkshm_peek_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
 }
 
 int
+tkshm_forecast_at(tkshm_table *t, const void *key, size_t key_len, double cost,
+		  double now_ms, tkshm_forecast *out)
+{
+	int rc;
+
+	if (!t || !out)
+		return TKSHM_ENULL;
+	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK ||
+	    (rc = tk_check_cost(t, cost)) != TKSHM_OK ||
+	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
+		return rc;
+	return tk_table_forecast(t, key, key_len, cost, now_ms, out);
+}
+
+int
+tkshm_forecast_get(tkshm_table *t, const void *key, size_t key_len, double cost,
+		   tkshm_forecast *out)
+{
+	return tkshm_forecast_at(t, key, key_len, cost, tkshm_now_ms(), out);
+}
+
+int
 tkshm_peek(tkshm_table *t, const void *key, size_t key_len, tkshm_decision *out)
 {
 	return tkshm_peek_at(t, key, key_len, tkshm_now_ms(), out);

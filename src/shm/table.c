@@ -20,6 +20,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "algorithms/forecast.h"
 #include "shm/atomic.h"
 #include "shm/protocol.h"
 #include "shm/table.h"
@@ -637,6 +638,33 @@ tk_table_decide(struct tkshm_table *t, const void *key, size_t len, double cost,
 	(void)tk_algo_check(&t->algo, present, st, now, cost, &unused, out);
 	if (restored)
 		out->flags |= TKSHM_DECISION_DEBT_RESTORED;
+	return TKSHM_OK;
+}
+
+int
+tk_table_forecast(struct tkshm_table *t, const void *key, size_t len,
+		  double cost, double now, tkshm_forecast *out)
+{
+	struct tk_where w;
+	uint64_t words[TK_ALGO_MAX_WORDS];
+	struct tk_forecast f;
+	bool present;
+
+	tk_where_of(t, tk_key_fp(t, key, len), &w);
+	if (t->wide) {
+		int rc = tk_wide_lookup(t, &w, words);
+
+		if (rc < 0)
+			return rc;
+		present = rc == 1;
+	} else {
+		present = tk_find_real(t, &w, &words[0]) >= 0 ||
+			  tk_debt_recall(t, w.fp, now, &words[0]);
+	}
+	tk_algo_forecast(&t->algo, present, words, now, cost, &f);
+	out->spendable_now = f.spendable_now;
+	out->next_replenish_at = f.next_replenish_at;
+	out->full_at = f.full_at;
 	return TKSHM_OK;
 }
 

@@ -191,6 +191,9 @@ int tk_table_refund(struct tkshm_table *t, const struct tk_commit *commit,
 uint64_t tk_table_epoch(const struct tkshm_table *t);
 int tk_table_peek(struct tkshm_table *t, const void *key, size_t len,
 		  double now, tkshm_decision *out);
+/* The key's forecast (src/algorithms/forecast.h), writing nothing. */
+int tk_table_forecast(struct tkshm_table *t, const void *key, size_t len,
+		      double cost, double now, tkshm_forecast *out);
 int tk_table_reset(struct tkshm_table *t, const void *key, size_t len);
 
 /* Counters (stats.c). */

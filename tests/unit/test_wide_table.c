@@ -17,6 +17,7 @@
 
 #include "algo_testing.h"
 #include "algorithms/algorithm.h"
+#include "algorithms/forecast.h"
 #include "shm/table.h"
 #include "shm/wide.h"
 
@@ -228,6 +229,22 @@ timeline(const char *spec, uint64_t slots, double start, uint64_t seed,
 				  TKSHM_OK);
 			tk_algo_peek_w(&m.a, m.present[k], m.st[k], now, &want);
 			algo_assert_decision(what, &got, &want);
+			/* And the forecast, on the same state. */
+			{
+				tkshm_forecast fg;
+				struct tk_forecast fw;
+
+				assert_rc(tkshm_forecast_at(t, key, strlen(key),
+							    cost, now, &fg),
+					  TKSHM_OK);
+				tk_algo_forecast(&m.a, m.present[k], m.st[k],
+						 now, cost, &fw);
+				if (fg.spendable_now != fw.spendable_now ||
+				    fg.next_replenish_at !=
+					    fw.next_replenish_at ||
+				    fg.full_at != fw.full_at)
+					fail_msg("%s: forecast differs", what);
+			}
 			continue;
 		}
 		rc = tkshm_check_at(t, key, strlen(key), cost, now, &got);
@@ -513,6 +530,29 @@ multi_all_consumes_nothing(void **state)
 	tkshm_close(g);
 }
 
+/* ThrottleKit's forecast example through a table: capacity 5 at 1/s,
+ * drained. */
+static void
+forecast_example(void **state)
+{
+	tkshm_table *t = tkt_anon("tokenBucket:capacity=5,refillPerSec=1", 64);
+	tkshm_forecast f;
+	tkshm_decision d;
+
+	(void)state;
+	assert_rc(tkshm_forecast_at(t, "k", 1, 1, 10000, &f), TKSHM_OK);
+	assert_int_equal(f.spendable_now, 5);
+	assert_int_equal(f.full_at, 10000);
+	assert_rc(tkshm_check_at(t, "k", 1, 5, 10000, &d), TKSHM_OK);
+	assert_true(d.allowed);
+	assert_rc(tkshm_forecast_at(t, "k", 1, 1, 10000, &f), TKSHM_OK);
+	assert_int_equal(f.spendable_now, 0);
+	assert_int_equal(f.next_replenish_at, 11000);
+	assert_int_equal(f.full_at, 15000);
+	assert_rc(tkshm_forecast_at(t, "k", 1, 0, 10000, &f), TKSHM_ECOST);
+	tkshm_close(t);
+}
+
 /* tokenBudget takes whole tokens only. */
 static void
 token_budget_cost_must_be_whole(void **state)
@@ -541,6 +581,7 @@ main(void)
 		cmocka_unit_test(verify_catches_torn_record),
 		cmocka_unit_test(token_budget_cost_must_be_whole),
 		cmocka_unit_test(give_backs),
+		cmocka_unit_test(forecast_example),
 		cmocka_unit_test(multi_all_consumes_nothing),
 	};
 	return cmocka_run_group_tests(tests, algo_golden_setup,

@@ -133,7 +133,7 @@ tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx, uint64_t *problems)
 		}
 		if (t->wide && !tk_st_is_special(st)) {
 			char why[200];
-			if (tk_wide_verify_slot(t, i, st, why, sizeof why))
+			if (tk_wide_verify_slot(t, i, fp, st, why, sizeof why))
 				tk_problem(&r, "slot %llu: key %016llx: %s",
 					   (unsigned long long)i,
 					   (unsigned long long)fp, why);

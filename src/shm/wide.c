@@ -349,8 +349,8 @@ tk_wide_lookup(const struct tkshm_table *t, const struct tk_where *w,
 }
 
 int
-tk_wide_verify_slot(const struct tkshm_table *t, uint64_t index, uint64_t ctl,
-		    char *why, size_t len)
+tk_wide_verify_slot(const struct tkshm_table *t, uint64_t index, uint64_t fp,
+		    uint64_t ctl, char *why, size_t len)
 {
 	uint64_t words[TK_ALGO_MAX_WORDS], gen = 0, full, highest = 0;
 	enum tk_wide_read r = TK_WIDE_TORN;
@@ -391,6 +391,16 @@ tk_wide_verify_slot(const struct tkshm_table *t, uint64_t index, uint64_t ctl,
 			if (g > highest)
 				highest = g;
 		}
+	}
+	/* The slot may have changed hands while we scanned: a new occupant's
+	 * first claim writes far above the old generation (W6).  Only a
+	 * control word still in place makes the scan a finding. */
+	{
+		uint64_t fp_now, ctl_now;
+
+		tk_slot_read(tk_slot_at(t, index), &fp_now, &ctl_now);
+		if (fp_now != fp || ctl_now != ctl)
+			return 0;
 	}
 	if (highest > full + TK_WIDE_D_MAX) {
 		snprintf(why, len,

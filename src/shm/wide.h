@@ -144,11 +144,11 @@ int tk_wide_refund(struct tkshm_table *t, const struct tk_where *w, int pos,
 int tk_wide_lookup(const struct tkshm_table *t, const struct tk_where *w,
 		   uint64_t *words);
 
-/* tkshm_verify's checks of one REAL wide slot: the control word is one,
+/* tkshm_verify's checks of one REAL wide slot {fp, ctl}: the control word is one,
  * its active record is consistent and valid (W5), and no unit carries a
  * generation beyond the claims the control allows (W2, W7).  0 when fine,
  * else 1 with a sentence in why. */
 int tk_wide_verify_slot(const struct tkshm_table *t, uint64_t index,
-			uint64_t ctl, char *why, size_t len);
+			uint64_t fp, uint64_t ctl, char *why, size_t len);
 
 #endif /* TKSHM_SHM_WIDE_H */

@@ -191,7 +191,13 @@
  *
  * Wrap.  floor - F stays below 2^40 as long as fewer than 2^17 inserters of
  * one slot are stopped between their placeholder claim and their CAS to
- * REAL; g40 therefore identifies F.  Gens are 64-bit and never wrap.
+ * REAL; g40 therefore identifies F.  Unit gens are 64-bit and never wrap.
+ * The claim and publish CASes compare the 40-bit control word, so they
+ * also rely on g40 not repeating for one key while a writer is stopped
+ * between its read and its CAS: that takes 2^40 generations of the key
+ * (or 2^18 floor raises landing on its F modulo 2^40) during the stop.
+ * The spin model finds exactly this ABA when its modulus is scaled down
+ * far enough, and none at the scale it checks.
  *
  * Crashes.  A process killed anywhere leaves: at most one PLACEHOLDER of its
  * own (absent-equivalent, retired or reclaimed by others), at most one

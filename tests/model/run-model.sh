@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Checks the slot protocol's model (slot_protocol.pml) exhaustively with spin
-# in three process mixes, and checks that two seeded bugs are found.
+# Checks a model of the shared-memory protocols exhaustively with spin, in
+# several process mixes, and checks that seeded bugs are found.
 #
+# Model `slot` (slot_protocol.pml, the slot protocol I1-I11):
 #   duplicates  three processes insert and update one key (limit 2), time
 #               passes once, a crash may strike before any step
 #   reclaim     two processes on key 1, one on key 2 competing for the two
@@ -9,14 +10,37 @@
 #   evict       keys 1, 2, 3 on two slots (limit 1, no time): evictions; key 1
 #               checks twice, so its debt must survive being evicted
 #
+# Model `wide` (wide_protocol.pml, the wide-state protocol W1-W9), a crash
+# possible before any step in every mix:
+#   steal       three writers of one key (limit 2): claims, steals up to
+#               D_MAX, EBUSY, superseded claimants
+#   limit3      two writers, two checks each (limit 3): records are reused,
+#               so a reader can meet a record being rewritten
+#   reuse       two writers of key 1; a retirer resets key 1 or reclaims it
+#               while FRESH, reinserts key 1 or key 2 and admits: stale
+#               claimants resume after the reinsert
+#   reuse-dead  the same, the first control holding a claim whose claimant
+#               died (stale targets up to D_MAX without a write)
+#   inserters   one writer, the retirer and a rival inserter: floors raised
+#               under a FRESH occupant, FRESH gens rebuilt across the modulus
+#
 # Each run must be a complete search ("errors: 0" and no memory cut-off).
-# Usage: run-model.sh [spin] [workdir]
+# Usage: run-model.sh [spin] [workdir] [slot|wide]
 set -euo pipefail
 spin=${1:-spin}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=${2:-$(mktemp -d)}
+model=${3:-slot}
+case $model in
+slot) pml=slot_protocol.pml props=P1-P3 ;;
+wide) pml=wide_protocol.pml props=P1-P5 ;;
+*)
+	echo "run-model.sh: unknown model '$model' (slot or wide)" >&2
+	exit 2
+	;;
+esac
 mkdir -p "$work"
-cp "$here/slot_protocol.pml" "$work/"
+cp "$here/$pml" "$work/"
 cd "$work"
 
 passed=0
@@ -26,7 +50,7 @@ failed=0
 check() {
 	local name=$1 expect=$2
 	shift 2
-	"$spin" -a "$@" slot_protocol.pml >/dev/null
+	"$spin" -a "$@" "$pml" >/dev/null
 	cc -O2 -DSAFETY -DCOLLAPSE -DMEMLIM=6000 -w -o "pan-$name" pan.c
 	local out
 	out=$("./pan-$name" -m10000 2>&1 | grep -v '^Depth=')
@@ -38,10 +62,15 @@ check() {
 		failed=$((failed + 1))
 		return
 	fi
+	if grep -q 'max search depth too small' <<<"$out"; then
+		echo "model $name: FAILED: the search hit its depth bound (incomplete)"
+		failed=$((failed + 1))
+		return
+	fi
 	case $expect in
 	pass)
 		if grep -q 'errors: 0' <<<"$summary"; then
-			echo "model $name: P1-P3 hold in all $states states ($*)"
+			echo "model $name: $props hold in all $states states ($*)"
 			passed=$((passed + 1))
 		else
 			echo "model $name: FAILED: $summary"
@@ -49,10 +78,18 @@ check() {
 			failed=$((failed + 1))
 		fi
 		;;
-	violation)
-		if grep -q 'assertion violated' <<<"$out"; then
-			echo "model $name: seeded bug found: $(grep -m1 'assertion violated' <<<"$out")"
+	violation*)
+		# violation:TEXT - the assertion violated must contain TEXT
+		# (so that a bound of the model is not taken for the bug).
+		local want=${expect#violation} violated
+		want=${want#:}
+		violated=$(grep -m1 'assertion violated' <<<"$out" || true)
+		if [[ -n $violated && $violated == *"$want"* ]]; then
+			echo "model $name: seeded bug found: $violated"
 			passed=$((passed + 1))
+		elif [[ -n $violated ]]; then
+			echo "model $name: FAILED: expected a violation of '$want': $violated"
+			failed=$((failed + 1))
 		else
 			echo "model $name: FAILED: the seeded bug was not found"
 			failed=$((failed + 1))
@@ -61,14 +98,41 @@ check() {
 	esac
 }
 
-check duplicates pass -DW1=3 -DW2=0 -DW3=0 -DROUNDS=3 -DLIMIT=2 -DDECAYS=1
-check reclaim pass -DW1=2 -DW2=1 -DW3=0 -DROUNDS=2 -DLIMIT=2 -DDECAYS=1
-check evict pass -DW1=1 -DW2=1 -DW3=1 -DCHECKS=2 -DROUNDS=2 -DLIMIT=1 \
-	-DDECAYS=0
-check bug-no-retire violation -DW1=2 -DW2=1 -DW3=0 -DROUNDS=2 -DLIMIT=2 \
-	-DDECAYS=1 -DBUG_NO_RETIRE
-check bug-no-debt-memory violation -DW1=1 -DW2=1 -DW3=1 -DCHECKS=2 \
-	-DROUNDS=2 -DLIMIT=1 -DDECAYS=0 -DBUG_NO_DEBT_MEMORY
+if [[ $model == slot ]]; then
+	check duplicates pass -DW1=3 -DW2=0 -DW3=0 -DROUNDS=3 -DLIMIT=2 -DDECAYS=1
+	check reclaim pass -DW1=2 -DW2=1 -DW3=0 -DROUNDS=2 -DLIMIT=2 -DDECAYS=1
+	check evict pass -DW1=1 -DW2=1 -DW3=1 -DCHECKS=2 -DROUNDS=2 -DLIMIT=1 \
+		-DDECAYS=0
+	check bug-no-retire violation -DW1=2 -DW2=1 -DW3=0 -DROUNDS=2 -DLIMIT=2 \
+		-DDECAYS=1 -DBUG_NO_RETIRE
+	check bug-no-debt-memory violation -DW1=1 -DW2=1 -DW3=1 -DCHECKS=2 \
+		-DROUNDS=2 -DLIMIT=1 -DDECAYS=0 -DBUG_NO_DEBT_MEMORY
+else
+	steal="-DNW=3 -DRETIRER=0 -DLIMIT=2 -DROUNDS=3"
+	limit3="-DNW=2 -DWADM=2 -DRETIRER=0 -DLIMIT=3 -DROUNDS=3"
+	reuse="-DNW=2 -DRETIRER=1 -DLIMIT=2 -DROUNDS=2"
+	# shellcheck disable=SC2086 # the mixes are lists of options
+	{
+		check steal pass $steal
+		check limit3 pass $limit3
+		check reuse pass $reuse
+		check reuse-dead pass $reuse -DINIT_D=1
+		check inserters pass -DNW=1 -DRETIRER=1 -DINSERTER=1 -DLIMIT=2 \
+			-DROUNDS=2
+		# P4 (a unit lands in a published active record), P1 (a
+		# record accepted that was not published), P3 (W1)
+		p4='(sact==r)'
+		p1='(e!=0)'
+		p3='(x<G)'
+		check bug-floor-no-max "violation:$p4" $reuse -DBUG_FLOOR_NO_MAX
+		check bug-read-one-gen "violation:$p1" $limit3 -DBUG_READ_ONE_GEN
+		check bug-publish-any-claim "violation:$p4" $steal \
+			-DBUG_PUBLISH_ANY_CLAIM
+		check bug-gt-same-d "violation:$p3" $steal -DBUG_SUPERSEDED_GT \
+			-DBUG_STEAL_SAME_D
+		check bug-spacing "violation:$p4" $reuse -DINIT_D=1 -DSPACING=1
+	}
+fi
 
 echo "model: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -14,6 +14,7 @@
  * the claim, the unit writes and the publish must be ordered in one total
  * order with the readers' loads, and on x86-64 such loads are plain MOVs.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,10 +22,23 @@
 #include "shm/protocol.h"
 #include "shm/wide.h"
 
-/* How many times a writer that finds a claim waits for it to be published
- * (with growing backoff, a few hundred microseconds in all) before it
- * steals it (W2).  A live claimant needs well under a microsecond. */
-#define TK_WIDE_PATIENCE 20
+/* How a writer that finds a claim waits for it to be published before it
+ * steals it (W2).  A live claimant needs well under a microsecond, unless
+ * the scheduler took its CPU: so the first waits spin, the rest give the
+ * CPU away (sched_yield), which lets a preempted claimant finish instead of
+ * being robbed.  A stopped or dead claimant costs the waiter about
+ * TK_WIDE_PATIENCE yields, tens of microseconds on an idle machine. */
+#define TK_WIDE_SPINS	 8
+#define TK_WIDE_PATIENCE 64
+
+static void
+tk_wide_wait(unsigned waits)
+{
+	if (waits <= TK_WIDE_SPINS)
+		tk_backoff(waits);
+	else
+		sched_yield();
+}
 
 enum tk_wide_read
 tk_wide_snapshot(const struct tkshm_table *t, uint64_t index, uint64_t ctl,
@@ -201,7 +215,7 @@ tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 				waits = 0;
 			}
 			if (waits++ < TK_WIDE_PATIENCE) {
-				tk_backoff(waits);
+				tk_wide_wait(waits);
 				continue;
 			}
 			if (claim == TK_WIDE_D_MAX)

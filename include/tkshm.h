@@ -483,7 +483,8 @@ TKSHM_API double tkshm_now_ms(void);
  *  bad input (nothing changed); TKSHM_EREADONLY on a read-only handle;
  *  TKSHM_EFULL when the window is full and the table refuses to evict;
  *  TKSHM_EBUSY if contention did not settle (the caller fails open or
- *  closed; this takes thousands of colliding writers).
+ *  closed; this takes thousands of colliding writers, or for an algorithm
+ *  with a wide state, 4096 lost races and then 250 ms more of losing).
  *  Threads: safe.  Processes: safe; concurrent checks of one key never admit
  *  more than the policy allows, whatever their interleaving, as long as the
  *  callers' `now` values agree with the order of their calls (true for one

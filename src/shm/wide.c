@@ -16,6 +16,7 @@
  */
 #include <sched.h>
 #include <stdio.h>
+#include <time.h>
 #include <string.h>
 
 #include "shm/atomic.h"
@@ -171,6 +172,28 @@ struct tk_wide_done {
 	uint64_t prev, next; /* control words */
 };
 
+/* A wide transition reads and writes a whole record, so a writer can lose
+ * many races in a row to one that has the record in its cache (the one
+ * that just published), not only to thousands of rivals.  It keeps trying,
+ * yielding, for TK_WIDE_BUSY_MS after its TK_MAX_RETRIES-th loss, and only
+ * then gives up with TKSHM_EBUSY.  *since is 0 until that loss. */
+#define TK_WIDE_BUSY_MS 250
+
+static bool
+tk_wide_gave_up(double *since)
+{
+	struct timespec ts;
+	double now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+	if (*since == 0) {
+		*since = now;
+		return false;
+	}
+	return now - *since >= TK_WIDE_BUSY_MS;
+}
+
 static int
 tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 		   tk_step_fn step, void *ctx, struct tk_wide_done *done)
@@ -180,6 +203,7 @@ tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 	uint64_t cur[TK_ALGO_MAX_WORDS], next[TK_ALGO_MAX_WORDS];
 	uint64_t waited_on = 0;
 	unsigned retries = 0, waits = 0;
+	double since = 0;
 
 	done->wrote = false;
 	for (;;) {
@@ -241,7 +265,7 @@ tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 		done->next = published;
 		return TKSHM_OK;
 lost:
-		if (++retries > TK_MAX_RETRIES)
+		if (++retries > TK_MAX_RETRIES && tk_wide_gave_up(&since))
 			return TKSHM_EBUSY;
 		tk_count(t, TK_C_CAS_RETRIES, 1);
 		tk_backoff(retries);
@@ -340,7 +364,9 @@ int
 tk_wide_lookup(const struct tkshm_table *t, const struct tk_where *w,
 	       uint64_t *words)
 {
-	for (unsigned retries = 0; retries <= TK_MAX_RETRIES; retries++) {
+	double since = 0;
+
+	for (unsigned retries = 1;; retries++) {
 		uint64_t ctl, gen;
 		int pos = tk_find_real(t, w, &ctl);
 
@@ -355,11 +381,12 @@ tk_wide_lookup(const struct tkshm_table *t, const struct tk_where *w,
 		case TK_WIDE_INVALID:
 			return TKSHM_ECORRUPT;
 		case TK_WIDE_TORN:
-			break;
+			break; /* two publishes overtook our read: again */
 		}
-		tk_cpu_relax();
+		if (retries > TK_MAX_RETRIES && tk_wide_gave_up(&since))
+			return TKSHM_EBUSY;
+		tk_backoff(retries);
 	}
-	return TKSHM_EBUSY;
 }
 
 int

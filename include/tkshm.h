@@ -117,7 +117,7 @@ TKSHM_API const char *tkshm_error_name(int err);
 
 /** Algorithms.  Values are stored in table headers and never reused. */
 typedef enum tkshm_kind {
-	TKSHM_KIND_GCRA = 1,	       /**< Generic Cell Rate Algorithm (default) */
+	TKSHM_KIND_GCRA = 1, /**< Generic Cell Rate Algorithm (default) */
 	TKSHM_KIND_TOKEN_BUCKET = 2,   /**< ThrottleKit "tokenBucket" */
 	TKSHM_KIND_FIXED_WINDOW = 3,   /**< ThrottleKit "fixedWindow" */
 	TKSHM_KIND_SLIDING_WINDOW = 4, /**< ThrottleKit "slidingWindow" */
@@ -545,8 +545,8 @@ typedef struct tkshm_forecast {
  *  TKSHM_ECOST, TKSHM_ENOW for bad input; TKSHM_ECORRUPT if the key's
  *  state is not valid; TKSHM_EBUSY if its record kept moving.
  *  Threads, Processes: safe.  Crash: nothing written. */
-TKSHM_API int tkshm_forecast_at(tkshm_table *t, const void *key,
-				size_t key_len, double cost, double now_ms,
+TKSHM_API int tkshm_forecast_at(tkshm_table *t, const void *key, size_t key_len,
+				double cost, double now_ms,
 				tkshm_forecast *out);
 
 /** tkshm_forecast_at() with the system clock. */

@@ -3,8 +3,9 @@
  */
 #include <time.h>
 
-#include "tkshm.h"
 #include "shm/layout.h"
+#include "shm/table.h"
+#include "tkshm.h"
 
 double
 tkshm_now_ms(void)
@@ -14,6 +15,16 @@ tkshm_now_ms(void)
 	/* CLOCK_REALTIME: ThrottleKit's epoch milliseconds.  It cannot fail
 	 * with a valid clock id and pointer. */
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+double
+tk_mono_ms(void)
+{
+	struct timespec ts;
+
+	/* CLOCK_MONOTONIC: durations inside one call, immune to clock steps. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 

@@ -11,7 +11,6 @@
  * dimension is ever admitted beyond its policy.
  */
 #include <string.h>
-#include <time.h>
 
 #include "api/validate.h"
 #include "shm/table.h"
@@ -59,16 +58,6 @@ tk_binding(tkshm_multi_mode mode, const tkshm_decision *d, size_t n)
 			best = i;
 	}
 	return best;
-}
-
-/* Monotonic milliseconds: how long this call has been running. */
-static double
-tk_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
 /* One request's commits, and when (in its callers' time) they were made. */

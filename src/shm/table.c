@@ -390,7 +390,7 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 	}
 
 	for (;;) {
-		uint64_t nst, init_st = 0;
+		uint64_t nst, init_st = 0, mine_index;
 		bool present;
 
 		tk_scan(t, &w, now, mine_st, mine_st == 0, &sc);
@@ -452,22 +452,17 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 				tk_count(t, TK_C_DENIED, 1);
 				return TKSHM_OK;
 			}
+			mine_index = tk_window_index(&w, (unsigned)sc.mine);
 			if (t->wide)
 				/* W6: the key enters FRESH; its first
 				 * transition is an ordinary claim. */
-				nst = tk_wide_fresh(
-					t,
-					tk_window_index(&w, (unsigned)sc.mine));
+				nst = tk_wide_fresh(t, mine_index);
 			if (tk_cas128(tk_window_slot(t, &w, sc.mine), w.fp,
 				      mine_st, w.fp, nst)) {
+				tk_label_write(t, mine_index, w.fp, key, len);
 				if (t->wide) {
 					int rc;
 
-					tk_label_write(
-						t,
-						tk_window_index(
-							&w, (unsigned)sc.mine),
-						w.fp, key, len);
 					tk_count(t, TK_C_INSERTS, 1);
 					mine_st = 0;
 					rc = tk_wide_apply(t, &w, sc.mine, now,
@@ -477,10 +472,6 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 					goto lost;
 				}
 				tk_commit_note(commit, w.fp, false, 0, nst);
-				tk_label_write(
-					t,
-					tk_window_index(&w, (unsigned)sc.mine),
-					w.fp, key, len);
 				out->flags |=
 					flags |
 					(present ?

@@ -146,6 +146,9 @@ tk_find_real(const struct tkshm_table *t, const struct tk_where *w,
  * colliding writers on one window. */
 #define TK_MAX_RETRIES 4096
 
+/* Monotonic milliseconds, for how long a call has been running (clock.c). */
+double tk_mono_ms(void);
+
 /* Waits a little longer after each lost race (table.c). */
 void tk_backoff(unsigned retries);
 

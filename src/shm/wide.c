@@ -16,7 +16,6 @@
  */
 #include <sched.h>
 #include <stdio.h>
-#include <time.h>
 #include <string.h>
 
 #include "shm/atomic.h"
@@ -32,13 +31,23 @@
 #define TK_WIDE_SPINS	 8
 #define TK_WIDE_PATIENCE 64
 
-static void
-tk_wide_wait(unsigned waits)
+/* True when the slot still holds {fp, ctl} after TK_WIDE_PATIENCE waits:
+ * its claimant is stopped, dead or descheduled, and may be robbed. */
+static bool
+tk_wide_claim_stuck(const struct tk_slot *s, uint64_t fp, uint64_t ctl)
 {
-	if (waits <= TK_WIDE_SPINS)
-		tk_backoff(waits);
-	else
-		sched_yield();
+	for (unsigned waits = 1; waits <= TK_WIDE_PATIENCE; waits++) {
+		uint64_t f, c;
+
+		if (waits <= TK_WIDE_SPINS)
+			tk_backoff(waits);
+		else
+			sched_yield();
+		tk_slot_read(s, &f, &c);
+		if (f != fp || c != ctl)
+			return false;
+	}
+	return true;
 }
 
 enum tk_wide_read
@@ -182,11 +191,8 @@ struct tk_wide_done {
 static bool
 tk_wide_gave_up(double *since)
 {
-	struct timespec ts;
-	double now;
+	double now = tk_mono_ms();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 	if (*since == 0) {
 		*since = now;
 		return false;
@@ -201,8 +207,7 @@ tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 	uint64_t index = tk_window_index(w, (unsigned)pos);
 	struct tk_slot *s = tk_slot_at(t, index);
 	uint64_t cur[TK_ALGO_MAX_WORDS], next[TK_ALGO_MAX_WORDS];
-	uint64_t waited_on = 0;
-	unsigned retries = 0, waits = 0;
+	unsigned retries = 0;
 	double since = 0;
 
 	done->wrote = false;
@@ -233,15 +238,10 @@ tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 		}
 		claim = tk_ctl_claim(ctl);
 		if (claim != 0) {
-			/* W2: give the claimant time, then steal. */
-			if (ctl != waited_on) {
-				waited_on = ctl;
-				waits = 0;
-			}
-			if (waits++ < TK_WIDE_PATIENCE) {
-				tk_wide_wait(waits);
+			/* W2: give the claimant time to publish (watching
+			 * the slot word only), then steal. */
+			if (!tk_wide_claim_stuck(s, fp, ctl))
 				continue;
-			}
 			if (claim == TK_WIDE_D_MAX)
 				return TKSHM_EBUSY;
 		}

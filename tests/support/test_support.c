@@ -172,6 +172,22 @@ tkt_golden(void)
 			     "/throttlekit-golden-vectors.json");
 }
 
+void
+tkt_spec_of(const char *kind, const cJSON *opts, char *buf, size_t len)
+{
+	const cJSON *o;
+	int n = snprintf(buf, len, "%s:", kind);
+
+	cJSON_ArrayForEach(o, opts)
+	{
+		assert_true(n > 0 && (size_t)n < len);
+		n += snprintf(buf + n, len - (size_t)n, "%s%s=%.17g",
+			      o == opts->child ? "" : ",", o->string,
+			      o->valuedouble);
+	}
+	assert_true(n > 0 && (size_t)n < len);
+}
+
 void *
 tkt_shared(size_t bytes)
 {

@@ -54,6 +54,9 @@ char *tkt_read_file(const char *path, size_t *len);
 cJSON *tkt_json_file(const char *path);
 /* The golden vectors (tests/data). */
 cJSON *tkt_golden(void);
+/* The policy string "kind:name=value,..." of a golden suite's kind and
+ * options object (fails the test if it does not fit `len`). */
+void tkt_spec_of(const char *kind, const cJSON *opts, char *buf, size_t len);
 
 /* Memory shared with children forked after the call (MAP_SHARED|ANON). */
 void *tkt_shared(size_t bytes);

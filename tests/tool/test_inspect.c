@@ -220,23 +220,6 @@ test_help_and_version(void **state)
 	tkt_proc_free(&p);
 }
 
-/* "kind:name=value,..." from a suite's kind and options object. */
-static void
-spec_of(const char *kind, const cJSON *opts, char *buf, size_t len)
-{
-	const cJSON *o;
-	int n = snprintf(buf, len, "%s:", kind);
-
-	cJSON_ArrayForEach(o, opts)
-	{
-		assert_true(n > 0 && (size_t)n < len);
-		n += snprintf(buf + n, len - (size_t)n, "%s%s=%.17g",
-			      o == opts->child ? "" : ",", o->string,
-			      o->valuedouble);
-	}
-	assert_true(n > 0 && (size_t)n < len);
-}
-
 /* Every rateLimit suite of the golden vectors (every algorithm), with
  * `offset` added to every now and resetAt, and (offset 0 only, as
  * ThrottleKit publishes them) every tokenBudget suite. */
@@ -262,14 +245,15 @@ replay_golden(double offset)
 		struct tkt_proc p;
 
 		if (budget && offset == 0)
-			spec_of("tokenBudget",
+			tkt_spec_of(
+				"tokenBudget",
 				cJSON_GetObjectItemCaseSensitive(s, "options"),
 				spec, sizeof spec);
 		else if (strcmp(prim, "rateLimit") == 0 && strat)
-			spec_of(str_at(strat, "kind"),
-				cJSON_GetObjectItemCaseSensitive(strat,
-								 "options"),
-				spec, sizeof spec);
+			tkt_spec_of(str_at(strat, "kind"),
+				    cJSON_GetObjectItemCaseSensitive(strat,
+								     "options"),
+				    spec, sizeof spec);
 		else
 			continue;
 		key = cJSON_GetObjectItemCaseSensitive(s, "key");

@@ -25,23 +25,6 @@
  * Golden vectors through tables
  * ---------------------------------------------------------------------- */
 
-/* "kind:name=value,..." from a suite's kind and options object. */
-static void
-spec_of(const char *kind, const cJSON *opts, char *buf, size_t len)
-{
-	const cJSON *o;
-	size_t n = (size_t)snprintf(buf, len, "%s:", kind);
-
-	cJSON_ArrayForEach(o, opts)
-	{
-		assert_true(n < len);
-		n += (size_t)snprintf(buf + n, len - n, "%s%s=%.17g",
-				      o == opts->child ? "" : ",", o->string,
-				      o->valuedouble);
-	}
-	assert_true(n < len);
-}
-
 static void
 replay_rate_limit(void **state, double offset)
 {
@@ -59,8 +42,8 @@ replay_rate_limit(void **state, double offset)
 			continue;
 		strategy = gv_member(suite, "strategy");
 		kind = gv_member(strategy, "kind")->valuestring;
-		spec_of(kind, gv_member(strategy, "options"), spec,
-			sizeof spec);
+		tkt_spec_of(kind, gv_member(strategy, "options"), spec,
+			    sizeof spec);
 		t = tkt_anon(spec, 64);
 		cJSON_ArrayForEach(op, gv_member(suite, "ops"))
 		{
@@ -114,8 +97,8 @@ golden_token_budget(void **state)
 
 		if (!gv_is_primitive(suite, "tokenBudget"))
 			continue;
-		spec_of("tokenBudget", gv_member(suite, "options"), spec,
-			sizeof spec);
+		tkt_spec_of("tokenBudget", gv_member(suite, "options"), spec,
+			    sizeof spec);
 		t = tkt_anon(spec, 64);
 		cJSON_ArrayForEach(op, gv_member(suite, "ops"))
 		{

@@ -85,7 +85,8 @@ enum tkshm_error {
 	TKSHM_ESYMLINK = -30912, /**< the path is a symbolic link */
 	TKSHM_ENOTFILE = -30913, /**< the path is not a regular file */
 	TKSHM_EPERM = -30914,	 /**< permission denied by the system */
-	TKSHM_ENOENT = -30915, /**< no such file, and creation was not asked */
+	TKSHM_ENOENT = -30915,	 /**< no such table file (and creation was not
+				  asked), key or further entry */
 	TKSHM_EEXIST =
 		-30916, /**< the table exists and TKSHM_O_EXCL was given */
 	TKSHM_ENOSPC = -30917, /**< no space to allocate the table */
@@ -96,6 +97,7 @@ enum tkshm_error {
 	TKSHM_EBUSY = -30921,	/**< contention did not settle within the
 					  bounded number of retries */
 	TKSHM_EREADONLY = -30922, /**< a write through a read-only handle */
+	TKSHM_ENOTSUP = -30923,	  /**< the table's algorithm cannot do this */
 };
 
 /** A sentence describing `err` (a tkshm code, or TKSHM_OK).  Unknown codes get
@@ -679,6 +681,84 @@ typedef struct tkshm_usage {
 /** Scans the table at `now_ms`.  Errors: TKSHM_ENULL, TKSHM_ENOW.
  *  Threads, Processes: safe.  Crash: nothing written. */
 TKSHM_API int tkshm_usage_get(tkshm_table *t, double now_ms, tkshm_usage *out);
+
+/** The most key bytes a table keeps for display (tkshm_entry.label). */
+#define TKSHM_LABEL_MAX 23
+
+/** One key of a table as an operator sees it, read without a lock
+ *  (tkshm_entry_next_at, tkshm_entry_get_at). */
+typedef struct tkshm_entry {
+	uint64_t slot;	      /**< the slot's index, 0..slots-1 */
+	uint64_t fingerprint; /**< the key's keyed 64-bit hash */
+	/** The key's length in bytes (255: 255 or more); 0 when the table
+	 *  holds no intact label for it (an insert racing the read, or a
+	 *  process killed while writing the label). */
+	uint32_t key_len;
+	uint32_t label_len; /**< bytes of label[]: min(key_len, LABEL_MAX) */
+	unsigned char label[TKSHM_LABEL_MAX]; /**< the key's first bytes */
+	uint32_t probe;	  /**< position in the key's window, 0..7 */
+	bool misplaced;	  /**< the slot is outside its fingerprint's window
+			    (a corrupt table; verify reports it) */
+	bool state_valid; /**< false: the stored state is not one the
+			     algorithm accepts (corrupt); nothing below
+			     is filled */
+	bool idle;	  /**< the state decides as an absent key's does */
+	/** Denials of this key since it was inserted.  A display tally, not
+	 *  a read-modify-write: simultaneous denials in several processes
+	 *  may count once; it never counts denials of another key. */
+	uint64_t denials;
+	/** Milliseconds until the key is as good as new (0 when idle):
+	 *  what eviction ranks keys by, and what TKSHM_ON_FULL_EVICT
+	 *  remembers of an evicted key. */
+	double debt_ms;
+	tkshm_decision peek;	 /**< what a cost-1 check would decide */
+	tkshm_forecast forecast; /**< for cost 1 */
+} tkshm_entry;
+
+/** Walks the keys of a table: fills *out with the first key whose slot
+ *  index is >= *cursor and sets *cursor past it.  Start with *cursor = 0.
+ *  Keys inserted, reclaimed or moved during a walk may be missed or seen
+ *  twice; every key present throughout is seen exactly once.  Idle keys
+ *  are included (out->idle).  Works on read-only handles.
+ *  @return TKSHM_OK; TKSHM_ENOENT when no key is left; TKSHM_ENULL,
+ *  TKSHM_ENOW.  Threads, Processes: safe; never waits for a writer.
+ *  Crash: nothing written. */
+TKSHM_API int tkshm_entry_next_at(tkshm_table *t, uint64_t *cursor,
+				  double now_ms, tkshm_entry *out);
+
+/** Fills *out for `key`.  @return TKSHM_OK; TKSHM_ENOENT when the key has
+ *  no slot (tkshm_peek_at still shows what a check would see, including
+ *  remembered debt); TKSHM_EBUSY when its record kept moving; input errors
+ *  as tkshm_peek_at().  Threads, Processes, Crash: as tkshm_entry_next_at. */
+TKSHM_API int tkshm_entry_get_at(tkshm_table *t, const void *key,
+				 size_t key_len, double now_ms,
+				 tkshm_entry *out);
+
+/** An operator's override: makes `key` hold `remaining` units at `now_ms`,
+ *  as if an absent key had just spent limit - remaining (so it refills from
+ *  there as the policy says).  `remaining` equal to the limit is a reset.
+ *  The key is inserted if absent (an absent key with remembered debt has
+ *  its debt cell cleared, as tkshm_reset does).  One atomic transition of
+ *  the key, like a check; concurrent checks see the state before or after.
+ *  @param remaining  0 <= remaining <= the limit (GCRA: burst, a bucket:
+ *                    capacity, a tokenBudget: whole tokens).
+ *  @return TKSHM_OK; TKSHM_EINVAL for remaining out of range; input errors
+ *  as tkshm_check_at(); TKSHM_EREADONLY, TKSHM_EFULL, TKSHM_EBUSY.
+ *  Threads, Processes: safe.  Crash: the key is set or not. */
+TKSHM_API int tkshm_set_remaining_at(tkshm_table *t, const void *key,
+				     size_t key_len, double remaining,
+				     double now_ms);
+
+/** Blocks `key`: every check of cost >= 1 before `until_ms` is denied
+ *  (retry-after points at until_ms); afterwards it replenishes as the policy
+ *  says (GCRA admits at until_ms, a token bucket refills from empty from
+ *  until_ms).  GCRA and token bucket only: windowed algorithms restart
+ *  with every window and have no state that means "blocked for longer".
+ *  @return TKSHM_OK; TKSHM_ENOTSUP for other algorithms; TKSHM_EINVAL when
+ *  until_ms is not finite or not after now_ms; input and write errors as
+ *  tkshm_set_remaining_at().  Threads, Processes, Crash: as it. */
+TKSHM_API int tkshm_block_at(tkshm_table *t, const void *key, size_t key_len,
+			     double until_ms, double now_ms);
 
 /** Receives one broken invariant per call, as a sentence. */
 typedef void (*tkshm_problem_fn)(void *ctx, const char *problem);

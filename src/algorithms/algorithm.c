@@ -135,3 +135,50 @@ tk_algo_cost_valid(const struct tk_algo *a, double cost)
 		return true;
 	}
 }
+
+double
+tk_algo_capacity(const struct tk_algo *a)
+{
+	switch (a->kind) {
+	case TKSHM_KIND_GCRA:
+		return a->u.gcra.burst;
+	case TKSHM_KIND_TOKEN_BUCKET:
+		return a->u.token_bucket.capacity;
+	case TKSHM_KIND_FIXED_WINDOW:
+		return a->u.fixed_window.limit;
+	case TKSHM_KIND_SLIDING_WINDOW:
+		return a->u.sliding_window.limit;
+	case TKSHM_KIND_SLIDING_LOG:
+		return a->u.sliding_log.limit;
+	case TKSHM_KIND_QUOTA:
+		return a->u.quota.limit;
+	case TKSHM_KIND_TOKEN_BUDGET:
+		return a->u.token_budget.L;
+	}
+	return 0.0;
+}
+
+bool
+tk_algo_blocked_state(const struct tk_algo *a, double until, uint64_t *st)
+{
+	switch (a->kind) {
+	case TKSHM_KIND_GCRA: {
+		/* A cost-1 check at now' admits iff now' >= max(TAT, now') +
+		 * T - tau; with TAT = until + tau - T that is now' >= until
+		 * (tau >= T as burst >= 1). */
+		const struct tk_gcra *g = &a->u.gcra;
+		st[0] = tk_gcra_state(until + g->tau - g->T);
+		return tk_gcra_state_valid(st[0]);
+	}
+	case TKSHM_KIND_TOKEN_BUCKET:
+		/* Empty, last refilled at `until`: nothing refills before
+		 * then (a `last` ahead of now never moves back). */
+		st[0] = tk_f64_word(0.0);
+		st[1] = tk_f64_word(until);
+		return true;
+	default:
+		/* Windowed kinds restart with their window: a block past
+		 * the current window has no state that means it. */
+		return false;
+	}
+}

@@ -74,6 +74,16 @@ bool tk_algo_refund_w(const struct tk_algo *a, uint64_t *st, double cost,
  * TKSHM_COST_MAX): tokenBudget takes whole tokens only. */
 bool tk_algo_cost_valid(const struct tk_algo *a, double cost);
 
+/* The most units a key holds: Decision.limit before truncation (GCRA's
+ * burst, a bucket's capacity, a window's limit, a budget's tokens). */
+double tk_algo_capacity(const struct tk_algo *a);
+
+/* Fills st (a->words words) with a state that denies every check of cost
+ * >= 1 before `until`, for the kinds that have one (GCRA, token bucket);
+ * false for the others. */
+bool tk_algo_blocked_state(const struct tk_algo *a, double until,
+			   uint64_t *st);
+
 static inline bool
 tk_algo_check(const struct tk_algo *a, bool present, uint64_t st, double now,
 	      double cost, uint64_t *st_out, tkshm_decision *d)

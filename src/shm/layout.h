@@ -7,6 +7,7 @@
  *   shards   TK_SHARDS counter shards, 128 bytes each (I11)
  *   buckets  nbuckets cache lines of 4 slots {fp, st}
  *   labels   one 32-byte label per slot: a bounded key prefix for operators
+ *   denials  one 32-bit denial tally per slot, for operators (display only)
  *   debt     ndebt 8-byte cells remembering the debt of evicted keys (I8)
  *   wide     wide tables only: per slot, a 16-byte head and two records of
  *            wide_units 16-byte units (protocol.h, W1-W9)
@@ -25,7 +26,7 @@
 #include "tkshm.h"
 
 /* Bumped whenever any byte of the segment changes meaning. */
-#define TK_LAYOUT_VERSION 2u
+#define TK_LAYOUT_VERSION 3u
 
 /* "TKSHM", NUL, CR, LF: the CR LF catches text-mode mangling. */
 #define TK_MAGIC     "TKSHM\0\r\n"
@@ -145,6 +146,7 @@ struct tk_header {
 	uint64_t shards_off;
 	uint64_t buckets_off;
 	uint64_t labels_off;
+	uint64_t denials_off;
 	uint64_t debt_off;
 	uint64_t wide_off;   /* 0 when wide_units is 0 */
 	uint32_t wide_units; /* state words per record; 0: one-word states */
@@ -184,7 +186,8 @@ tk_layout_abi(void)
 /* The offsets and size a geometry implies. */
 struct tk_geometry {
 	uint64_t nbuckets, ndebt, nshards, wide_units;
-	uint64_t shards_off, buckets_off, labels_off, debt_off, wide_off;
+	uint64_t shards_off, buckets_off, labels_off, denials_off, debt_off;
+	uint64_t wide_off;
 	uint64_t file_size;
 };
 

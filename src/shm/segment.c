@@ -104,9 +104,12 @@ tk_geometry_compute(struct tk_geometry *g)
 				       g->nshards * sizeof(struct tk_shard));
 	g->labels_off = tk_align_page(g->buckets_off +
 				      g->nbuckets * sizeof(struct tk_bucket));
-	g->debt_off = tk_align_page(g->labels_off +
+	g->denials_off = tk_align_page(g->labels_off +
+				       g->nbuckets * TK_SLOTS_PER_BUCKET *
+					       sizeof(struct tk_label));
+	g->debt_off = tk_align_page(g->denials_off +
 				    g->nbuckets * TK_SLOTS_PER_BUCKET *
-					    sizeof(struct tk_label));
+					    sizeof(uint32_t));
 	g->wide_off = 0;
 	g->file_size = tk_align_page(g->debt_off + g->ndebt * sizeof(uint64_t));
 	if (g->wide_units) {
@@ -181,6 +184,7 @@ tk_handle_fill(struct tkshm_table *t, const struct tk_header *h,
 	t->shards = (struct tk_shard *)(base + h->shards_off);
 	t->buckets = (struct tk_bucket *)(base + h->buckets_off);
 	t->labels = (struct tk_label *)(base + h->labels_off);
+	t->denials = (uint32_t *)(base + h->denials_off);
 	t->debt = (uint64_t *)(base + h->debt_off);
 	t->wide = h->wide_units ? base + h->wide_off : NULL;
 	t->wide_units = h->wide_units;
@@ -221,6 +225,7 @@ tk_header_build(struct tk_header *h, const struct tk_geometry *g,
 	h->shards_off = g->shards_off;
 	h->buckets_off = g->buckets_off;
 	h->labels_off = g->labels_off;
+	h->denials_off = g->denials_off;
 	h->debt_off = g->debt_off;
 	h->wide_off = g->wide_off;
 	h->wide_units = (uint32_t)g->wide_units;
@@ -278,8 +283,8 @@ tk_header_validate(const struct tk_header *h, uint64_t file_size,
 	g.wide_units = h->wide_units;
 	if (tk_geometry_compute(&g) != 0 || g.shards_off != h->shards_off ||
 	    g.buckets_off != h->buckets_off || g.labels_off != h->labels_off ||
-	    g.debt_off != h->debt_off || g.wide_off != h->wide_off ||
-	    g.file_size != h->file_size) {
+	    g.denials_off != h->denials_off || g.debt_off != h->debt_off ||
+	    g.wide_off != h->wide_off || g.file_size != h->file_size) {
 		tk_say(o, "header geometry is inconsistent");
 		return TKSHM_ECORRUPT;
 	}

@@ -376,6 +376,8 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 			if (!tk_algo_check(&t->algo, true, st, now, cost, &nst,
 					   out)) {
 				tk_count(t, TK_C_DENIED, 1); /* I7 */
+				tk_denial_note(
+					t, tk_window_index(&w, (unsigned)pos));
 				return TKSHM_OK;
 			}
 			if (tk_cas128(tk_window_slot(t, &w, pos), w.fp, st,
@@ -412,6 +414,9 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 				/* I7: a denial writes nothing. */
 				out->flags |= flags;
 				tk_count(t, TK_C_DENIED, 1);
+				tk_denial_note(
+					t,
+					tk_window_index(&w, (unsigned)sc.real));
 				return TKSHM_OK;
 			}
 			if (tk_cas128(tk_window_slot(t, &w, sc.real), w.fp,

@@ -26,6 +26,7 @@ struct tkshm_table {
 	bool anonymous;
 	struct tk_bucket *buckets;
 	struct tk_label *labels;
+	uint32_t *denials; /* per slot, display only (tk_denial_note) */
 	struct tk_shard *shards;
 	uint64_t *debt;
 	uint8_t *wide;	      /* wide area, NULL for one-word states */
@@ -198,14 +199,60 @@ int tk_table_peek(struct tkshm_table *t, const void *key, size_t len,
 int tk_table_forecast(struct tkshm_table *t, const void *key, size_t len,
 		      double cost, double now, tkshm_forecast *out);
 int tk_table_reset(struct tkshm_table *t, const void *key, size_t len);
+/* Makes `target` (algo.words words, a valid state) the key's state,
+ * inserting the key if absent (set.c). */
+int tk_table_set(struct tkshm_table *t, const void *key, size_t len, double now,
+		 const uint64_t *target);
+
+/* The next REAL slot at or after *cursor, as an operator sees it
+ * (entry.c); TKSHM_ENOENT at the end.  tk_entry_get: the key's. */
+int tk_entry_next(const struct tkshm_table *t, uint64_t *cursor, double now,
+		  tkshm_entry *out);
+int tk_entry_get(const struct tkshm_table *t, const void *key, size_t len,
+		 double now, tkshm_entry *out);
+
+/* The position (0..7) of slot `index` in the window of `fp`, or -1. */
+int tk_window_pos(const struct tkshm_table *t, uint64_t fp, uint64_t index);
 
 /* Counters (stats.c). */
 void tk_count(struct tkshm_table *t, enum tk_counter c, uint64_t n);
 void tk_counters_sum(const struct tkshm_table *t,
 		     uint64_t sum[TK_SHARD_COUNTERS]);
 
-/* Labels (label.c): written on insert, display only. */
+/* Labels (label.c): written on insert, display only.  Writing a label also
+ * zeroes the slot's denial tally: the tally belongs to the new key. */
 void tk_label_write(struct tkshm_table *t, uint64_t index, uint64_t fp,
 		    const void *key, size_t len);
+
+/* Copies the label of slot `index` if it was written for `fp` and is not
+ * torn: *key_len is the key's length (255: 255 or more), the first
+ * min(*key_len, TK_LABEL_PREFIX) bytes go to out[].  Returns false when
+ * the slot has no intact label for fp. */
+bool tk_label_read(const struct tkshm_table *t, uint64_t index, uint64_t fp,
+		   unsigned char out[TK_LABEL_PREFIX], unsigned *key_len);
+
+/* Counts a denial of the key in slot `index` for operators (tkshm-inspect
+ * top).  Not a read-modify-write: two processes denying one key at the same
+ * instant may count once, which keeps a denial free of a locked
+ * instruction.  Saturates instead of wrapping. */
+static inline void
+tk_denial_note(struct tkshm_table *t, uint64_t index)
+{
+	uint32_t *c = &t->denials[index];
+	/* Relaxed: a display-only tally; nothing is ordered by it. */
+	uint32_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+
+	if (v != UINT32_MAX)
+		/* Relaxed: as above. */
+		__atomic_store_n(c, v + 1, __ATOMIC_RELAXED);
+}
+
+/* The denial tally of slot `index`. */
+static inline uint32_t
+tk_denials_of(const struct tkshm_table *t, uint64_t index)
+{
+	/* Relaxed: a display-only tally. */
+	return __atomic_load_n(&t->denials[index], __ATOMIC_RELAXED);
+}
 
 #endif /* TKSHM_SHM_TABLE_H */

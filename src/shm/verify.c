@@ -47,8 +47,7 @@ tk_problem(struct tk_report *r, const char *fmt, ...)
 	r->fn(r->ctx, msg);
 }
 
-/* The window position of slot `index` for fingerprint fp, or -1. */
-static int
+int
 tk_window_pos(const struct tkshm_table *t, uint64_t fp, uint64_t index)
 {
 	struct tk_where w;

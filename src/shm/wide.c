@@ -305,6 +305,7 @@ tk_wide_apply(struct tkshm_table *t, const struct tk_where *w, int pos,
 		return rc;
 	if (!done.wrote) {
 		tk_count(t, TK_C_DENIED, 1); /* I7 */
+		tk_denial_note(t, tk_window_index(w, (unsigned)pos));
 		return TKSHM_OK;
 	}
 	if (commit) {
@@ -315,6 +316,29 @@ tk_wide_apply(struct tkshm_table *t, const struct tk_where *w, int pos,
 	}
 	tk_count(t, TK_C_ALLOWED, 1);
 	return TKSHM_OK;
+}
+
+/* An operator's set (set.c): the published state becomes `words`. */
+static enum tk_step
+tk_replace_step(void *ctx, const struct tkshm_table *t, uint64_t index,
+		uint64_t ctl, bool present, const uint64_t *cur, uint64_t *next)
+{
+	(void)index;
+	(void)ctl;
+	(void)present;
+	(void)cur;
+	memcpy(next, ctx, t->algo.words * sizeof *next);
+	return TK_STEP_WRITE;
+}
+
+int
+tk_wide_replace(struct tkshm_table *t, const struct tk_where *w, int pos,
+		const uint64_t *words)
+{
+	struct tk_wide_done done;
+
+	return tk_wide_transition(t, w, pos, tk_replace_step, (void *)words,
+				  &done);
 }
 
 /* A give-back (multi.c): exact while nobody has written the key since the

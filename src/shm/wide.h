@@ -139,6 +139,12 @@ int tk_wide_apply(struct tkshm_table *t, const struct tk_where *w, int pos,
 int tk_wide_refund(struct tkshm_table *t, const struct tk_where *w, int pos,
 		   const struct tk_commit *c, double cost);
 
+/* Publishes `words` as the state of the key whose REAL slot is at `pos`,
+ * whatever it was (an operator's set).  TKSHM_OK, TK_WIDE_GONE, or an
+ * error as tk_wide_apply. */
+int tk_wide_replace(struct tkshm_table *t, const struct tk_where *w, int pos,
+		    const uint64_t *words);
+
 /* The key's published state (W5): 1 with words[] filled, 0 absent, or a
  * negative error (TKSHM_EBUSY, TKSHM_ECORRUPT). */
 int tk_wide_lookup(const struct tkshm_table *t, const struct tk_where *w,

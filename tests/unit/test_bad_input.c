@@ -28,6 +28,7 @@ static const int all_codes[] = {
 	TKSHM_ECORRUPT,	 TKSHM_ESYMLINK,  TKSHM_ENOTFILE, TKSHM_EPERM,
 	TKSHM_ENOENT,	 TKSHM_EEXIST,	  TKSHM_ENOSPC,	  TKSHM_ENOMEM,
 	TKSHM_ESYSTEM,	 TKSHM_EFULL,	  TKSHM_EBUSY,	  TKSHM_EREADONLY,
+	TKSHM_ENOTSUP,
 };
 static const char *all_names[] = {
 	"TKSHM_OK",	   "TKSHM_ENULL",    "TKSHM_EINVAL",
@@ -38,6 +39,7 @@ static const char *all_names[] = {
 	"TKSHM_EPERM",	   "TKSHM_ENOENT",   "TKSHM_EEXIST",
 	"TKSHM_ENOSPC",	   "TKSHM_ENOMEM",   "TKSHM_ESYSTEM",
 	"TKSHM_EFULL",	   "TKSHM_EBUSY",    "TKSHM_EREADONLY",
+	"TKSHM_ENOTSUP",
 };
 #define NCODES (sizeof all_codes / sizeof all_codes[0])
 
@@ -336,7 +338,7 @@ static void
 test_error_strings(void **state)
 {
 	static const int unknown[] = {
-		1,	-1,    -30899,		-30923,
+		1,	-1,    -30899,		-30924,
 		-30999, 30901, -2147483647 - 1, 2147483647
 	};
 

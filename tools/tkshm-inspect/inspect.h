@@ -39,10 +39,22 @@ int ti_cmd_create(int argc, char **argv);
 int ti_cmd_replay(int argc, char **argv);
 int ti_cmd_verify(int argc, char **argv);
 int ti_cmd_stats(int argc, char **argv);
+int ti_cmd_list(int argc, char **argv);
+int ti_cmd_show(int argc, char **argv);
+int ti_cmd_top(int argc, char **argv);
+int ti_cmd_metrics(int argc, char **argv);
+int ti_cmd_reset(int argc, char **argv);
+int ti_cmd_set(int argc, char **argv);
 void ti_usage_create(FILE *f);
 void ti_usage_replay(FILE *f);
 void ti_usage_verify(FILE *f);
 void ti_usage_stats(FILE *f);
+void ti_usage_list(FILE *f);
+void ti_usage_show(FILE *f);
+void ti_usage_top(FILE *f);
+void ti_usage_metrics(FILE *f);
+void ti_usage_reset(FILE *f);
+void ti_usage_set(FILE *f);
 
 /* The exit-code table, printed by every --help (main.c). */
 void ti_print_exit_codes(FILE *f);
@@ -162,6 +174,21 @@ int ti_open_rdonly(const char **path, char *buf, size_t len, tkshm_table **out);
 const char *ti_resolve_path(const char *path, char *buf, size_t len);
 /* "evict" or "refuse". */
 const char *ti_on_full_name(tkshm_on_full v);
+
+/* --- keys (key_text.c) -------------------------------------------------- */
+
+/* The longest escaped key: every byte as "\xNN", plus the NUL. */
+#define TI_KEY_TEXT_MAX (4 * TKSHM_KEY_MAX + 1)
+
+/* Writes key[0..len) as text into buf (cap bytes, NUL-terminated, cut at a
+ * whole escape if it does not fit): bytes 0x21..0x7e as they are, a
+ * backslash as "\\", any other byte as "\xNN". */
+void ti_key_escape(const unsigned char *key, size_t len, char *buf,
+		   size_t cap);
+/* Reads a KEY operand written that way into out (TKSHM_KEY_MAX bytes);
+ * false, after a usage error, for a bad escape, an empty or too long key. */
+bool ti_key_unescape(const char *cmd, const char *text, unsigned char *out,
+		     size_t *len);
 
 /* --- JSON (json_out.c) --------------------------------------------------- */
 

@@ -14,6 +14,16 @@ static const struct ti_command ti_commands[] = {
 	  ti_cmd_verify, ti_usage_verify },
 	{ "stats", "print counters, geometry, policy and occupancy",
 	  ti_cmd_stats, ti_usage_stats },
+	{ "metrics", "print counters in the Prometheus text format",
+	  ti_cmd_metrics, ti_usage_metrics },
+	{ "list", "list live keys with their state, filtered and sorted",
+	  ti_cmd_list, ti_usage_list },
+	{ "show", "show one key", ti_cmd_show, ti_usage_show },
+	{ "top", "rank keys by debt or denials, refreshing live", ti_cmd_top,
+	  ti_usage_top },
+	{ "reset", "forget a key (unblock it)", ti_cmd_reset, ti_usage_reset },
+	{ "set", "set a key's remaining units, or block it until a time",
+	  ti_cmd_set, ti_usage_set },
 };
 #define TI_NCOMMANDS (sizeof ti_commands / sizeof ti_commands[0])
 

@@ -93,12 +93,16 @@
  *     retire each other's placeholders and both retry; retries are bounded
  *     and back off, and the first one to finish steps b-e ends the race.
  *
- * I7  A denial writes nothing, and neither does a peek.  Besides checks,
- *     a REAL state changes only by reset (-> DEAD, after the table's reset
- *     epoch is bumped) and by a multi-dimension give-back (multi.c), which
- *     restores the state its own commit replaced, or gives back only what
- *     is still owed of it, so it never frees more than it took.  A hot key that is
- *     being denied keeps its cache line shared instead of bouncing it.
+ * I7  A denial writes nothing to the slot, and neither does a peek.
+ *     Besides checks, a REAL state changes only by reset (-> DEAD, after
+ *     the table's reset epoch is bumped), by a multi-dimension give-back
+ *     (multi.c), which restores the state its own commit replaced, or gives
+ *     back only what is still owed of it, so it never frees more than it
+ *     took, and by an operator's override (set.c: one CAS or one wide
+ *     transition to a valid state, like a check's).  A hot key that is
+ *     being denied keeps its slot's cache line shared instead of bouncing
+ *     it; a denial only bumps the key's display tally, in the separate
+ *     denials area, with a plain relaxed store (no locked instruction).
  *
  * I8  A REAL slot is handed to another key only (a) when it is idle at the
  *     taker's `now` (reclaim: equivalent to absent), or (b) by eviction of

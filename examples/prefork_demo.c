@@ -1,10 +1,10 @@
 /*
  * prefork_demo.c - tkshm-demo: a prefork server in miniature.
  *
- * The parent creates two tables (an "api" table and a stricter "login"
- * table), forks W workers, and the workers serve simulated traffic from six
- * clients, some of them abusive, checking every request against the shared
- * tables with the real clock, the way Apache prefork children or PHP-FPM
+ * The parent creates three tables (an "api" table, a stricter "login"
+ * table and a token-bucket "search" table), forks W workers, and the
+ * workers serve simulated traffic from six clients, some of them abusive,
+ * checking every request against the shared tables with the real clock, the way Apache prefork children or PHP-FPM
  * workers would.  Workers record what they admitted and denied in a
  * separate anonymous shared mapping (not in the tkshm tables); the parent
  * prints a live summary every second, then a final summary, and asserts
@@ -38,51 +38,62 @@
 
 #define PROG "tkshm-demo"
 
-#define API_POLICY   "gcra:limit=20,periodMs=1000,burst=10"
-#define LOGIN_POLICY "gcra:limit=1,periodMs=1000,burst=3"
+/* The routes of the simulated server: each has its own table and policy,
+ * keyed by client.  "search" is a token bucket, the others GCRA. */
+enum {
+	R_API,
+	R_LOGIN,
+	R_SEARCH,
+	NROUTES
+};
+
+struct route {
+	const char *name;
+	const char *spec;
+};
+
+static const struct route routes[NROUTES] = {
+	{ "api", "gcra:limit=20,periodMs=1000,burst=10" },
+	{ "login", "gcra:limit=1,periodMs=1000,burst=3" },
+	{ "search", "tokenBucket:capacity=20,refillPerSec=5" },
+};
 
 #define MAX_WORKERS 64
 #define MAX_SECONDS 3600
 
 /* --- the simulated clients ----------------------------------------------- */
 
-/* A client sends api requests steadily at `api_rps`, or, when burst_size is
- * not 0, in bursts of burst_size requests every burst_every_s seconds; and
- * login attempts steadily at `login_rps`. */
+/* A client sends each route's requests steadily at rps[route]; its api
+ * requests instead come in bursts of burst_size every burst_every_s seconds
+ * when burst_size is not 0. */
 struct client {
 	const char *role;
-	double api_rps;
+	double rps[NROUTES];
 	unsigned burst_size;
 	double burst_every_s;
-	double login_rps;
 };
 
 /* clang-format off */
 static const struct client clients[] = {
-	/* role        api/s  burst every  login/s */
-	{ "polite",    4,     0,    0,     0.5 },
-	{ "steady",    15,    0,    0,     0   },
-	{ "heavy",     30,    0,    0,     1   },
-	{ "abusive",   100,   0,    0,     0   },
-	{ "attacker",  250,   0,    0,     25  }, /* floods api and login */
-	{ "bursty",    0,     40,   2.0,   0   }, /* 40 at once every 2 s */
+	/* role          api   login  search   burst every */
+	{ "polite",   {  4,    0.5,   1    },  0,    0   },
+	{ "steady",   {  15,   0,     4    },  0,    0   },
+	{ "heavy",    {  30,   1,     8    },  0,    0   },
+	{ "abusive",  {  100,  0,     0    },  0,    0   },
+	{ "attacker", {  250,  25,    50   },  0,    0   }, /* floods all */
+	{ "bursty",   {  0,    0,     0    },  40,   2.0 }, /* 40 every 2 s */
 };
 /* clang-format on */
 #define NCLIENTS (sizeof clients / sizeof clients[0])
 
-/* When the i-th api request of a client is due, in seconds from the start. */
+/* When the i-th request of a client on a route is due, in seconds from the
+ * start. */
 static double
-api_due(const struct client *c, uint64_t i)
+due(const struct client *c, int route, uint64_t i)
 {
-	if (c->burst_size)
+	if (route == R_API && c->burst_size)
 		return floor((double)i / c->burst_size) * c->burst_every_s;
-	return c->api_rps > 0 ? (double)i / c->api_rps : INFINITY;
-}
-
-static double
-login_due(const struct client *c, uint64_t i)
-{
-	return c->login_rps > 0 ? (double)i / c->login_rps : INFINITY;
+	return c->rps[route] > 0 ? (double)i / c->rps[route] : INFINITY;
 }
 
 /* --- what the workers record (shared with the parent) ----------------- */
@@ -90,10 +101,8 @@ login_due(const struct client *c, uint64_t i)
 /* One worker's counts for one client.  Each row is written by one worker
  * only; the parent reads.  A cache line each, so workers share no line. */
 struct tally {
-	_Alignas(64) _Atomic uint64_t api_ok;
-	_Atomic uint64_t api_denied;
-	_Atomic uint64_t login_ok;
-	_Atomic uint64_t login_denied;
+	_Alignas(64) _Atomic uint64_t ok[NROUTES];
+	_Atomic uint64_t denied[NROUTES];
 	_Atomic uint64_t errors;
 };
 
@@ -103,7 +112,7 @@ struct shared {
 };
 
 struct sums {
-	uint64_t api_ok, api_denied, login_ok, login_denied, errors;
+	uint64_t ok[NROUTES], denied[NROUTES], errors;
 };
 
 static void
@@ -112,14 +121,15 @@ sum_client(const struct shared *sh, unsigned workers, size_t c, struct sums *s)
 	memset(s, 0, sizeof *s);
 	for (unsigned w = 0; w < workers; w++) {
 		const struct tally *t = &sh->t[w][c];
-		s->api_ok +=
-			atomic_load_explicit(&t->api_ok, memory_order_relaxed);
-		s->api_denied += atomic_load_explicit(&t->api_denied,
-						      memory_order_relaxed);
-		s->login_ok += atomic_load_explicit(&t->login_ok,
-						    memory_order_relaxed);
-		s->login_denied += atomic_load_explicit(&t->login_denied,
-							memory_order_relaxed);
+
+		for (int r = 0; r < NROUTES; r++) {
+			/* Relaxed: counts for display; the parent's final
+			 * read comes after the workers were reaped. */
+			s->ok[r] += atomic_load_explicit(&t->ok[r],
+							 memory_order_relaxed);
+			s->denied[r] += atomic_load_explicit(
+				&t->denied[r], memory_order_relaxed);
+		}
 		s->errors +=
 			atomic_load_explicit(&t->errors, memory_order_relaxed);
 	}
@@ -157,26 +167,25 @@ bump(_Atomic uint64_t *c)
 }
 
 static void
-check_one(tkshm_table *t, const char *key, _Atomic uint64_t *ok,
-	  _Atomic uint64_t *denied, _Atomic uint64_t *errors)
+check_one(tkshm_table *t, const char *key, struct tally *tl, int route)
 {
 	tkshm_decision d;
 
 	if (tkshm_check(t, key, strlen(key), 1, &d) != TKSHM_OK)
-		bump(errors);
+		bump(&tl->errors);
 	else if (d.allowed)
-		bump(ok);
+		bump(&tl->ok[route]);
 	else
-		bump(denied);
+		bump(&tl->denied[route]);
 }
 
-/* Worker w of `workers` serves every workers-th request of each client:
- * together the workers send each client's traffic exactly once. */
+/* Worker w of `workers` serves every workers-th request of each client on
+ * each route: together the workers send each client's traffic once. */
 _Noreturn static void
-worker(unsigned w, unsigned workers, struct shared *sh, tkshm_table *api,
-       tkshm_table *login, double t0, pid_t parent)
+worker(unsigned w, unsigned workers, struct shared *sh,
+       tkshm_table *const *tables, double t0, pid_t parent)
 {
-	uint64_t next_api[NCLIENTS], next_login[NCLIENTS];
+	uint64_t next[NCLIENTS][NROUTES];
 	char key[32];
 
 	/* Die with the parent, whatever kills it. */
@@ -186,33 +195,27 @@ worker(unsigned w, unsigned workers, struct shared *sh, tkshm_table *api,
 	signal(SIGINT, SIG_IGN); /* the parent stops us on Ctrl-C */
 
 	for (size_t c = 0; c < NCLIENTS; c++)
-		next_api[c] = next_login[c] = w;
+		for (int r = 0; r < NROUTES; r++)
+			next[c][r] = w;
 	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
 		double now = mono_s() - t0, wake = now + 0.005;
 
 		for (size_t c = 0; c < NCLIENTS; c++) {
 			const struct client *cl = &clients[c];
-			struct tally *t = &sh->t[w][c];
 
 			snprintf(key, sizeof key, "client:%zu", c);
-			while (api_due(cl, next_api[c]) <= now &&
-			       !atomic_load_explicit(&sh->stop,
-						     memory_order_relaxed)) {
-				check_one(api, key, &t->api_ok, &t->api_denied,
-					  &t->errors);
-				next_api[c] += workers;
+			for (int r = 0; r < NROUTES; r++) {
+				while (due(cl, r, next[c][r]) <= now &&
+				       !atomic_load_explicit(
+					       &sh->stop,
+					       memory_order_relaxed)) {
+					check_one(tables[r], key, &sh->t[w][c],
+						  r);
+					next[c][r] += workers;
+				}
+				if (due(cl, r, next[c][r]) < wake)
+					wake = due(cl, r, next[c][r]);
 			}
-			while (login_due(cl, next_login[c]) <= now &&
-			       !atomic_load_explicit(&sh->stop,
-						     memory_order_relaxed)) {
-				check_one(login, key, &t->login_ok,
-					  &t->login_denied, &t->errors);
-				next_login[c] += workers;
-			}
-			if (api_due(cl, next_api[c]) < wake)
-				wake = api_due(cl, next_api[c]);
-			if (login_due(cl, next_login[c]) < wake)
-				wake = login_due(cl, next_login[c]);
 		}
 		sleep_s(wake - (mono_s() - t0));
 	}
@@ -243,13 +246,15 @@ usage(FILE *f)
 	      "[--keep] [--anonymous]\n"
 	      "\n"
 	      "A prefork server in miniature: W worker processes serve six\n"
-	      "simulated clients (some abusive) against two shared tkshm\n"
-	      "tables, using the real clock:\n"
-	      "  api    keys client:N, " API_POLICY "\n"
-	      "  login  keys client:N, " LOGIN_POLICY "\n"
-	      "The parent prints a summary every second, then one line per\n"
-	      "client, and 'demo: ok' if no client was admitted more than its\n"
-	      "policy allows over the run (burst + rate * duration).\n"
+	      "simulated clients (some abusive) on three routes, each with\n"
+	      "its own shared tkshm table keyed client:N, using the real\n"
+	      "clock:\n",
+	      f);
+	for (int r = 0; r < NROUTES; r++)
+		fprintf(f, "  %-7s %s\n", routes[r].name, routes[r].spec);
+	fputs("The parent prints what each client got every second, then a\n"
+	      "final summary, and 'demo: ok' if no client was admitted more\n"
+	      "than a policy allows over the run (burst + rate * duration).\n"
 	      "\n"
 	      "Options:\n"
 	      "  --seconds N   how long to run (default 5)\n"
@@ -358,17 +363,15 @@ make_table(const char *path, const char *spec, tkshm_policy *policy)
 	return t;
 }
 
-/* The most a GCRA policy may admit at cost 1 over `ms` milliseconds. */
+/* The most a policy admits at cost 1 over `ms` milliseconds: what it holds
+ * when full plus what it refills meanwhile. */
 static double
-gcra_max(const tkshm_policy *p, double ms)
+policy_max(const tkshm_policy *p, double ms)
 {
+	if (p->kind == TKSHM_KIND_TOKEN_BUCKET)
+		return p->u.token_bucket.capacity +
+		       ms * p->u.token_bucket.refill_per_sec / 1000.0;
 	return p->u.gcra.burst + ms * p->u.gcra.limit / p->u.gcra.period_ms;
-}
-
-static double
-gcra_rate_per_s(const tkshm_policy *p)
-{
-	return p->u.gcra.limit * 1000.0 / p->u.gcra.period_ms;
 }
 
 /* Stops the workers: the stop flag, then SIGTERM, then SIGKILL; reaps all.
@@ -409,23 +412,28 @@ stop_workers(struct shared *sh, pid_t *pids, unsigned n)
 
 static void
 print_tick(const struct shared *sh, unsigned workers, unsigned second,
-	   struct sums *prev, const tkshm_policy *api_p)
+	   struct sums *prev)
 {
-	printf("t=%us\n", second);
+	printf("t=%us       admitted/denied in the last second\n", second);
+	printf("  %-9s %-9s", "client", "role");
+	for (int r = 0; r < NROUTES; r++)
+		printf(" %13s", routes[r].name);
+	printf("\n");
 	for (size_t c = 0; c < NCLIENTS; c++) {
 		struct sums s;
 
 		sum_client(sh, workers, c, &s);
-		printf("  client:%zu %-8s api +%-4llu admitted +%-4llu denied "
-		       "%6.1f/s (policy %.0f/s)  login +%llu/-%llu\n",
-		       c, clients[c].role,
-		       (unsigned long long)(s.api_ok - prev[c].api_ok),
-		       (unsigned long long)(s.api_denied - prev[c].api_denied),
-		       (double)(s.api_ok - prev[c].api_ok),
-		       gcra_rate_per_s(api_p),
-		       (unsigned long long)(s.login_ok - prev[c].login_ok),
-		       (unsigned long long)(s.login_denied -
-					    prev[c].login_denied));
+		printf("  client:%-2zu %-9s", c, clients[c].role);
+		for (int r = 0; r < NROUTES; r++) {
+			char cell[32];
+
+			snprintf(cell, sizeof cell, "+%llu/-%llu",
+				 (unsigned long long)(s.ok[r] - prev[c].ok[r]),
+				 (unsigned long long)(s.denied[r] -
+						      prev[c].denied[r]));
+			printf(" %13s", cell);
+		}
+		printf("\n");
 		prev[c] = s;
 	}
 	fflush(stdout);
@@ -461,18 +469,113 @@ check_table(const char *name, tkshm_table *t, uint64_t ok, uint64_t denied,
 	return good;
 }
 
+/* Creates the route tables: files in o->dir named after our pid, or
+ * anonymous.  Returns false (after closing what was made) on failure. */
+static bool
+make_tables(const struct options *o, pid_t me, char paths[][4096],
+	    tkshm_table **tables, tkshm_policy *policies)
+{
+	for (int r = 0; r < NROUTES; r++) {
+		const char *path = NULL;
+
+		if (!o->anonymous) {
+			snprintf(paths[r], 4096, "%s/tkshm-demo.%ld.%s", o->dir,
+				 (long)me, routes[r].name);
+			path = paths[r];
+		}
+		tables[r] = make_table(path, routes[r].spec, &policies[r]);
+		if (!tables[r]) {
+			for (int k = 0; k < r; k++) {
+				if (!o->anonymous)
+					unlink(paths[k]);
+				tkshm_close(tables[k]);
+			}
+			return false;
+		}
+	}
+	return true;
+}
+
+static void
+print_banner(const struct options *o, char paths[][4096])
+{
+	for (int r = 0; r < NROUTES; r++)
+		printf("%s table: %s, %s\n", routes[r].name,
+		       o->anonymous ? "anonymous" : paths[r], routes[r].spec);
+	if (o->anonymous)
+		printf("(anonymous tables are shared by fork() only; run "
+		       "without --anonymous to inspect them)\n");
+	else
+		printf("watch it live from another terminal:\n"
+		       "  tkshm-inspect top %s\n"
+		       "  tkshm-inspect list %s --where remaining\\<1\n",
+		       paths[R_API], paths[R_LOGIN]);
+	printf("%u workers, %zu clients, %u seconds\n", o->workers, NCLIENTS,
+	       o->seconds);
+	fflush(stdout);
+}
+
+/* The final summary: one line per client, and whether every client stayed
+ * within every policy. */
+static bool
+print_summary(const struct shared *sh, const struct options *o, double dur_ms,
+	      const tkshm_policy *policies, struct sums *total)
+{
+	bool ok = true;
+
+	memset(total, 0, sizeof *total);
+	printf("final summary after %.2f s (%u workers):\n", dur_ms / 1000.0,
+	       o->workers);
+	for (size_t c = 0; c < NCLIENTS; c++) {
+		struct sums s;
+
+		sum_client(sh, o->workers, c, &s);
+		printf("client:%zu", c);
+		for (int r = 0; r < NROUTES; r++) {
+			const char *n = r == R_API ? "" : routes[r].name;
+			const char *sep = r == R_API ? "" : "_";
+
+			printf(" %s%sadmitted=%llu %s%sdenied=%llu %s%smax=%.0f",
+			       n, sep, (unsigned long long)s.ok[r], n, sep,
+			       (unsigned long long)s.denied[r], n, sep,
+			       floor(policy_max(&policies[r], dur_ms) + 1e-6));
+		}
+		printf(" role=%s\n", clients[c].role);
+		for (int r = 0; r < NROUTES; r++) {
+			double max =
+				floor(policy_max(&policies[r], dur_ms) + 1e-6);
+
+			total->ok[r] += s.ok[r];
+			total->denied[r] += s.denied[r];
+			if ((double)s.ok[r] > max) {
+				printf("LIMITER BREACHED: client:%zu admitted "
+				       "%llu %s requests, at most %.0f "
+				       "allowed\n",
+				       c, (unsigned long long)s.ok[r],
+				       routes[r].name, max);
+				ok = false;
+			}
+		}
+		if (s.errors) {
+			printf("client:%zu: %llu checks failed with an error\n",
+			       c, (unsigned long long)s.errors);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct options o;
-	char api_path[4096], login_path[4096];
-	tkshm_policy api_p, login_p;
-	tkshm_table *api = NULL, *login = NULL;
+	char paths[NROUTES][4096];
+	tkshm_policy policies[NROUTES];
+	tkshm_table *tables[NROUTES] = { NULL };
 	struct shared *sh;
 	pid_t pids[MAX_WORKERS] = { 0 }, me = getpid();
-	struct sums prev[NCLIENTS], tot[NCLIENTS];
-	uint64_t api_ok = 0, api_denied = 0, login_ok = 0, login_denied = 0;
-	double t0, start_ms, end_ms, dur_ms;
+	struct sums prev[NCLIENTS], total;
+	double t0, start_ms, dur_ms;
 	unsigned unclean, started = 0;
 	struct sigaction sa;
 	bool ok = true;
@@ -490,24 +593,8 @@ main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	if (o.anonymous) {
-		api = make_table(NULL, API_POLICY, &api_p);
-		login = api ? make_table(NULL, LOGIN_POLICY, &login_p) : NULL;
-	} else {
-		snprintf(api_path, sizeof api_path, "%s/tkshm-demo.%ld.api",
-			 o.dir, (long)me);
-		snprintf(login_path, sizeof login_path,
-			 "%s/tkshm-demo.%ld.login", o.dir, (long)me);
-		api = make_table(api_path, API_POLICY, &api_p);
-		login = api ? make_table(login_path, LOGIN_POLICY, &login_p) :
-			      NULL;
-	}
-	if (!api || !login) {
-		if (api && !o.anonymous)
-			unlink(api_path);
-		tkshm_close(api);
+	if (!make_tables(&o, me, paths, tables, policies))
 		return 3;
-	}
 	sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED) {
@@ -515,20 +602,7 @@ main(int argc, char **argv)
 		rc = 3;
 		goto out;
 	}
-
-	if (o.anonymous) {
-		printf("api table: anonymous, %s\n", API_POLICY);
-		printf("login table: anonymous, %s\n", LOGIN_POLICY);
-		printf("(anonymous tables are shared by fork() only; run "
-		       "without --anonymous to inspect them)\n");
-	} else {
-		printf("api table: %s, %s\n", api_path, API_POLICY);
-		printf("login table: %s, %s\n", login_path, LOGIN_POLICY);
-		printf("inspect it live: tkshm-inspect stats %s\n", api_path);
-	}
-	printf("%u workers, %zu clients, %u seconds\n", o.workers, NCLIENTS,
-	       o.seconds);
-	fflush(stdout);
+	print_banner(&o, paths);
 
 	start_ms = tkshm_now_ms();
 	t0 = mono_s();
@@ -540,7 +614,7 @@ main(int argc, char **argv)
 			break;
 		}
 		if (pid == 0)
-			worker(w, o.workers, sh, api, login, t0, me);
+			worker(w, o.workers, sh, tables, t0, me);
 		pids[w] = pid;
 		started++;
 	}
@@ -550,11 +624,10 @@ main(int argc, char **argv)
 		while (!interrupted && mono_s() - t0 < s)
 			sleep_s(t0 + s - mono_s());
 		if (!interrupted)
-			print_tick(sh, o.workers, s, prev, &api_p);
+			print_tick(sh, o.workers, s, prev);
 	}
 	unclean = stop_workers(sh, pids, started);
-	end_ms = tkshm_now_ms();
-	dur_ms = end_ms - start_ms;
+	dur_ms = tkshm_now_ms() - start_ms;
 	if (rc != 0)
 		goto out;
 	if (interrupted)
@@ -563,60 +636,22 @@ main(int argc, char **argv)
 		printf("%u workers did not exit cleanly\n", unclean);
 		ok = false;
 	}
-
-	printf("final summary after %.2f s (%u workers):\n", dur_ms / 1000.0,
-	       o.workers);
-	for (size_t c = 0; c < NCLIENTS; c++) {
-		double amax = floor(gcra_max(&api_p, dur_ms) + 1e-6);
-		double lmax = floor(gcra_max(&login_p, dur_ms) + 1e-6);
-
-		sum_client(sh, o.workers, c, &tot[c]);
-		printf("client:%zu admitted=%llu denied=%llu max=%.0f "
-		       "login_admitted=%llu login_denied=%llu login_max=%.0f "
-		       "role=%s\n",
-		       c, (unsigned long long)tot[c].api_ok,
-		       (unsigned long long)tot[c].api_denied, amax,
-		       (unsigned long long)tot[c].login_ok,
-		       (unsigned long long)tot[c].login_denied, lmax,
-		       clients[c].role);
-		api_ok += tot[c].api_ok;
-		api_denied += tot[c].api_denied;
-		login_ok += tot[c].login_ok;
-		login_denied += tot[c].login_denied;
-		if ((double)tot[c].api_ok > amax) {
-			printf("LIMITER BREACHED: client:%zu admitted %llu api "
-			       "requests, at most %.0f allowed\n",
-			       c, (unsigned long long)tot[c].api_ok, amax);
-			ok = false;
-		}
-		if ((double)tot[c].login_ok > lmax) {
-			printf("LIMITER BREACHED: client:%zu admitted %llu "
-			       "logins, at most %.0f allowed\n",
-			       c, (unsigned long long)tot[c].login_ok, lmax);
-			ok = false;
-		}
-		if (tot[c].errors) {
-			printf("client:%zu: %llu checks failed with an error\n",
-			       c, (unsigned long long)tot[c].errors);
-			ok = false;
-		}
-	}
-	ok &= check_table("api", api, api_ok, api_denied, unclean == 0);
-	ok &= check_table("login", login, login_ok, login_denied, unclean == 0);
+	ok &= print_summary(sh, &o, dur_ms, policies, &total);
+	for (int r = 0; r < NROUTES; r++)
+		ok &= check_table(routes[r].name, tables[r], total.ok[r],
+				  total.denied[r], unclean == 0);
 
 out:
 	if (sh != MAP_FAILED && sh)
 		munmap(sh, sizeof *sh);
-	tkshm_close(api);
-	tkshm_close(login);
-	if (!o.anonymous) {
-		if (o.keep) {
-			printf("kept: %s %s\n", api_path, login_path);
-		} else {
-			unlink(api_path);
-			unlink(login_path);
-		}
-	}
+	for (int r = 0; r < NROUTES; r++)
+		tkshm_close(tables[r]);
+	if (!o.anonymous && o.keep)
+		printf("kept: %s %s %s\n", paths[R_API], paths[R_LOGIN],
+		       paths[R_SEARCH]);
+	else if (!o.anonymous)
+		for (int r = 0; r < NROUTES; r++)
+			unlink(paths[r]);
 	if (rc != 0)
 		return rc;
 	printf(ok ? "demo: ok\n" : "demo: FAILED\n");

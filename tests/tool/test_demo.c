@@ -34,21 +34,37 @@ expect_ok(const struct tkt_proc *p, const char *what)
 			 p->out);
 }
 
-/* The final summary line of client:c; fills its admitted count. */
+/* The final summary line of client:c; fills its api admitted count and
+ * checks every route's counts against that route's bound, independently of
+ * the demo's own verdict.  The attacker (client:4) floods every route, so
+ * it must have been denied on each. */
 static void
 client_line(const char *out, int c, unsigned long long *admitted)
 {
 	char prefix[32];
 	const char *l;
-	unsigned long long denied;
+	unsigned long long v[9];
 
 	snprintf(prefix, sizeof prefix, "\nclient:%d admitted=", c);
 	l = strstr(out, prefix);
 	if (!l)
 		fail_msg("no summary line for client:%d in:\n%s", c, out);
-	if (sscanf(l + 1 + strlen("client:0"), " admitted=%llu denied=%llu",
-		   admitted, &denied) != 2)
+	if (sscanf(l + 1 + strlen("client:0"),
+		   " admitted=%llu denied=%llu max=%llu login_admitted=%llu "
+		   "login_denied=%llu login_max=%llu search_admitted=%llu "
+		   "search_denied=%llu search_max=%llu",
+		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
+		   &v[8]) != 9)
 		fail_msg("bad summary line for client:%d", c);
+	for (int r = 0; r < 3; r++) {
+		if (v[3 * r] > v[3 * r + 2])
+			fail_msg("client:%d route %d: %llu admitted > max %llu",
+				 c, r, v[3 * r], v[3 * r + 2]);
+		if (c == 4 && v[3 * r + 1] == 0)
+			fail_msg("the attacker was never denied on route %d",
+				 r);
+	}
+	*admitted = v[0];
 }
 
 /* The word after `label` on its line, into buf. */
@@ -84,8 +100,7 @@ test_demo_default(void **state)
 	expect_ok(&p, "tkshm-demo --seconds 2");
 	for (int c = 0; c < NCLIENTS; c++)
 		client_line(p.out, c, &admitted);
-	word_after(p.out, "inspect it live: tkshm-inspect stats ", path,
-		   sizeof path);
+	word_after(p.out, "  tkshm-inspect top ", path, sizeof path);
 	assert_true(strncmp(path, TKSHM_DEFAULT_DIR "/",
 			    strlen(TKSHM_DEFAULT_DIR "/")) == 0);
 	/* Removed at exit. */
@@ -117,7 +132,7 @@ test_demo_keep_matches_stats(void **state)
 {
 	struct tkt_proc p, s;
 	unsigned long long admitted, total = 0;
-	char api[4096], login[4096];
+	char api[4096], login[4096], search[4096];
 	const cJSON *counters;
 	cJSON *j;
 
@@ -135,6 +150,8 @@ test_demo_keep_matches_stats(void **state)
 	word_after(p.out, "\nkept: ", api, sizeof api);
 	word_after(strstr(p.out, "\nkept: ") + 7 + strlen(api), " ", login,
 		   sizeof login);
+	word_after(strstr(strstr(p.out, "\nkept: "), login) + strlen(login),
+		   " ", search, sizeof search);
 
 	tkt_run(&s,
 		(const char *const[]){ TKSHM_INSPECT_BIN, "stats", "--json",
@@ -161,6 +178,15 @@ test_demo_keep_matches_stats(void **state)
 		NULL);
 	if (s.status != 0)
 		fail_msg("verify %s: %s%s", login, s.out, s.err);
+	tkt_proc_free(&s);
+
+	/* The token-bucket table is a wide one: verify reads its records. */
+	tkt_run(&s,
+		(const char *const[]){ TKSHM_INSPECT_BIN, "verify", search,
+				       NULL },
+		NULL);
+	if (s.status != 0)
+		fail_msg("verify %s: %s%s", search, s.out, s.err);
 	tkt_proc_free(&s);
 	tkt_proc_free(&p);
 }

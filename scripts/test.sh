@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds tkshm three ways and runs the test suite on each; stops at the first
-# failing stage.
+# Builds tkshm three ways and runs the test suite on each, then runs the demo
+# command; stops at the first failing stage.
 #
 #   plain  build/plain  RelWithDebInfo              all tests
 #   asan   build/asan   Debug, address+undefined    all tests
 #   tsan   build/tsan   Debug, clang, thread        tests labelled concurrency
+#   demo   build        Release (scripts/demo.sh)   the README's first command,
+#                                                   for a few seconds
 #
 # In the plain and asan stages, tests labelled `serial` run alone (-j1) after
 # the others ran two at a time.  Every build uses -Werror, tools on, bench off.
@@ -168,5 +170,22 @@ run_ctest tsan build/tsan -L concurrency
 CTEST_PREFIX=()
 unset TSAN_OPTIONS
 stage_times+=("tsan=$((SECONDS - t0))s")
+
+# --- the demo command -------------------------------------------------------
+# The README's first command, as a newcomer runs it (its own Release build in
+# build/), for 3 seconds: it must end with "demo: ok".
+banner "demo: bash scripts/demo.sh --seconds 3"
+t0=$SECONDS
+demo_log=$(mktemp)
+if bash scripts/demo.sh --seconds 3 2>&1 | tee "$demo_log" &&
+	[[ $(tail -n 1 "$demo_log") == "demo: ok" ]]; then
+	total_passed=$((total_passed + 1))
+	rm -f "$demo_log"
+else
+	rm -f "$demo_log"
+	total_failed=$((total_failed + 1))
+	fail "demo: scripts/demo.sh did not end with 'demo: ok'"
+fi
+stage_times+=("demo=$((SECONDS - t0))s")
 
 summary

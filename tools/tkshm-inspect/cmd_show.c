@@ -1,17 +1,280 @@
-/* cmd_show.c - being written (issue 4). */
+/*
+ * cmd_show.c - `tkshm-inspect show PATH KEY [--now MS] [--json]`: one key
+ * with every field list shows plus its forecast, through a read-only
+ * mapping (tkshm_entry_get_at).  A key without a slot is reported (exit 1)
+ * with what a check would see of it (tkshm_peek_at: remembered debt).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "inspect.h"
+
+/* tkshm_entry_get_at's TKSHM_EBUSY means the key's record kept moving
+ * under writers; a few more looks usually catch it still. */
+#define TI_SHOW_TRIES 8
 
 void
 ti_usage_show(FILE *f)
 {
-	fputs("Usage: " TI_PROG " show\n", f);
+	fputs("Usage: " TI_PROG " show PATH KEY [--now MS] [--json]\n"
+	      "\n"
+	      "Maps the table PATH read-only and prints the key KEY, one\n"
+	      "\"name: value\" line a field: its slot, fingerprint and probe\n"
+	      "position, the label the table keeps (its first 23 bytes), its\n"
+	      "state (live, idle or corrupt), what a cost-1 check would see\n"
+	      "now (allowed, remaining, limit, reset-at, retry-after), its\n"
+	      "debt, denials since it was inserted, and its forecast for\n"
+	      "cost 1 (spendable now, next replenish at, full at).\n"
+	      "\n"
+	      "KEY is written as list shows it: bytes 0x21..0x7e as they are,\n"
+	      "a backslash as \\\\, any byte as \\xNN (a space is \\x20).\n"
+	      "\n"
+	      "A key the table has no slot for is reported as \"key not in the\n"
+	      "table\" (exit 1), after what a check would see of it now\n"
+	      "(an evicted key's remembered debt shows there).  A key whose\n"
+	      "stored state is corrupt also exits 1.\n"
+	      "\n"
+	      "Options:\n"
+	      "  --now MS          decode the state at this time (epoch ms;\n"
+	      "                    default: the system clock)\n"
+	      "  --json            print one JSON object: table, now, inTable,\n"
+	      "                    then list's fields (or, for an absent key,\n"
+	      "                    key, keyLength and peek)\n"
+	      "  -h, --help        show this help\n"
+	      "\n",
+	      f);
+	ti_print_exit_codes(f);
+}
+
+struct ti_show {
+	const char *path, *key_text;
+	unsigned char key[TKSHM_KEY_MAX];
+	size_t key_len;
+	char key_canon[TI_KEY_TEXT_MAX]; /* the key escaped back */
+	bool json, have_now;
+	double now;
+};
+
+static int
+ti_show_opt(struct ti_show *s, const char *name, const char *value)
+{
+	if (strcmp(name, "json") == 0) {
+		s->json = true;
+		return TI_GO_ON;
+	}
+	s->have_now = true;
+	return ti_now_opt("show", value, &s->now);
+}
+
+static int
+ti_show_operand(struct ti_show *s, const char *v)
+{
+	if (!s->path) {
+		if (v[0] == '\0')
+			return ti_usage_error("show", "PATH is empty");
+		s->path = v;
+	} else if (!s->key_text) {
+		s->key_text = v;
+	} else {
+		return ti_usage_error("show", "extra operand '%s'", v);
+	}
+	return TI_GO_ON;
+}
+
+/* PATH KEY and the options; TI_GO_ON or the exit code to end with. */
+static int
+ti_show_args(struct ti_show *s, int argc, char **argv)
+{
+	static const struct ti_opt opts[] = { { "help", false },
+					      { "json", false },
+					      { "now", true } };
+	struct ti_args a;
+	const char *v;
+	int k, rc;
+
+	ti_args_init(&a, argc, argv, "show");
+	while ((k = ti_args_next(&a, opts, 3, &v)) != TI_ARG_END) {
+		if (k == TI_ARG_ERROR)
+			return TI_EXIT_USAGE;
+		if (k == TI_ARG_OPERAND) {
+			rc = ti_show_operand(s, v);
+		} else if (k == 0) {
+			ti_usage_show(stdout);
+			return ti_finish_stdout(TI_EXIT_OK);
+		} else {
+			rc = ti_show_opt(s, opts[k].name, v);
+		}
+		if (rc != TI_GO_ON)
+			return rc;
+	}
+	if (!s->path)
+		return ti_usage_error("show", "missing PATH");
+	if (!s->key_text)
+		return ti_usage_error("show", "missing KEY");
+	if (!ti_key_unescape("show", s->key_text, s->key, &s->key_len))
+		return TI_EXIT_USAGE;
+	ti_key_escape(s->key, s->key_len, s->key_canon, sizeof s->key_canon);
+	return TI_GO_ON;
+}
+
+/* "name: 1700000003000 (+3.0s)" */
+static void
+ti_show_time(const char *name, int64_t at, double now)
+{
+	char rel[32];
+
+	ti_rel_time((double)at, now, rel, sizeof rel);
+	printf("%s: %" PRId64 " (%s)\n", name, at, rel);
+}
+
+static void
+ti_show_decision(const tkshm_decision *d, double now)
+{
+	printf("allowed: %s\n", d->allowed ? "yes" : "no");
+	printf("remaining: %" PRId64 "\n", d->remaining);
+	printf("limit: %" PRId64 "\n", d->limit);
+	ti_show_time("reset at", d->reset_at, now);
+	printf("retry after: %" PRId64 " ms\n", d->retry_after_ms);
+}
+
+/* table, now and key: the first lines, present or not. */
+static void
+ti_show_head(const struct ti_show *s)
+{
+	printf("table: %s\n", s->path);
+	fputs("now: ", stdout);
+	/* The shortest form that reads back: --now 1000.5 stays 1000.5. */
+	ti_json_double(stdout, s->now);
+	printf("\nkey: %s\n", s->key_canon);
+}
+
+static void
+ti_show_text(const struct ti_show *s, const tkshm_entry *e)
+{
+	char label[TI_ENTRY_KEY_TEXT];
+
+	ti_show_head(s);
+	printf("key length: %zu\n", s->key_len);
+	printf("in table: yes\n");
+	if (e->key_len) {
+		ti_entry_key_text(e, label, sizeof label);
+		printf("label: %s\n", label);
+	} else {
+		/* An insert racing this read, or a writer killed while it
+		 * wrote the label. */
+		printf("label: none\n");
+	}
+	printf("fingerprint: %016" PRIx64 "\n", e->fingerprint);
+	printf("slot: %" PRIu64 "\n", e->slot);
+	printf("probe: %" PRIu32 "%s\n", e->probe,
+	       e->misplaced ? " (misplaced: outside its window)" : "");
+	printf("state: %s\n", ti_entry_state(e));
+	printf("denials: %" PRIu64 "\n", e->denials);
+	if (!e->state_valid)
+		return;
+	ti_show_decision(&e->peek, s->now);
+	fputs("debt: ", stdout);
+	ti_json_double(stdout, e->debt_ms);
+	fputs(" ms\n", stdout);
+	printf("spendable now: %" PRId64 "\n", e->forecast.spendable_now);
+	ti_show_time("next replenish at", e->forecast.next_replenish_at,
+		     s->now);
+	ti_show_time("full at", e->forecast.full_at, s->now);
+}
+
+static void
+ti_show_json(const struct ti_show *s, const tkshm_entry *e)
+{
+	struct ti_obj o;
+
+	ti_obj_begin(&o, stdout, "  ");
+	ti_obj_str(&o, "table", s->path);
+	ti_obj_num(&o, "now", s->now);
+	ti_obj_key(&o, "inTable");
+	fputs("true", stdout);
+	ti_entry_json(&o, e, s->key_canon, s->key_len);
+	ti_obj_end(&o, "");
+	putchar('\n');
+}
+
+/* The key has no slot: what a check would see of it, then exit 1. */
+static int
+ti_show_absent(const struct ti_show *s, tkshm_table *t)
+{
+	tkshm_decision d;
+	struct ti_obj o;
+	int rc = tkshm_peek_at(t, s->key, s->key_len, s->now, &d);
+
+	if (s->json) {
+		ti_obj_begin(&o, stdout, "  ");
+		ti_obj_str(&o, "table", s->path);
+		ti_obj_num(&o, "now", s->now);
+		ti_obj_key(&o, "inTable");
+		fputs("false", stdout);
+		ti_obj_str(&o, "key", s->key_canon);
+		ti_obj_u64(&o, "keyLength", s->key_len);
+		ti_obj_key(&o, "peek");
+		if (rc == TKSHM_OK)
+			ti_json_decision(stdout, &d); /* ends the line */
+		else
+			fputs("null\n", stdout);
+		fputs("}\n", stdout);
+	} else {
+		ti_show_head(s);
+		printf("key length: %zu\n", s->key_len);
+		printf("in table: no\n");
+		if (rc == TKSHM_OK) {
+			ti_show_decision(&d, s->now);
+			printf("remembered debt: %s\n",
+			       d.remaining < d.limit ? "yes" : "no");
+		} else {
+			printf("peek: %s\n", tkshm_strerror(rc));
+		}
+	}
+	rc = ti_finish_stdout(TI_EXIT_CHECK);
+	ti_err("show: key not in the table: %s", s->key_canon);
+	return rc;
 }
 
 int
 ti_cmd_show(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	ti_err("show: not written yet");
-	return TI_EXIT_USAGE;
+	struct ti_show s = { 0 };
+	tkshm_table *t;
+	tkshm_entry e;
+	char full[4200];
+	int k, rc = TKSHM_EBUSY;
+
+	if ((k = ti_show_args(&s, argc, argv)) != TI_GO_ON)
+		return k;
+	if ((k = ti_open_rdonly(&s.path, full, sizeof full, &t)) != TI_EXIT_OK)
+		return k;
+	if (!s.have_now)
+		s.now = tkshm_now_ms();
+	for (int i = 0; i < TI_SHOW_TRIES && rc == TKSHM_EBUSY; i++)
+		rc = tkshm_entry_get_at(t, s.key, s.key_len, s.now, &e);
+	if (rc == TKSHM_ENOENT) {
+		k = ti_show_absent(&s, t);
+		tkshm_close(t);
+		return k;
+	}
+	tkshm_close(t);
+	if (rc != TKSHM_OK) {
+		ti_err("show: cannot read key %s of %s: %s", s.key_canon,
+		       s.path, tkshm_strerror(rc));
+		return TI_EXIT_IO;
+	}
+	if (s.json)
+		ti_show_json(&s, &e);
+	else
+		ti_show_text(&s, &e);
+	if (!e.state_valid) {
+		k = ti_finish_stdout(TI_EXIT_CHECK);
+		ti_err("show: the stored state of key %s is corrupt (run "
+		       "verify)",
+		       s.key_canon);
+		return k;
+	}
+	return ti_finish_stdout(TI_EXIT_OK);
 }

@@ -220,4 +220,107 @@ void ti_json_num(struct ti_json *j, const char *key, double v);
 void ti_json_bool(struct ti_json *j, const char *key, bool v);
 void ti_json_string(struct ti_json *j, const char *key, const char *v);
 
+/* --- keys of a table: list, show, top (entry_out.c) ---------------------- */
+
+/* The fields --where, --sort and top rank by. */
+enum ti_field {
+	TI_F_KEY,
+	TI_F_REMAINING,
+	TI_F_LIMIT,
+	TI_F_DEBT,
+	TI_F_DENIALS,
+	TI_F_RESET_AT,
+	TI_F_RETRY_AFTER,
+	TI_F_PROBE,
+	TI_F_SPENDABLE,
+};
+/* A field by name ("debt", "resetAt", "reset", ...); false if unknown. */
+bool ti_field_parse(const char *name, enum ti_field *out);
+/* The value of a numeric field (not TI_F_KEY); the entry's state must be
+ * valid for every field but denials and probe. */
+double ti_field_value(const tkshm_entry *e, enum ti_field f);
+
+/* One --where EXPR: FIELD OP VALUE. */
+enum ti_op {
+	TI_OP_LT,
+	TI_OP_LE,
+	TI_OP_GT,
+	TI_OP_GE,
+	TI_OP_EQ,
+	TI_OP_NE,
+	TI_OP_PREFIX, /* ^=, keys only */
+};
+struct ti_where {
+	enum ti_field field;
+	enum ti_op op;
+	double num;				/* numeric fields */
+	unsigned char key[TKSHM_KEY_MAX];	/* TI_F_KEY: the bytes */
+	size_t key_len;
+	bool have_fp; /* key=, key!=: the key's fingerprint, found in the
+			 table by ti_where_resolve */
+	uint64_t fp;
+};
+/* Parses EXPR; false after a usage error naming what is wrong. */
+bool ti_where_parse(const char *cmd, const char *expr, struct ti_where *w);
+/* Finds the fingerprint of an exact key (key=, key!=) in table t, so that
+ * keys longer than a label and keys without one match exactly. */
+void ti_where_resolve(struct ti_where *w, tkshm_table *t, double now);
+/* Whether e passes w.  An entry with a corrupt state has no numbers, so
+ * numeric filters never exclude it (it is always listed). */
+bool ti_where_match(const struct ti_where *w, const tkshm_entry *e);
+
+/* Every entry of a table, in slot order. */
+struct ti_entries {
+	tkshm_entry *v;
+	size_t n, cap;
+	uint64_t live, idle, corrupt;
+};
+/* Walks t at now into es (emptied first).  Returns TKSHM_OK, TKSHM_ENOMEM
+ * or the walk's error. */
+int ti_entries_collect(tkshm_table *t, double now, struct ti_entries *es);
+void ti_entries_free(struct ti_entries *es);
+/* Orders v: entries with a corrupt state first, then by `by` (keys by
+ * their bytes), ties by slot. */
+void ti_entries_sort(tkshm_entry *v, size_t n, enum ti_field by, bool desc);
+
+/* The key as shown: its escaped text, "..." after it when the label holds
+ * only a prefix, or "?" and the fingerprint when there is no label. */
+#define TI_ENTRY_KEY_TEXT (4 * TKSHM_LABEL_MAX + 24)
+void ti_entry_key_text(const tkshm_entry *e, char *buf, size_t cap);
+/* The escaped label alone (""); what a KEY operand or key= takes. */
+void ti_entry_label_text(const tkshm_entry *e, char *buf, size_t cap);
+bool ti_entry_key_truncated(const tkshm_entry *e);
+/* "live", "idle" or "corrupt". */
+const char *ti_entry_state(const tkshm_entry *e);
+/* A time relative to now: "now", "+250ms", "+1.2s", "+3m05s", "+2h10m",
+ * "+4d03h" (a past time with '-'). */
+void ti_rel_time(double at_ms, double now_ms, char *buf, size_t cap);
+
+/* A JSON object written member by member (compact when indent is NULL,
+ * else one member a line, members prefixed with indent). */
+struct ti_obj {
+	FILE *f;
+	const char *indent;
+	bool open;
+};
+void ti_obj_begin(struct ti_obj *o, FILE *f, const char *indent);
+/* Writes the separator and "name": the caller writes the value. */
+void ti_obj_key(struct ti_obj *o, const char *name);
+void ti_obj_u64(struct ti_obj *o, const char *name, uint64_t v);
+void ti_obj_num(struct ti_obj *o, const char *name, double v); /* null if
+								   not finite */
+void ti_obj_str(struct ti_obj *o, const char *name, const char *v);
+/* Closes the object; close_indent goes before '}' when indented. */
+void ti_obj_end(struct ti_obj *o, const char *close_indent);
+/* The entry's members: key, keyLength, keyTruncated, fingerprint, slot,
+ * probe, misplaced, stateValid, denials, idle, remaining, limit, resetAt,
+ * retryAfterMs, allowed, debtMs, spendableNow, nextReplenishAt, fullAt (the
+ * state's members null when it is corrupt).  `key` (escaped) and `key_len`
+ * name the whole key when the caller knows it (show); NULL: the label. */
+void ti_entry_json(struct ti_obj *o, const tkshm_entry *e, const char *key,
+		   size_t key_len);
+
+/* --now MS: TI_GO_ON, or a usage error for anything but a time >= 0. */
+int ti_now_opt(const char *cmd, const char *value, double *now);
+
 #endif /* TKSHM_INSPECT_H */

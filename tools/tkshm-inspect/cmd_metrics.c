@@ -1,17 +1,379 @@
-/* cmd_metrics.c - being written (issue 4). */
+/*
+ * cmd_metrics.c - `tkshm-inspect metrics PATH... [--now MS] [--json]`: the
+ * counters and gauges of one or more tables in the Prometheus text
+ * exposition format (version 0.0.4), or as one JSON object keyed by path.
+ *
+ * Every table is read first (through a read-only mapping, closed again at
+ * once), then each metric is printed with its HELP and TYPE lines once and
+ * one sample per table, as the format wants a metric's samples together.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "inspect.h"
 
 void
 ti_usage_metrics(FILE *f)
 {
-	fputs("Usage: " TI_PROG " metrics\n", f);
+	fputs("Usage: " TI_PROG " metrics PATH... [--now MS] [--json]\n"
+	      "\n"
+	      "Maps each table PATH read-only and prints its counters and\n"
+	      "occupancy in the Prometheus text exposition format (0.0.4):\n"
+	      "for each metric a '# HELP' and a '# TYPE' line, then one sample\n"
+	      "per table, labelled {table=\"PATH\"}.  Counters end in _total:\n"
+	      "  tkshm_decisions_total{decision=\"allowed\"|\"denied\"},\n"
+	      "  tkshm_inserts_total, tkshm_reclaims_total,\n"
+	      "  tkshm_evictions_total, tkshm_evictions_in_debt_total,\n"
+	      "  tkshm_debt_restores_total, tkshm_cas_retries_total,\n"
+	      "  tkshm_refusals_total, tkshm_duplicates_killed_total,\n"
+	      "  tkshm_resets_total, tkshm_multi_rollbacks_total,\n"
+	      "  tkshm_claims_stolen_total.\n"
+	      "Gauges: tkshm_slots, tkshm_keys{state=\"live\"|\"idle\"|\n"
+	      "\"placeholder\"|\"dead\"|\"empty\"}, tkshm_occupancy_ratio\n"
+	      "((live + idle + placeholders) / slots), tkshm_table_bytes,\n"
+	      "tkshm_bytes_per_key, tkshm_created_timestamp_seconds.\n"
+	      "\n"
+	      "A table that cannot be opened is reported on standard error;\n"
+	      "the others are still printed, and the exit status is then 3.\n"
+	      "A table named twice is printed once.\n"
+	      "\n"
+	      "Options:\n"
+	      "  --json            one JSON object keyed by table path, with\n"
+	      "                    the same numbers in camelCase\n"
+	      "  --now MS          classify keys as live or idle at this time\n"
+	      "                    (epoch ms; default: the system clock)\n"
+	      "  -h, --help        show this help\n"
+	      "\n",
+	      f);
+	ti_print_exit_codes(f);
+}
+
+/* One table's numbers. */
+struct ti_sample {
+	const char *path; /* the file's name, into full */
+	char full[4200];
+	tkshm_stats st;
+	tkshm_usage u;
+	struct ti_figures fg;
+};
+
+/* Where a metric's value is in a sample.  `label` and `value` add a second
+ * label (tkshm_keys{state="live"}). */
+struct ti_series {
+	const char *label, *value;
+	double (*get)(const struct ti_sample *s, size_t i);
+	size_t i;
+};
+
+struct ti_metric {
+	const char *name, *type, *help, *json;
+	struct ti_series series[5];
+	size_t nseries;
+};
+
+/* Counters: tkshm_stats' fields in ti_counter_at's order. */
+static double
+ti_counter_at(const struct ti_sample *s, size_t i)
+{
+	const tkshm_stats *t = &s->st;
+	const uint64_t v[] = {
+		t->allowed,	      t->denied,      t->inserts,
+		t->reclaims,	      t->evictions,   t->evictions_in_debt,
+		t->debt_restores,     t->cas_retries, t->refusals,
+		t->duplicates_killed, t->resets,      t->multi_rollbacks,
+		t->claims_stolen,
+	};
+	return i < sizeof v / sizeof v[0] ? (double)v[i] : 0.0;
+}
+
+static double
+ti_keys_at(const struct ti_sample *s, size_t i)
+{
+	const uint64_t v[] = { s->u.live, s->u.idle, s->u.placeholders,
+			       s->u.dead, s->u.empty };
+	return i < sizeof v / sizeof v[0] ? (double)v[i] : 0.0;
+}
+
+static double
+ti_gauge_at(const struct ti_sample *s, size_t i)
+{
+	switch (i) {
+	case 0:
+		return (double)s->st.slots;
+	case 1:
+		return s->fg.occupancy;
+	case 2:
+		return (double)s->st.file_bytes;
+	case 3:
+		return s->st.bytes_per_key;
+	default:
+		return s->st.created_ms / 1000.0;
+	}
+}
+
+#define TI_COUNTER(n, j, i, h)                                  \
+	{                                                       \
+		"tkshm_" n "_total", "counter", h, j,           \
+			{ { NULL, NULL, ti_counter_at, i } }, 1 \
+	}
+#define TI_GAUGE(n, j, i, h)                                                   \
+	{                                                                      \
+		"tkshm_" n, "gauge", h, j, { { NULL, NULL, ti_gauge_at, i } }, \
+			1                                                      \
+	}
+
+static const struct ti_metric ti_metrics[] = {
+	{ "tkshm_decisions_total",
+	  "counter",
+	  "Checks decided, by decision (allowed includes multi-dimension "
+	  "commits given back later).",
+	  "decisions",
+	  { { "decision", "allowed", ti_counter_at, 0 },
+	    { "decision", "denied", ti_counter_at, 1 } },
+	  2 },
+	TI_COUNTER("inserts", "inserts", 2,
+		   "Keys inserted, re-inserts included."),
+	TI_COUNTER("reclaims", "reclaims", 3,
+		   "Idle slots taken over by another key."),
+	TI_COUNTER("evictions", "evictions", 4,
+		   "Live keys evicted to make room."),
+	TI_COUNTER("evictions_in_debt", "evictionsInDebt", 5,
+		   "Evicted keys that were in debt (their debt is "
+		   "remembered)."),
+	TI_COUNTER("debt_restores", "debtRestores", 6,
+		   "Inserts that started from remembered debt."),
+	TI_COUNTER("cas_retries", "casRetries", 7,
+		   "Compare-and-swaps lost to another writer."),
+	TI_COUNTER("refusals", "refusals", 8,
+		   "Checks refused because the key's probe window was full."),
+	TI_COUNTER("duplicates_killed", "duplicatesKilled", 9,
+		   "Concurrent placeholders of one key retired."),
+	TI_COUNTER("resets", "resets", 10, "Keys reset."),
+	TI_COUNTER("multi_rollbacks", "multiRollbacks", 11,
+		   "Multi-dimension commits given back after a lost race."),
+	TI_COUNTER("claims_stolen", "claimsStolen", 12,
+		   "Wide-state claims taken over from a stopped or dead "
+		   "writer."),
+	TI_GAUGE("slots", "slots", 0, "Capacity of the table in slots."),
+	{ "tkshm_keys",
+	  "gauge",
+	  "Slots by state at the time of the scan.",
+	  "keys",
+	  { { "state", "live", ti_keys_at, 0 },
+	    { "state", "idle", ti_keys_at, 1 },
+	    { "state", "placeholder", ti_keys_at, 2 },
+	    { "state", "dead", ti_keys_at, 3 },
+	    { "state", "empty", ti_keys_at, 4 } },
+	  5 },
+	TI_GAUGE("occupancy_ratio", "occupancyRatio", 1,
+		 "(live + idle + placeholders) / slots."),
+	TI_GAUGE("table_bytes", "tableBytes", 2, "Size of the table file."),
+	TI_GAUGE("bytes_per_key", "bytesPerKey", 3, "Table bytes per slot."),
+	TI_GAUGE("created_timestamp_seconds", "createdTimestampSeconds", 4,
+		 "When the table was created, in seconds since the epoch."),
+};
+#define TI_NMETRICS (sizeof ti_metrics / sizeof ti_metrics[0])
+
+/* A label value as the exposition format escapes it. */
+static void
+ti_prom_label(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '\\')
+			fputs("\\\\", f);
+		else if (*s == '"')
+			fputs("\\\"", f);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* Integers as integers, other values with round-trip precision (the format
+ * reads Go's ParseFloat syntax, which %.17g satisfies). */
+static void
+ti_prom_value(FILE *f, double v)
+{
+	if (v > -9007199254740992.0 && v < 9007199254740992.0 &&
+	    v == (double)(int64_t)v)
+		fprintf(f, "%" PRId64, (int64_t)v);
+	else
+		fprintf(f, "%.17g", v);
+}
+
+static void
+ti_metrics_text(const struct ti_sample *s, size_t n)
+{
+	for (size_t m = 0; m < TI_NMETRICS; m++) {
+		const struct ti_metric *mt = &ti_metrics[m];
+
+		printf("# HELP %s %s\n# TYPE %s %s\n", mt->name, mt->help,
+		       mt->name, mt->type);
+		for (size_t k = 0; k < n; k++) {
+			for (size_t i = 0; i < mt->nseries; i++) {
+				const struct ti_series *se = &mt->series[i];
+
+				printf("%s{table=", mt->name);
+				ti_prom_label(stdout, s[k].path);
+				if (se->label)
+					printf(",%s=\"%s\"", se->label,
+					       se->value);
+				fputs("} ", stdout);
+				ti_prom_value(stdout, se->get(&s[k], se->i));
+				fputc('\n', stdout);
+			}
+		}
+	}
+}
+
+static void
+ti_metrics_json(const struct ti_sample *s, size_t n)
+{
+	struct ti_json j;
+
+	ti_json_init(&j, stdout, true);
+	ti_json_begin_obj(&j, NULL);
+	for (size_t k = 0; k < n; k++) {
+		ti_json_begin_obj(&j, s[k].path);
+		for (size_t m = 0; m < TI_NMETRICS; m++) {
+			const struct ti_metric *mt = &ti_metrics[m];
+
+			if (mt->nseries == 1) {
+				ti_json_num(&j, mt->json,
+					    mt->series[0].get(&s[k],
+							      mt->series[0].i));
+				continue;
+			}
+			ti_json_begin_obj(&j, mt->json);
+			for (size_t i = 0; i < mt->nseries; i++)
+				ti_json_num(&j, mt->series[i].value,
+					    mt->series[i].get(&s[k],
+							      mt->series[i].i));
+			ti_json_end_obj(&j);
+		}
+		ti_json_end_obj(&j);
+	}
+	ti_json_end_obj(&j);
+}
+
+/* Reads one table into *s; returns TI_EXIT_OK or the exit code of a table
+ * that could not be read (reported). */
+static int
+ti_sample_read(struct ti_sample *s, const char *path, double now)
+{
+	tkshm_table *t;
+	int k, rc;
+
+	s->path = path;
+	if ((k = ti_open_rdonly(&s->path, s->full, sizeof s->full, &t)) !=
+	    TI_EXIT_OK)
+		return k;
+	tkshm_stats_get(t, &s->st);
+	rc = tkshm_usage_get(t, now, &s->u);
+	tkshm_close(t);
+	if (rc != TKSHM_OK) {
+		ti_err("cannot scan %s: %s", s->path, tkshm_strerror(rc));
+		return TI_EXIT_IO;
+	}
+	ti_figures_of(&s->st, &s->u, &s->fg);
+	return TI_EXIT_OK;
+}
+
+/* True when an earlier sample names the same file: two samples with the
+ * same labels would make the exposition invalid. */
+static bool
+ti_seen(const struct ti_sample *s, size_t n, const char *path)
+{
+	for (size_t k = 0; k < n; k++)
+		if (strcmp(s[k].path, path) == 0)
+			return true;
+	return false;
+}
+
+struct ti_metrics_opts {
+	bool json, have_now;
+	double now;
+};
+
+static int
+ti_metrics_opt(void *ctx, const char *cmd, const char *name, const char *value)
+{
+	struct ti_metrics_opts *mo = ctx;
+
+	if (strcmp(name, "json") == 0) {
+		mo->json = true;
+		return TI_GO_ON;
+	}
+	if (!ti_parse_decimal(value, &mo->now) || mo->now < 0)
+		return ti_usage_error(
+			cmd, "--now: '%s' is not a time in ms >= 0", value);
+	mo->have_now = true;
+	return TI_GO_ON;
+}
+
+/* Reads every table; returns the worst exit code (3 beats 4: "cannot open"
+ * is what a scraper's operator needs to hear first). */
+static int
+ti_metrics_read(const char **paths, size_t np, double now, struct ti_sample *s,
+		size_t *n)
+{
+	int worst = TI_EXIT_OK;
+
+	*n = 0;
+	for (size_t i = 0; i < np; i++) {
+		int k = ti_sample_read(&s[*n], paths[i], now);
+
+		if (k != TI_EXIT_OK) {
+			if (worst != TI_EXIT_OPEN)
+				worst = k;
+			continue;
+		}
+		if (!ti_seen(s, *n, s[*n].path))
+			(*n)++;
+	}
+	return worst;
 }
 
 int
 ti_cmd_metrics(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	ti_err("metrics: not written yet");
-	return TI_EXIT_USAGE;
+	static const struct ti_opt opts[] = { { "help", false },
+					      { "json", false },
+					      { "now", true } };
+	static const char *const names[] = { "PATH", NULL };
+	struct ti_metrics_opts mo = { 0 };
+	struct ti_cmdline c = TI_CMDLINE("metrics", ti_usage_metrics, opts,
+					 ti_metrics_opt, &mo);
+	struct ti_operands ops = { .names = names, .min = 1 };
+	struct ti_sample *s;
+	size_t n;
+	int k;
+
+	ops.max = argc > 1 ? (size_t)argc - 1 : 1;
+	ops.v = calloc(ops.max, sizeof *ops.v);
+	s = calloc(ops.max, sizeof *s);
+	if (!ops.v || !s) {
+		free(ops.v);
+		free(s);
+		ti_err("out of memory");
+		return TI_EXIT_IO;
+	}
+	k = ti_cmdline_operands(&c, &ops, argc, argv);
+	if (k == TI_GO_ON) {
+		if (!mo.have_now)
+			mo.now = tkshm_now_ms();
+		k = ti_metrics_read(ops.v, ops.n, mo.now, s, &n);
+		if (mo.json)
+			ti_metrics_json(s, n);
+		else
+			ti_metrics_text(s, n);
+		k = ti_finish_stdout(k);
+	}
+	free(ops.v);
+	free(s);
+	return k;
 }

@@ -1,17 +1,114 @@
-/* cmd_reset.c - being written (issue 4). */
+/*
+ * cmd_reset.c - `tkshm-inspect reset PATH KEY [--json]`: forgets one key
+ * (tkshm_reset), which also unblocks it.  The table is attached read-write
+ * with its stored policy and never created.
+ */
+#include <string.h>
+
 #include "inspect.h"
 
 void
 ti_usage_reset(FILE *f)
 {
-	fputs("Usage: " TI_PROG " reset\n", f);
+	fputs("Usage: " TI_PROG " reset PATH KEY [--json]\n"
+	      "\n"
+	      "Forgets KEY in the existing table PATH: its next check starts\n"
+	      "fresh, as for a key never seen (a blocked key is unblocked).\n"
+	      "Also clears the remembered debt of the key's hash cell, which\n"
+	      "a few other keys share.  Resetting an absent key succeeds.\n"
+	      "Prints 'reset KEY'.\n"
+	      "\n"
+	      "KEY is written as list prints it: bytes 0x21..0x7e as they are,\n"
+	      "'\\\\' for a backslash and '\\xNN' for any other byte.\n"
+	      "The table is mapped read-write (never created); without write\n"
+	      "permission the exit status is 3.\n"
+	      "\n"
+	      "Options:\n"
+	      "  --json            print {\"table\":PATH,\"key\":KEY,"
+	      "\"reset\":true}\n"
+	      "  -h, --help        show this help\n"
+	      "\n",
+	      f);
+	ti_print_exit_codes(f);
+}
+
+static int
+ti_reset_opt(void *ctx, const char *cmd, const char *name, const char *value)
+{
+	(void)cmd;
+	(void)name;
+	(void)value;
+	*(bool *)ctx = true; /* --json, the only other option */
+	return TI_GO_ON;
+}
+
+/* Exit code for a failed tkshm_reset, after saying why. */
+static int
+ti_reset_failed(const char *path, const char *key, int rc)
+{
+	ti_err("cannot reset %s in %s: %s", key, path, tkshm_strerror(rc));
+	switch (rc) {
+	case TKSHM_EREADONLY:
+	case TKSHM_EPERM:
+		return TI_EXIT_OPEN;
+	case TKSHM_EBUSY:
+	case TKSHM_ECORRUPT:
+		/* As replay reports a check the table cannot make; a corrupt
+		 * key is for verify to explain. */
+		return TI_EXIT_CHECK;
+	default:
+		return TI_EXIT_IO;
+	}
+}
+
+static void
+ti_reset_print(const char *path, const char *key, bool json)
+{
+	struct ti_json j;
+
+	if (!json) {
+		printf("reset %s\n", key);
+		return;
+	}
+	ti_json_init(&j, stdout, false);
+	ti_json_begin_obj(&j, NULL);
+	ti_json_string(&j, "table", path);
+	ti_json_string(&j, "key", key);
+	ti_json_bool(&j, "reset", true);
+	ti_json_end_obj(&j);
 }
 
 int
 ti_cmd_reset(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	ti_err("reset: not written yet");
-	return TI_EXIT_USAGE;
+	static const struct ti_opt opts[] = { { "help", false },
+					      { "json", false } };
+	static const char *const names[] = { "PATH", "KEY", NULL };
+	const char *v[2];
+	struct ti_operands ops = { .names = names, .min = 2, .max = 2, .v = v };
+	bool json = false;
+	struct ti_cmdline c =
+		TI_CMDLINE("reset", ti_usage_reset, opts, ti_reset_opt, &json);
+	unsigned char key[TKSHM_KEY_MAX];
+	char full[4200], text[TI_KEY_TEXT_MAX];
+	const char *path;
+	tkshm_table *t;
+	size_t len;
+	int k, rc;
+
+	if ((k = ti_cmdline_operands(&c, &ops, argc, argv)) != TI_GO_ON)
+		return k;
+	if (!ti_key_unescape("reset", v[1], key, &len))
+		return TI_EXIT_USAGE;
+	path = v[0];
+	if ((k = ti_open_rdwr(&path, full, sizeof full, &t)) != TI_EXIT_OK)
+		return k;
+	rc = tkshm_reset(t, key, len);
+	tkshm_close(t);
+	/* The key as list prints it, whatever escapes the operand used. */
+	ti_key_escape(key, len, text, sizeof text);
+	if (rc != TKSHM_OK)
+		return ti_reset_failed(path, text, rc);
+	ti_reset_print(path, text, json);
+	return ti_finish_stdout(TI_EXIT_OK);
 }

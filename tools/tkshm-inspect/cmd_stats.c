@@ -1,6 +1,7 @@
 /*
  * cmd_stats.c - `tkshm-inspect stats PATH [--json]`: counters, geometry,
- * policy and an occupancy scan of a table, through a read-only mapping.
+ * policy and an occupancy scan of a table, through a read-only mapping;
+ * and the figures derived from them that metrics shares.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -18,10 +19,13 @@ ti_usage_stats(FILE *f)
 	      "Maps the table PATH read-only and prints its policy, on-full\n"
 	      "behaviour, creation time, geometry (slots, buckets, debt cells,\n"
 	      "file bytes, bytes per key), its counters (allowed, denied,\n"
-	      "inserts, reclaims, evictions, ...) and an occupancy scan: live,\n"
-	      "idle, empty, placeholder and dead slots and the histogram of\n"
-	      "keys by position in their probe window.  Counters are a\n"
-	      "snapshot while other processes work.\n"
+	      "inserts, reclaims, evictions, evictions in debt, CAS retries,\n"
+	      "refusals, ...), the share of decisions that were denials, and\n"
+	      "an occupancy scan: live, idle, empty, placeholder and dead\n"
+	      "slots, occupancy (live + idle + placeholders) / slots, the idle\n"
+	      "fraction idle / (live + idle), and the histogram of keys by\n"
+	      "position in their probe window (0: the first slot probed).\n"
+	      "Counters are a snapshot while other processes work.\n"
 	      "\n"
 	      "Options:\n"
 	      "  --json            print one JSON object instead of text\n"
@@ -49,6 +53,23 @@ ti_iso_time(double ms, char *buf, size_t len)
 		return;
 	}
 	snprintf(buf + n, len - n, ".%03dZ", milli > 999 ? 999 : milli);
+}
+
+void
+ti_figures_of(const tkshm_stats *s, const tkshm_usage *u, struct ti_figures *f)
+{
+	uint64_t keys = u->live + u->idle;
+	uint64_t decisions = s->allowed + s->denied;
+
+	/* Placeholders hold a slot as a key does: they count as occupied. */
+	f->occupancy =
+		s->slots ? (double)(keys + u->placeholders) / (double)s->slots :
+			   0.0;
+	f->idle_fraction = keys ? (double)u->idle / (double)keys : 0.0;
+	/* Of decisions, not of keys: comparable across tables of any size
+	 * and any number of keys. */
+	f->denied_percent =
+		decisions ? 100.0 * (double)s->denied / (double)decisions : 0.0;
 }
 
 struct ti_counter {
@@ -88,8 +109,10 @@ ti_stats_text(const char *path, const tkshm_stats *s, const char *policy,
 	struct ti_counter c[16];
 	size_t nc = ti_counters(s, c);
 	char created[64], at[64];
-	uint64_t used = u->live + u->idle;
+	struct ti_figures fg;
+	uint64_t keys = u->live + u->idle;
 
+	ti_figures_of(s, u, &fg);
 	ti_iso_time(s->created_ms, created, sizeof created);
 	ti_iso_time(now, at, sizeof at);
 	printf("table         %s\n", path);
@@ -107,18 +130,23 @@ ti_stats_text(const char *path, const tkshm_stats *s, const char *policy,
 	printf("counters\n");
 	for (size_t i = 0; i < nc; i++)
 		printf("  %-20s %" PRIu64 "\n", c[i].text, c[i].v);
+	printf("  %-20s %.2f%% (denied / (allowed + denied))\n", "denied share",
+	       fg.denied_percent);
 	printf("occupancy at  %s\n", at);
 	printf("  %-20s %" PRIu64 "\n", "live", u->live);
 	printf("  %-20s %" PRIu64 "\n", "idle", u->idle);
 	printf("  %-20s %" PRIu64 "\n", "empty", u->empty);
 	printf("  %-20s %" PRIu64 "\n", "placeholders", u->placeholders);
 	printf("  %-20s %" PRIu64 "\n", "dead", u->dead);
-	printf("  %-20s %.2f%% (live + idle)\n", "load",
-	       s->slots ? 100.0 * (double)used / (double)s->slots : 0.0);
-	printf("  probe position     ");
+	printf("  %-20s %.2f%% of slots (live + idle + placeholders)\n",
+	       "occupancy", 100.0 * fg.occupancy);
+	printf("  %-20s %.2f%% of keys (idle / (live + idle))\n",
+	       "idle fraction", 100.0 * fg.idle_fraction);
+	printf("probe length  keys by position in their window\n");
 	for (unsigned i = 0; i < TKSHM_WINDOW_SLOTS; i++)
-		printf(" %u:%" PRIu64, i, u->probe_hist[i]);
-	printf("\n");
+		printf("  %-20u %" PRIu64 " (%.2f%%)\n", i, u->probe_hist[i],
+		       keys ? 100.0 * (double)u->probe_hist[i] / (double)keys :
+			      0.0);
 }
 
 static void
@@ -128,8 +156,10 @@ ti_stats_json(const char *path, const tkshm_stats *s, const char *policy,
 	struct ti_counter c[16];
 	size_t nc = ti_counters(s, c);
 	struct ti_json j;
+	struct ti_figures fg;
 	char created[64];
 
+	ti_figures_of(s, u, &fg);
 	ti_iso_time(s->created_ms, created, sizeof created);
 	ti_json_init(&j, stdout, true);
 	ti_json_begin_obj(&j, NULL);
@@ -149,6 +179,9 @@ ti_stats_json(const char *path, const tkshm_stats *s, const char *policy,
 	for (size_t i = 0; i < nc; i++)
 		ti_json_u64(&j, c[i].json, c[i].v);
 	ti_json_end_obj(&j);
+	/* Derived figures are outside "counters", which holds only the
+	 * library's counters. */
+	ti_json_num(&j, "deniedPercent", fg.denied_percent);
 	ti_json_begin_obj(&j, "usage");
 	ti_json_num(&j, "atMs", now);
 	ti_json_u64(&j, "live", u->live);
@@ -156,6 +189,8 @@ ti_stats_json(const char *path, const tkshm_stats *s, const char *policy,
 	ti_json_u64(&j, "empty", u->empty);
 	ti_json_u64(&j, "placeholders", u->placeholders);
 	ti_json_u64(&j, "dead", u->dead);
+	ti_json_num(&j, "occupancyRatio", fg.occupancy);
+	ti_json_num(&j, "idleFraction", fg.idle_fraction);
 	ti_json_begin_arr(&j, "probeHist");
 	for (unsigned i = 0; i < TKSHM_WINDOW_SLOTS; i++)
 		ti_json_u64(&j, NULL, u->probe_hist[i]);

@@ -59,6 +59,16 @@ void ti_usage_set(FILE *f);
 /* The exit-code table, printed by every --help (main.c). */
 void ti_print_exit_codes(FILE *f);
 
+/* Figures derived from a table's stats and occupancy scan (cmd_stats.c),
+ * shared by stats and metrics. */
+struct ti_figures {
+	double occupancy;      /* (live + idle + placeholders) / slots */
+	double idle_fraction;  /* idle / (live + idle); 0 without keys */
+	double denied_percent; /* 100 * denied / (allowed + denied) */
+};
+void ti_figures_of(const tkshm_stats *s, const tkshm_usage *u,
+		   struct ti_figures *f);
+
 /* --- diagnostics (diag.c) ------------------------------------------------ */
 
 /* Prints "tkshm-inspect: <message>\n" to stderr. */
@@ -170,6 +180,22 @@ int ti_open(const char *path, tkshm_options *o, tkshm_table **out);
 /* ti_open() of the existing table *path, mapped read-only; then *path
  * becomes the name of its file (ti_resolve_path() into buf). */
 int ti_open_rdonly(const char **path, char *buf, size_t len, tkshm_table **out);
+/* The same, mapped read-write, adopting the stored policy (never creates):
+ * for the commands that change a key (reset, set). */
+int ti_open_rdwr(const char **path, char *buf, size_t len, tkshm_table **out);
+
+/* Operands of a command that takes more than one (table_open.c). */
+struct ti_operands {
+	const char *const *names; /* for messages, NULL-terminated; the last
+				     names every further operand */
+	size_t min, max;	  /* how many are needed, allowed */
+	const char **v;		  /* out: max entries */
+	size_t n;		  /* out */
+};
+/* ti_cmdline_parse() for such a command: operands go to ops->v (each
+ * non-empty, at most ops->max, at least ops->min); c->path is unused. */
+int ti_cmdline_operands(struct ti_cmdline *c, struct ti_operands *ops, int argc,
+			char **argv);
 /* The file a path names: a path without '/' is in TKSHM_DEFAULT_DIR. */
 const char *ti_resolve_path(const char *path, char *buf, size_t len);
 /* "evict" or "refuse". */

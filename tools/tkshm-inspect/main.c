@@ -1,8 +1,11 @@
 /*
- * main.c - tkshm-inspect: the command table, --help, --version and dispatch.
+ * main.c - tkshm-inspect: the command table, --help, --version, dispatch,
+ * and the guard against a table file that shrinks while it is mapped.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "inspect.h"
 
@@ -84,12 +87,54 @@ ti_find(const char *name)
 	return NULL;
 }
 
+/* A table file truncated by another process after we mapped it raises
+ * SIGBUS on the first read of a page past its new end: the library cannot
+ * prevent it (it never installs handlers), so the tool turns it into a
+ * message and exit status 4 instead of a crash.  SIGSEGV gets the same
+ * treatment with its own words, so that a bug is not reported as a
+ * truncation.  Only async-signal-safe calls: write(2) and _exit(2). */
+static void
+ti_fault(int sig)
+{
+	static const char bus[] = TI_PROG ": the table file changed size while "
+					  "it was read (SIGBUS)\n";
+	static const char segv[] = TI_PROG ": invalid memory access while "
+					   "reading (SIGSEGV)\n";
+	ssize_t n;
+
+	if (sig == SIGBUS)
+		n = write(STDERR_FILENO, bus, sizeof bus - 1);
+	else
+		n = write(STDERR_FILENO, segv, sizeof segv - 1);
+	(void)n;
+	_exit(TI_EXIT_IO);
+}
+
+static void
+ti_guard_faults(void)
+{
+	/* An alternate stack lets the handler run even when the fault is a
+	 * stack overflow. */
+	static char stack[64 * 1024];
+	stack_t ss = { .ss_sp = stack, .ss_size = sizeof stack };
+	struct sigaction sa;
+
+	(void)sigaltstack(&ss, NULL);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = ti_fault;
+	sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGBUS, &sa, NULL);
+	(void)sigaction(SIGSEGV, &sa, NULL);
+}
+
 int
 main(int argc, char **argv)
 {
 	const struct ti_command *c;
 	const char *name;
 
+	ti_guard_faults();
 	if (argc < 2) {
 		ti_usage(stderr);
 		return TI_EXIT_USAGE;

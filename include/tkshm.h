@@ -749,10 +749,10 @@ TKSHM_API int tkshm_set_remaining_at(tkshm_table *t, const void *key,
 				     size_t key_len, double remaining,
 				     double now_ms);
 
-/** Blocks `key`: every check of cost >= 1 before `until_ms` is denied
- *  (retry-after points at until_ms); afterwards it replenishes as the policy
- *  says (GCRA admits at until_ms, a token bucket refills from empty from
- *  until_ms).  GCRA and token bucket only: windowed algorithms restart
+/** Blocks `key`: every check of cost >= 1 before `until_ms` is denied;
+ *  afterwards it replenishes as the policy says: GCRA admits at until_ms
+ *  (its retry-after points there), a token bucket refills from empty from
+ *  until_ms (its retry-after points at its first whole token after it).  GCRA and token bucket only: windowed algorithms restart
  *  with every window and have no state that means "blocked for longer".
  *  @return TKSHM_OK; TKSHM_ENOTSUP for other algorithms; TKSHM_EINVAL when
  *  until_ms is not finite or not after now_ms; input and write errors as

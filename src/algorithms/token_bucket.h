@@ -89,6 +89,10 @@ tk_token_bucket_check(const struct tk_token_bucket *a, bool present,
 {
 	double last;
 	double tokens = tk_token_bucket_level(a, present, st, now, &last);
+	/* Refill resumes at a `last` ahead of now (a clock regression, or an
+	 * operator's block, tkshm_block_at).  0 on every forward timeline,
+	 * where ceil(0 + x) is ceil(x): ThrottleKit's fields, bit for bit. */
+	double wait = last > now ? last - now : 0;
 
 	d->limit = tk_field(a->capacity);
 	d->flags = 0;
@@ -97,8 +101,9 @@ tk_token_bucket_check(const struct tk_token_bucket *a, bool present,
 
 		d->allowed = true;
 		d->remaining = tk_field(tk_clamp0(floor(left)));
-		d->reset_at = tk_field(
-			now + ceil((a->capacity - left) / a->refill_per_ms));
+		d->reset_at =
+			tk_field(now + ceil(wait + (a->capacity - left) /
+							   a->refill_per_ms));
 		d->retry_after_ms = 0;
 		st_out[0] = tk_f64_word(left);
 		/* The one difference (see the top of this file): never move
@@ -108,9 +113,10 @@ tk_token_bucket_check(const struct tk_token_bucket *a, bool present,
 	}
 	d->allowed = false;
 	d->remaining = tk_field(tk_clamp0(floor(tokens)));
-	d->reset_at =
-		tk_field(now + ceil((a->capacity - tokens) / a->refill_per_ms));
-	d->retry_after_ms = tk_field(ceil((cost - tokens) / a->refill_per_ms));
+	d->reset_at = tk_field(
+		now + ceil(wait + (a->capacity - tokens) / a->refill_per_ms));
+	d->retry_after_ms =
+		tk_field(ceil(wait + (cost - tokens) / a->refill_per_ms));
 	return false;
 }
 
@@ -122,16 +128,18 @@ tk_token_bucket_peek(const struct tk_token_bucket *a, bool present,
 {
 	double last;
 	double tokens = tk_token_bucket_level(a, present, st, now, &last);
+	double wait = last > now ? last - now : 0; /* as in the check */
 
 	d->limit = tk_field(a->capacity);
 	d->flags = 0;
 	d->allowed = tokens >= 1;
 	d->remaining = tk_field(tk_clamp0(floor(tokens)));
-	d->reset_at =
-		tk_field(now + ceil((a->capacity - tokens) / a->refill_per_ms));
+	d->reset_at = tk_field(
+		now + ceil(wait + (a->capacity - tokens) / a->refill_per_ms));
 	d->retry_after_ms =
-		d->allowed ? 0 :
-			     tk_field(ceil((1 - tokens) / a->refill_per_ms));
+		d->allowed ?
+			0 :
+			tk_field(ceil(wait + (1 - tokens) / a->refill_per_ms));
 }
 
 /* A full bucket whose `last` is not in the future decides exactly as an

@@ -386,6 +386,21 @@ test_create_stats_replay(void **state)
 	(void)state;
 	create_table(path, spec, "100");
 
+	/* create --json reports what it made. */
+	RUN(&p, NULL, "create", tkt_path("csr-json.tkshm"), "--json",
+	    "--policy", spec, "--slots", "20", "--mode", "0640");
+	expect_status(&p, 0, "create --json");
+	j = cJSON_Parse(p.out);
+	assert_non_null(j);
+	assert_string_equal(str_at(j, "table"), tkt_path("csr-json.tkshm"));
+	assert_int_equal((int)num_at(j, "slots"), 32);
+	assert_int_equal((int)num_at(j, "mode"), 0640);
+	assert_string_equal(str_at(j, "policy"), spec);
+	assert_string_equal(str_at(j, "onFull"), "evict");
+	assert_true(num_at(j, "fileBytes") > 0);
+	cJSON_Delete(j);
+	tkt_proc_free(&p);
+
 	/* A second create of the same path is refused with exit 3. */
 	RUN(&p, NULL, "create", path, "--policy", spec);
 	expect_status(&p, 3, "create over an existing table");
@@ -486,6 +501,7 @@ test_verify(void **state)
 	struct tk_header h;
 	struct tk_slot slot;
 	struct tkt_proc p;
+	cJSON *j;
 	char *before, *after, *filler;
 	size_t blen, alen;
 	uint64_t nslots, victim;
@@ -501,6 +517,17 @@ test_verify(void **state)
 	RUN(&p, NULL, "verify", path);
 	expect_status(&p, 0, "verify of a good table");
 	expect_contains(p.out, "ok", "verify output");
+	tkt_proc_free(&p);
+	RUN(&p, NULL, "verify", "--json", path);
+	expect_status(&p, 0, "verify --json of a good table");
+	j = cJSON_Parse(p.out);
+	assert_non_null(j);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "ok")));
+	assert_int_equal((int)num_at(j, "slots"), 64);
+	assert_int_equal((int)num_at(j, "problemCount"), 0);
+	assert_int_equal(
+		cJSON_GetArraySize(cJSON_GetObjectItem(j, "problems")), 0);
+	cJSON_Delete(j);
 	tkt_proc_free(&p);
 
 	/* Corrupt one EMPTY slot: fp 0 with a non-zero state breaks I4. */
@@ -530,6 +557,20 @@ test_verify(void **state)
 	expect_status(&p, 1, "verify of a corrupt table");
 	expect_contains(p.out, "I4", "verify names the invariant");
 	expect_contains(p.out, "1 problem", "verify summary");
+	tkt_proc_free(&p);
+	RUN(&p, NULL, "verify", path, "--json");
+	expect_status(&p, 1, "verify --json of a corrupt table");
+	j = cJSON_Parse(p.out);
+	assert_non_null(j);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "ok")));
+	assert_int_equal((int)num_at(j, "problemCount"), 1);
+	assert_int_equal(
+		cJSON_GetArraySize(cJSON_GetObjectItem(j, "problems")), 1);
+	expect_contains(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "problems"),
+					   0)
+				->valuestring,
+			"I4", "the JSON problem names the invariant");
+	cJSON_Delete(j);
 	tkt_proc_free(&p);
 	after = tkt_read_file(path, &alen);
 	/* verify never writes the table. */

@@ -384,7 +384,11 @@ test_block(void **state)
 	/* A token bucket: empty and not refilling before `until`. */
 	check(tb, "ab", 2, 1, NOW); /* present first: replaced in place */
 	assert_rc(tkshm_block_at(tb, "ab", 2, until, NOW), TKSHM_OK);
-	assert_false(check(tb, "ab", 2, 1, NOW).allowed);
+	d = check(tb, "ab", 2, 1, NOW);
+	assert_false(d.allowed);
+	/* Refill resumes at `until`; one token takes 1000 ms more. */
+	assert_int_equal(d.retry_after_ms, 3600000 + 1000);
+	assert_int_equal(d.reset_at, (int64_t)until + 10000);
 	assert_false(check(tb, "ab", 2, 1, until - 1).allowed);
 	assert_true(check(tb, "ab", 2, 1, until + 1000).allowed);
 

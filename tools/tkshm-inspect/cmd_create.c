@@ -4,6 +4,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "inspect.h"
 
@@ -29,10 +30,47 @@ ti_usage_create(FILE *f)
 	      "                    (default) or 'refuse' the check\n"
 	      "  -h, --help        show this help\n"
 	      "\n"
+	      "  --json            print the result as one JSON object\n"
+	      "\n"
 	      "Prints the created path, its slots, size and policy.\n"
 	      "\n",
 	      f);
 	ti_print_exit_codes(f);
+}
+
+struct ti_create {
+	struct ti_table_opts to;
+	bool json;
+};
+
+static int
+ti_create_opt(void *ctx, const char *cmd, const char *name, const char *value)
+{
+	struct ti_create *cr = ctx;
+
+	if (strcmp(name, "json") == 0) {
+		cr->json = true;
+		return TI_GO_ON;
+	}
+	return ti_table_opt(&cr->to, cmd, name, value);
+}
+
+static void
+ti_create_print_json(const char *path, const tkshm_stats *st, unsigned mode,
+		     const char *spec)
+{
+	struct ti_json j;
+
+	ti_json_init(&j, stdout, true);
+	ti_json_begin_obj(&j, NULL);
+	ti_json_string(&j, "table", path);
+	ti_json_u64(&j, "slots", st->slots);
+	ti_json_u64(&j, "fileBytes", st->file_bytes);
+	ti_json_string(&j, "onFull", ti_on_full_name(st->on_full));
+	ti_json_u64(&j, "mode", mode);
+	ti_json_string(&j, "policy", spec);
+	ti_json_end_obj(&j);
+	fputc('\n', stdout);
 }
 
 int
@@ -40,11 +78,12 @@ ti_cmd_create(int argc, char **argv)
 {
 	static const struct ti_opt opts[] = {
 		{ "help", false }, { "policy", true },	{ "slots", true },
-		{ "mode", true },  { "on-full", true },
+		{ "mode", true },  { "on-full", true }, { "json", false },
 	};
-	struct ti_table_opts to = TI_TABLE_OPTS_INIT;
+	struct ti_create cr = { .to = TI_TABLE_OPTS_INIT };
+	struct ti_table_opts *to = &cr.to;
 	struct ti_cmdline c =
-		TI_CMDLINE("create", ti_usage_create, opts, ti_table_opt, &to);
+		TI_CMDLINE("create", ti_usage_create, opts, ti_create_opt, &cr);
 	tkshm_table *t;
 	tkshm_stats st;
 	char full[4200], spec[256];
@@ -52,21 +91,26 @@ ti_cmd_create(int argc, char **argv)
 
 	if ((k = ti_cmdline_parse(&c, argc, argv)) != TI_GO_ON)
 		return k;
-	if (!to.have_policy)
+	if (!to->have_policy)
 		return ti_usage_error("create", "missing --policy SPEC");
 
-	to.o.policy = &to.policy;
-	to.o.flags = TKSHM_O_CREATE | TKSHM_O_EXCL;
-	if ((k = ti_open(c.path, &to.o, &t)) != TI_EXIT_OK)
+	to->o.policy = &to->policy;
+	to->o.flags = TKSHM_O_CREATE | TKSHM_O_EXCL;
+	if ((k = ti_open(c.path, &to->o, &t)) != TI_EXIT_OK)
 		return k;
 	tkshm_stats_get(t, &st);
 	if (tkshm_policy_format(&st.policy, spec, sizeof spec) < 0)
 		spec[0] = '\0';
-	printf("created %s: %" PRIu64 " slots, %" PRIu64
-	       " bytes, on-full %s, mode %04o, policy %s\n",
-	       ti_resolve_path(c.path, full, sizeof full), st.slots,
-	       st.file_bytes, ti_on_full_name(st.on_full),
-	       (unsigned)(to.o.mode ? to.o.mode : 0600), spec);
+	if (cr.json)
+		ti_create_print_json(
+			ti_resolve_path(c.path, full, sizeof full), &st,
+			(unsigned)(to->o.mode ? to->o.mode : 0600), spec);
+	else
+		printf("created %s: %" PRIu64 " slots, %" PRIu64
+		       " bytes, on-full %s, mode %04o, policy %s\n",
+		       ti_resolve_path(c.path, full, sizeof full), st.slots,
+		       st.file_bytes, ti_on_full_name(st.on_full),
+		       (unsigned)(to->o.mode ? to->o.mode : 0600), spec);
 	tkshm_close(t);
 	return ti_finish_stdout(TI_EXIT_OK);
 }

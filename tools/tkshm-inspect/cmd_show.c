@@ -261,9 +261,11 @@ ti_cmd_show(int argc, char **argv)
 	}
 	tkshm_close(t);
 	if (rc != TKSHM_OK) {
+		/* As replay, reset and set report a check that did not
+		 * settle (TKSHM_EBUSY) or a corrupt key. */
 		ti_err("show: cannot read key %s of %s: %s", s.key_canon,
 		       s.path, tkshm_strerror(rc));
-		return TI_EXIT_IO;
+		return TI_EXIT_CHECK;
 	}
 	if (s.json)
 		ti_show_json(&s, &e);

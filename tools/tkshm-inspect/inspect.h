@@ -18,8 +18,9 @@
 /* Exit codes (documented in --help and tkshm-inspect.1). */
 enum ti_exit {
 	TI_EXIT_OK = 0,	   /* success */
-	TI_EXIT_CHECK = 1, /* verify found problems; a check of the input
-				 failed (e.g. a malformed replay line) */
+	TI_EXIT_CHECK = 1, /* verify found problems; show: key absent or
+				 corrupt; a malformed replay line; a write
+				 refused (EFULL) or unsettled (EBUSY) */
 	TI_EXIT_USAGE = 2, /* bad command line */
 	TI_EXIT_OPEN = 3,  /* cannot open, create or attach the table */
 	TI_EXIT_IO = 4,	   /* I/O error (reading input, writing output) or
@@ -209,8 +210,7 @@ const char *ti_on_full_name(tkshm_on_full v);
 /* Writes key[0..len) as text into buf (cap bytes, NUL-terminated, cut at a
  * whole escape if it does not fit): bytes 0x21..0x7e as they are, a
  * backslash as "\\", any other byte as "\xNN". */
-void ti_key_escape(const unsigned char *key, size_t len, char *buf,
-		   size_t cap);
+void ti_key_escape(const unsigned char *key, size_t len, char *buf, size_t cap);
 /* Reads a KEY operand written that way into out (TKSHM_KEY_MAX bytes);
  * false, after a usage error, for a bad escape, an empty or too long key. */
 bool ti_key_unescape(const char *cmd, const char *text, unsigned char *out,
@@ -279,8 +279,8 @@ enum ti_op {
 struct ti_where {
 	enum ti_field field;
 	enum ti_op op;
-	double num;				/* numeric fields */
-	unsigned char key[TKSHM_KEY_MAX];	/* TI_F_KEY: the bytes */
+	double num;			  /* numeric fields */
+	unsigned char key[TKSHM_KEY_MAX]; /* TI_F_KEY: the bytes */
 	size_t key_len;
 	bool have_fp; /* key=, key!=: the key's fingerprint, found in the
 			 table by ti_where_resolve */

@@ -35,11 +35,14 @@ ti_print_exit_codes(FILE *f)
 {
 	fputs("Exit status:\n"
 	      "  0  success\n"
-	      "  1  verify found problems, or a check of the input failed\n"
-	      "     (e.g. a malformed replay line)\n"
+	      "  1  verify found problems; show: the key is not in the\n"
+	      "     table or its state is corrupt; a check of the input\n"
+	      "     failed (a malformed replay line) or a write did not\n"
+	      "     succeed (table full, contention that did not settle)\n"
 	      "  2  usage error\n"
 	      "  3  cannot open, create or attach the table\n"
-	      "  4  I/O error (reading input, writing output) or another\n"
+	      "  4  I/O error (reading input, writing output), the table\n"
+	      "     file changed size while it was read (SIGBUS), or another\n"
 	      "     system failure\n",
 	      f);
 }

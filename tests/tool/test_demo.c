@@ -190,6 +190,67 @@ test_demo_keep_matches_stats(void **state)
 	tkt_proc_free(&s);
 	tkt_proc_free(&p);
 }
+
+/* The README's promise: while the demo runs, `tkshm-inspect list` shows its
+ * clients.  The table path is known from the demo's pid. */
+static void
+test_demo_listed_while_running(void **state)
+{
+	struct tkt_proc demo, l;
+	char api[4096];
+	const cJSON *keys, *k;
+	cJSON *j;
+	struct stat sb;
+	bool seen[NCLIENTS] = { false };
+	unsigned long long admitted;
+
+	(void)state;
+	tkt_proc_start(&demo,
+		       (const char *const[]){ TKSHM_DEMO_BIN, "--dir",
+					      tkt_tmpdir(), "--seconds", "3",
+					      NULL },
+		       NULL);
+	snprintf(api, sizeof api, "%s/tkshm-demo.%d.api", tkt_tmpdir(),
+		 demo.pid);
+	for (int i = 0; i < 200 && stat(api, &sb) != 0; i++)
+		usleep(10000);
+	assert_int_equal(stat(api, &sb), 0);
+	usleep(1000000); /* a second of traffic */
+	tkt_run(&l,
+		(const char *const[]){ TKSHM_INSPECT_BIN, "list", api, "--idle",
+				       "--json", NULL },
+		NULL);
+	if (l.status != 0)
+		fail_msg("list %s: %s", api, l.err);
+	j = cJSON_Parse(l.out);
+	assert_non_null(j);
+	keys = cJSON_GetObjectItem(j, "keys");
+	assert_true(cJSON_IsArray(keys));
+	cJSON_ArrayForEach(k, keys)
+	{
+		const cJSON *name = cJSON_GetObjectItem(k, "key");
+		int c;
+
+		assert_true(cJSON_IsString(name));
+		assert_int_equal(sscanf(name->valuestring, "client:%d", &c), 1);
+		assert_in_range(c, 0, NCLIENTS - 1);
+		seen[c] = true;
+		assert_int_equal(
+			(int)cJSON_GetObjectItem(k, "limit")->valuedouble, 10);
+	}
+	/* Every client sends api traffic in its first second. */
+	for (int c = 0; c < NCLIENTS; c++)
+		if (!seen[c])
+			fail_msg("client:%d not listed in:\n%s", c, l.out);
+	cJSON_Delete(j);
+	tkt_proc_free(&l);
+
+	tkt_proc_finish(&demo, 1);
+	expect_ok(&demo, "tkshm-demo while listed");
+	for (int c = 0; c < NCLIENTS; c++)
+		client_line(demo.out, c, &admitted);
+	tkt_proc_free(&demo);
+}
 #endif
 
 int
@@ -200,6 +261,7 @@ main(void)
 		cmocka_unit_test(test_demo_anonymous),
 #ifdef TKSHM_INSPECT_BIN
 		cmocka_unit_test(test_demo_keep_matches_stats),
+		cmocka_unit_test(test_demo_listed_while_running),
 #endif
 	};
 	return cmocka_run_group_tests_name("tool_demo", tests, NULL,

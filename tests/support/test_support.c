@@ -397,3 +397,81 @@ tkt_run(struct tkt_proc *p, const char *const argv[], const char *input)
 	tkt_proc_finish(p, 1);
 	return p->status;
 }
+
+/* --- checking what a program printed ------------------------------------- */
+
+void
+tkt_expect_status(const struct tkt_proc *p, int want, const char *what)
+{
+	if (p->status != want)
+		fail_msg("%s: exit status %d, expected %d\nstdout:\n%s\n"
+			 "stderr:\n%s",
+			 what, p->status, want, p->out, p->err);
+}
+
+void
+tkt_expect_contains(const char *hay, const char *needle, const char *what)
+{
+	if (!strstr(hay, needle))
+		fail_msg("%s: \"%s\" not found in:\n%s", what, needle, hay);
+}
+
+cJSON *
+tkt_parse_json(const char *text, const char *what)
+{
+	cJSON *j = cJSON_Parse(text);
+
+	if (!j)
+		fail_msg("%s: not JSON: %s", what, text);
+	return j;
+}
+
+const cJSON *
+tkt_json_item(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (!v)
+		fail_msg("field \"%s\" missing", key);
+	return v;
+}
+
+double
+tkt_num_at(const cJSON *obj, const char *key)
+{
+	const cJSON *v = tkt_json_item(obj, key);
+
+	if (!cJSON_IsNumber(v))
+		fail_msg("field \"%s\" is not a number", key);
+	return v->valuedouble;
+}
+
+const char *
+tkt_str_at(const cJSON *obj, const char *key)
+{
+	const cJSON *v = tkt_json_item(obj, key);
+
+	if (!cJSON_IsString(v))
+		fail_msg("field \"%s\" is not a string", key);
+	return v->valuestring;
+}
+
+bool
+tkt_bool_at(const cJSON *obj, const char *key)
+{
+	const cJSON *v = tkt_json_item(obj, key);
+
+	if (!cJSON_IsBool(v))
+		fail_msg("field \"%s\" is not a boolean", key);
+	return cJSON_IsTrue(v);
+}
+
+void
+tkt_expect_num(const cJSON *obj, const char *key, double want, const char *what)
+{
+	double got = tkt_num_at(obj, key);
+
+	if (got != want)
+		fail_msg("%s: %s is %.17g, expected %.17g", what, key, got,
+			 want);
+}

@@ -8,6 +8,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -90,6 +91,24 @@ void tkt_proc_start(struct tkt_proc *p, const char *const argv[],
 void tkt_proc_finish(struct tkt_proc *ps, size_t n);
 /* Frees out and err. */
 void tkt_proc_free(struct tkt_proc *p);
+
+/* --- checking what a program printed ------------------------------------- */
+
+/* Fails unless p exited with `want`, showing its stdout and stderr. */
+void tkt_expect_status(const struct tkt_proc *p, int want, const char *what);
+/* Fails unless `needle` occurs in `hay`. */
+void tkt_expect_contains(const char *hay, const char *needle, const char *what);
+/* Parses `text` as JSON or fails; the caller cJSON_Deletes it. */
+cJSON *tkt_parse_json(const char *text, const char *what);
+/* obj's member `key` (case-sensitive), failing when it is missing or not
+ * of the type asked for. */
+const cJSON *tkt_json_item(const cJSON *obj, const char *key);
+double tkt_num_at(const cJSON *obj, const char *key);
+const char *tkt_str_at(const cJSON *obj, const char *key);
+bool tkt_bool_at(const cJSON *obj, const char *key);
+/* Fails unless obj's number `key` is exactly `want`. */
+void tkt_expect_num(const cJSON *obj, const char *key, double want,
+		    const char *what);
 /* tkt_proc_start + tkt_proc_finish for one process; returns its status. */
 int tkt_run(struct tkt_proc *p, const char *const argv[], const char *input);
 

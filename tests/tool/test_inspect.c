@@ -53,52 +53,6 @@ count_lines(const char *s)
 	return n;
 }
 
-static void
-expect_status(const struct tkt_proc *p, int want, const char *what)
-{
-	if (p->status != want)
-		fail_msg("%s: exit status %d, expected %d\nstdout:\n%s\n"
-			 "stderr:\n%s",
-			 what, p->status, want, p->out, p->err);
-}
-
-static void
-expect_contains(const char *hay, const char *needle, const char *what)
-{
-	if (!strstr(hay, needle))
-		fail_msg("%s: \"%s\" not found in:\n%s", what, needle, hay);
-}
-
-static cJSON *
-parse_json(const char *text, const char *what)
-{
-	cJSON *j = cJSON_Parse(text);
-
-	if (!j)
-		fail_msg("%s: not JSON: %s", what, text);
-	return j;
-}
-
-static double
-num_at(const cJSON *obj, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	if (!cJSON_IsNumber(v))
-		fail_msg("field \"%s\" missing or not a number", key);
-	return v->valuedouble;
-}
-
-static const char *
-str_at(const cJSON *obj, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	if (!cJSON_IsString(v))
-		fail_msg("field \"%s\" missing or not a string", key);
-	return v->valuestring;
-}
-
 /* `stats --json PATH [--now MS]`, parsed. */
 static cJSON *
 stats_json(const char *path, const char *now)
@@ -110,8 +64,8 @@ stats_json(const char *path, const char *now)
 		RUN(&p, NULL, "stats", path, "--json", "--now", now);
 	else
 		RUN(&p, NULL, "stats", "--json", path);
-	expect_status(&p, 0, "stats --json");
-	j = parse_json(p.out, "stats --json");
+	tkt_expect_status(&p, 0, "stats --json");
+	j = tkt_parse_json(p.out, "stats --json");
 	tkt_proc_free(&p);
 	return j;
 }
@@ -122,8 +76,8 @@ create_table(const char *path, const char *spec, const char *slots)
 	struct tkt_proc p;
 
 	RUN(&p, NULL, "create", path, "--policy", spec, "--slots", slots);
-	expect_status(&p, 0, "create");
-	expect_contains(p.out, "created", "create output");
+	tkt_expect_status(&p, 0, "create");
+	tkt_expect_contains(p.out, "created", "create output");
 	tkt_proc_free(&p);
 }
 
@@ -135,7 +89,7 @@ check_decision(const char *line, const cJSON *expect, double offset,
 {
 	static const char *const names[] = { "allowed", "limit", "remaining",
 					     "resetAt", "retryAfterMs" };
-	cJSON *got = parse_json(line, what);
+	cJSON *got = tkt_parse_json(line, what);
 	const cJSON *f = got->child;
 
 	for (size_t i = 0; i < 5; i++, f = f ? f->next : NULL) {
@@ -174,49 +128,49 @@ test_help_and_version(void **state)
 
 	(void)state;
 	RUN(&p, NULL, "--help");
-	expect_status(&p, 0, "--help");
-	expect_contains(p.out, "Usage:", "--help");
-	expect_contains(p.out, "Exit status:", "--help");
+	tkt_expect_status(&p, 0, "--help");
+	tkt_expect_contains(p.out, "Usage:", "--help");
+	tkt_expect_contains(p.out, "Exit status:", "--help");
 	tkt_proc_free(&p);
 	for (size_t i = 0; i < 4; i++) {
 		RUN(&p, NULL, cmds[i], "--help");
-		expect_status(&p, 0, cmds[i]);
-		expect_contains(p.out, cmds[i], "subcommand --help");
-		expect_contains(p.out, "Exit status:", "subcommand --help");
+		tkt_expect_status(&p, 0, cmds[i]);
+		tkt_expect_contains(p.out, cmds[i], "subcommand --help");
+		tkt_expect_contains(p.out, "Exit status:", "subcommand --help");
 		tkt_proc_free(&p);
 		RUN(&p, NULL, "help", cmds[i]);
-		expect_status(&p, 0, "help CMD");
+		tkt_expect_status(&p, 0, "help CMD");
 		tkt_proc_free(&p);
 	}
 	RUN(&p, NULL, "--version");
-	expect_status(&p, 0, "--version");
-	expect_contains(p.out, tkshm_version(), "--version");
+	tkt_expect_status(&p, 0, "--version");
+	tkt_expect_contains(p.out, tkshm_version(), "--version");
 	tkt_proc_free(&p);
 
 	/* Usage errors: exit 2, message prefixed on stderr. */
 	RUN(&p, NULL, "frobnicate");
-	expect_status(&p, 2, "unknown command");
-	expect_contains(p.err, "tkshm-inspect: ", "unknown command");
+	tkt_expect_status(&p, 2, "unknown command");
+	tkt_expect_contains(p.err, "tkshm-inspect: ", "unknown command");
 	tkt_proc_free(&p);
 	RUN(&p, NULL, "stats", "--bogus", "x");
-	expect_status(&p, 2, "unknown option");
+	tkt_expect_status(&p, 2, "unknown option");
 	tkt_proc_free(&p);
 	RUN(&p, NULL, "replay");
-	expect_status(&p, 2, "replay without --policy");
+	tkt_expect_status(&p, 2, "replay without --policy");
 	tkt_proc_free(&p);
 	RUN(&p, NULL, "replay", "--policy", "gcra:limit=0,periodMs=1000");
-	expect_status(&p, 2, "invalid policy");
+	tkt_expect_status(&p, 2, "invalid policy");
 	tkt_proc_free(&p);
 	RUN(&p, NULL, "create", tkt_path("never"), "--policy",
 	    "gcra:limit=1,periodMs=1", "--mode", "999");
-	expect_status(&p, 2, "bad --mode");
+	tkt_expect_status(&p, 2, "bad --mode");
 	tkt_proc_free(&p);
 	RUN(&p, NULL, "create", tkt_path("never"), "--policy",
 	    "gcra:limit=1,periodMs=1", "--slots", "999999999999999");
-	expect_status(&p, 2, "--slots beyond the library's maximum");
+	tkt_expect_status(&p, 2, "--slots beyond the library's maximum");
 	tkt_proc_free(&p);
 	tkt_run(&p, (const char *const[]){ BIN, NULL }, NULL);
-	expect_status(&p, 2, "no arguments");
+	tkt_expect_status(&p, 2, "no arguments");
 	tkt_proc_free(&p);
 }
 
@@ -236,8 +190,8 @@ replay_golden(double offset)
 		const cJSON *strat =
 			cJSON_GetObjectItemCaseSensitive(s, "strategy");
 		const cJSON *ops, *op, *key;
-		const char *name = str_at(s, "name");
-		const char *prim = str_at(s, "primitive");
+		const char *name = tkt_str_at(s, "name");
+		const char *prim = tkt_str_at(s, "primitive");
 		bool budget = strcmp(prim, "tokenBudget") == 0;
 		char spec[256], *input = NULL, *lines[256];
 		size_t len = 0, n, i = 0;
@@ -250,7 +204,7 @@ replay_golden(double offset)
 				cJSON_GetObjectItemCaseSensitive(s, "options"),
 				spec, sizeof spec);
 		else if (strcmp(prim, "rateLimit") == 0 && strat)
-			tkt_spec_of(str_at(strat, "kind"),
+			tkt_spec_of(tkt_str_at(strat, "kind"),
 				    cJSON_GetObjectItemCaseSensitive(strat,
 								     "options"),
 				    spec, sizeof spec);
@@ -265,14 +219,14 @@ replay_golden(double offset)
 			const cJSON *c = cJSON_GetObjectItemCaseSensitive(
 				op, budget ? "tokens" : "cost");
 			fprintf(in, "%.17g %s %.17g\n",
-				num_at(op, "now") + offset,
+				tkt_num_at(op, "now") + offset,
 				cJSON_IsString(key) ? key->valuestring : "k",
 				cJSON_IsNumber(c) ? c->valuedouble : 1.0);
 		}
 		fclose(in);
 
 		RUN(&p, input, "replay", "--policy", spec);
-		expect_status(&p, 0, name);
+		tkt_expect_status(&p, 0, name);
 		if (p.err[0])
 			fail_msg("%s: stderr: %s", name, p.err);
 		n = split_lines(p.out, lines, 256);
@@ -344,11 +298,12 @@ test_replay_malformed(void **state)
 		    "gcra:limit=10,periodMs=1000,burst=5");
 		if (p.status == 0)
 			fail_msg("line \"%s\" accepted", cases[i].bad);
-		expect_status(&p, 1, cases[i].bad);
+		tkt_expect_status(&p, 1, cases[i].bad);
 		/* Line 6 (comments and blank lines count), named on stderr
 		 * with the tool's prefix, after the two good decisions. */
-		expect_contains(p.err, "tkshm-inspect: line 6: ", cases[i].bad);
-		expect_contains(p.err, cases[i].why, cases[i].bad);
+		tkt_expect_contains(p.err,
+				    "tkshm-inspect: line 6: ", cases[i].bad);
+		tkt_expect_contains(p.err, cases[i].why, cases[i].bad);
 		if (count_lines(p.out) != 2)
 			fail_msg("%s: %zu decisions before the bad line:\n%s",
 				 cases[i].bad, count_lines(p.out), p.out);
@@ -364,8 +319,8 @@ test_replay_malformed(void **state)
 		strcpy(input + 2 + TKSHM_KEY_MAX + 1, " 1\n");
 		RUN(&p, input, "replay", "--policy",
 		    "gcra:limit=10,periodMs=1000");
-		expect_status(&p, 1, "long key");
-		expect_contains(p.err, "line 1: KEY", "long key");
+		tkt_expect_status(&p, 1, "long key");
+		tkt_expect_contains(p.err, "line 1: KEY", "long key");
 		tkt_proc_free(&p);
 		free(input);
 	}
@@ -389,32 +344,32 @@ test_create_stats_replay(void **state)
 	/* create --json reports what it made. */
 	RUN(&p, NULL, "create", tkt_path("csr-json.tkshm"), "--json",
 	    "--policy", spec, "--slots", "20", "--mode", "0640");
-	expect_status(&p, 0, "create --json");
+	tkt_expect_status(&p, 0, "create --json");
 	j = cJSON_Parse(p.out);
 	assert_non_null(j);
-	assert_string_equal(str_at(j, "table"), tkt_path("csr-json.tkshm"));
-	assert_int_equal((int)num_at(j, "slots"), 32);
-	assert_int_equal((int)num_at(j, "mode"), 0640);
-	assert_string_equal(str_at(j, "policy"), spec);
-	assert_string_equal(str_at(j, "onFull"), "evict");
-	assert_true(num_at(j, "fileBytes") > 0);
+	assert_string_equal(tkt_str_at(j, "table"), tkt_path("csr-json.tkshm"));
+	assert_int_equal((int)tkt_num_at(j, "slots"), 32);
+	assert_int_equal((int)tkt_num_at(j, "mode"), 0640);
+	assert_string_equal(tkt_str_at(j, "policy"), spec);
+	assert_string_equal(tkt_str_at(j, "onFull"), "evict");
+	assert_true(tkt_num_at(j, "fileBytes") > 0);
 	cJSON_Delete(j);
 	tkt_proc_free(&p);
 
 	/* A second create of the same path is refused with exit 3. */
 	RUN(&p, NULL, "create", path, "--policy", spec);
-	expect_status(&p, 3, "create over an existing table");
-	expect_contains(p.err, tkshm_strerror(TKSHM_EEXIST), "EEXIST");
+	tkt_expect_status(&p, 3, "create over an existing table");
+	tkt_expect_contains(p.err, tkshm_strerror(TKSHM_EEXIST), "EEXIST");
 	tkt_proc_free(&p);
 
 	j = stats_json(path, NULL);
-	assert_int_equal((int)num_at(j, "slots"), 128); /* 100 rounded up */
-	assert_string_equal(str_at(j, "policy"), spec);
-	assert_string_equal(str_at(j, "onFull"), "evict");
-	assert_string_equal(str_at(j, "path"), path);
+	assert_int_equal((int)tkt_num_at(j, "slots"), 128); /* 100 rounded up */
+	assert_string_equal(tkt_str_at(j, "policy"), spec);
+	assert_string_equal(tkt_str_at(j, "onFull"), "evict");
+	assert_string_equal(tkt_str_at(j, "path"), path);
 	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "anonymous")));
-	assert_true(num_at(j, "fileBytes") > 0);
-	assert_true(num_at(j, "createdMs") > 1.5e12);
+	assert_true(tkt_num_at(j, "fileBytes") > 0);
+	assert_true(tkt_num_at(j, "createdMs") > 1.5e12);
 	c = cJSON_GetObjectItemCaseSensitive(j, "counters");
 	assert_non_null(c);
 	assert_int_equal(cJSON_GetArraySize(c), 13);
@@ -423,7 +378,7 @@ test_create_stats_replay(void **state)
 			fail_msg("counter %s is not 0 on a new table",
 				 f->string);
 	u = cJSON_GetObjectItemCaseSensitive(j, "usage");
-	assert_int_equal((int)num_at(u, "empty"), 128);
+	assert_int_equal((int)tkt_num_at(u, "empty"), 128);
 	assert_int_equal(
 		cJSON_GetArraySize(cJSON_GetObjectItem(u, "probeHist")),
 		TKSHM_WINDOW_SLOTS);
@@ -431,64 +386,65 @@ test_create_stats_replay(void **state)
 
 	/* Replay through the table: 5 admitted (the burst), 2 denied. */
 	RUN(&p, input, "replay", "--policy", spec, "--table", path);
-	expect_status(&p, 0, "replay --table");
+	tkt_expect_status(&p, 0, "replay --table");
 	assert_int_equal(count_lines(p.out), 7);
 	tkt_proc_free(&p);
 
 	j = stats_json(path, "1000");
 	c = cJSON_GetObjectItemCaseSensitive(j, "counters");
-	assert_int_equal((int)num_at(c, "allowed"), 5);
-	assert_int_equal((int)num_at(c, "denied"), 2);
-	assert_int_equal((int)num_at(c, "inserts"), 1);
+	assert_int_equal((int)tkt_num_at(c, "allowed"), 5);
+	assert_int_equal((int)tkt_num_at(c, "denied"), 2);
+	assert_int_equal((int)tkt_num_at(c, "inserts"), 1);
 	u = cJSON_GetObjectItemCaseSensitive(j, "usage");
-	assert_int_equal((int)num_at(u, "live"), 1);
-	assert_int_equal((int)num_at(u, "empty"), 127);
+	assert_int_equal((int)tkt_num_at(u, "live"), 1);
+	assert_int_equal((int)tkt_num_at(u, "empty"), 127);
 	cJSON_Delete(j);
 
 	/* The state persisted: a second replay continues where it was. */
 	RUN(&p, "1000 k 1\n", "replay", "--policy", spec, "--table", path);
-	expect_status(&p, 0, "second replay");
-	expect_contains(p.out, "\"allowed\":false", "second replay");
+	tkt_expect_status(&p, 0, "second replay");
+	tkt_expect_contains(p.out, "\"allowed\":false", "second replay");
 	tkt_proc_free(&p);
 
 	/* Another policy, another size, or no table: exit 3, explained. */
 	RUN(&p, "1000 k 1\n", "replay", "--policy",
 	    "gcra:limit=10,periodMs=1000,burst=6", "--table", path);
-	expect_status(&p, 3, "policy mismatch");
-	expect_contains(p.err, tkshm_strerror(TKSHM_EMISMATCH), "mismatch");
-	expect_contains(p.err, "burst=5", "mismatch names the table's policy");
+	tkt_expect_status(&p, 3, "policy mismatch");
+	tkt_expect_contains(p.err, tkshm_strerror(TKSHM_EMISMATCH), "mismatch");
+	tkt_expect_contains(p.err, "burst=5",
+			    "mismatch names the table's policy");
 	assert_int_equal(p.out_len, 0);
 	tkt_proc_free(&p);
 	RUN(&p, "", "replay", "--policy", spec, "--table", path, "--slots",
 	    "4096");
-	expect_status(&p, 3, "slots mismatch");
+	tkt_expect_status(&p, 3, "slots mismatch");
 	tkt_proc_free(&p);
 	RUN(&p, "", "replay", "--policy", spec, "--table",
 	    tkt_path("missing.tkshm"));
-	expect_status(&p, 3, "missing table");
-	expect_contains(p.err, tkshm_strerror(TKSHM_ENOENT), "missing");
+	tkt_expect_status(&p, 3, "missing table");
+	tkt_expect_contains(p.err, tkshm_strerror(TKSHM_ENOENT), "missing");
 	tkt_proc_free(&p);
 	/* ... and replay never creates it. */
 	assert_int_equal(stat(tkt_path("missing.tkshm"), &sb), -1);
 
 	/* The text form. */
 	RUN(&p, NULL, "stats", path);
-	expect_status(&p, 0, "stats");
-	expect_contains(p.out, spec, "stats text");
-	expect_contains(p.out, "allowed", "stats text");
+	tkt_expect_status(&p, 0, "stats");
+	tkt_expect_contains(p.out, spec, "stats text");
+	tkt_expect_contains(p.out, "allowed", "stats text");
 	tkt_proc_free(&p);
 
 	/* --mode and --on-full reach the file and the header. */
 	path = tkt_path("refuse.tkshm");
 	RUN(&p, NULL, "create", path, "--policy", spec, "--mode", "0640",
 	    "--on-full=refuse", "--slots", "8");
-	expect_status(&p, 0, "create --mode --on-full");
+	tkt_expect_status(&p, 0, "create --mode --on-full");
 	tkt_proc_free(&p);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(sb.st_mode & 07777, 0640);
 	j = stats_json(path, NULL);
-	assert_string_equal(str_at(j, "onFull"), "refuse");
-	assert_int_equal((int)num_at(j, "slots"), 8);
+	assert_string_equal(tkt_str_at(j, "onFull"), "refuse");
+	assert_int_equal((int)tkt_num_at(j, "slots"), 8);
 	cJSON_Delete(j);
 }
 
@@ -511,22 +467,22 @@ test_verify(void **state)
 	create_table(path, spec, "64");
 	RUN(&p, "1000 a 1\n1000 b 1\n1000 c 2\n", "replay", "--policy", spec,
 	    "--table", path);
-	expect_status(&p, 0, "replay");
+	tkt_expect_status(&p, 0, "replay");
 	tkt_proc_free(&p);
 
 	RUN(&p, NULL, "verify", path);
-	expect_status(&p, 0, "verify of a good table");
-	expect_contains(p.out, "ok", "verify output");
+	tkt_expect_status(&p, 0, "verify of a good table");
+	tkt_expect_contains(p.out, "ok", "verify output");
 	tkt_proc_free(&p);
 	RUN(&p, NULL, "verify", "--json", path);
-	expect_status(&p, 0, "verify --json of a good table");
+	tkt_expect_status(&p, 0, "verify --json of a good table");
 	j = cJSON_Parse(p.out);
 	assert_non_null(j);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "ok")));
-	assert_int_equal((int)num_at(j, "slots"), 64);
-	assert_int_equal((int)num_at(j, "problemCount"), 0);
-	assert_int_equal(
-		cJSON_GetArraySize(cJSON_GetObjectItem(j, "problems")), 0);
+	assert_int_equal((int)tkt_num_at(j, "slots"), 64);
+	assert_int_equal((int)tkt_num_at(j, "problemCount"), 0);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "problems")),
+			 0);
 	cJSON_Delete(j);
 	tkt_proc_free(&p);
 
@@ -554,22 +510,22 @@ test_verify(void **state)
 
 	before = tkt_read_file(path, &blen);
 	RUN(&p, NULL, "verify", path);
-	expect_status(&p, 1, "verify of a corrupt table");
-	expect_contains(p.out, "I4", "verify names the invariant");
-	expect_contains(p.out, "1 problem", "verify summary");
+	tkt_expect_status(&p, 1, "verify of a corrupt table");
+	tkt_expect_contains(p.out, "I4", "verify names the invariant");
+	tkt_expect_contains(p.out, "1 problem", "verify summary");
 	tkt_proc_free(&p);
 	RUN(&p, NULL, "verify", path, "--json");
-	expect_status(&p, 1, "verify --json of a corrupt table");
+	tkt_expect_status(&p, 1, "verify --json of a corrupt table");
 	j = cJSON_Parse(p.out);
 	assert_non_null(j);
 	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "ok")));
-	assert_int_equal((int)num_at(j, "problemCount"), 1);
-	assert_int_equal(
-		cJSON_GetArraySize(cJSON_GetObjectItem(j, "problems")), 1);
-	expect_contains(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "problems"),
-					   0)
-				->valuestring,
-			"I4", "the JSON problem names the invariant");
+	assert_int_equal((int)tkt_num_at(j, "problemCount"), 1);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "problems")),
+			 1);
+	tkt_expect_contains(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(j, "problems"), 0)
+			->valuestring,
+		"I4", "the JSON problem names the invariant");
 	cJSON_Delete(j);
 	tkt_proc_free(&p);
 	after = tkt_read_file(path, &alen);
@@ -588,18 +544,19 @@ test_verify(void **state)
 	close(fd);
 	free(filler);
 	RUN(&p, NULL, "verify", junk);
-	expect_status(&p, 3, "verify of a non-table");
-	expect_contains(p.err, "tkshm-inspect: ", "non-table");
-	expect_contains(p.err, tkshm_strerror(TKSHM_EBADMAGIC), "non-table");
+	tkt_expect_status(&p, 3, "verify of a non-table");
+	tkt_expect_contains(p.err, "tkshm-inspect: ", "non-table");
+	tkt_expect_contains(p.err, tkshm_strerror(TKSHM_EBADMAGIC),
+			    "non-table");
 	tkt_proc_free(&p);
 	RUN(&p, NULL, "stats", junk);
-	expect_status(&p, 3, "stats of a non-table");
+	tkt_expect_status(&p, 3, "stats of a non-table");
 	tkt_proc_free(&p);
 	RUN(&p, NULL, "verify", tkt_path("absent"));
-	expect_status(&p, 3, "verify of a missing file");
+	tkt_expect_status(&p, 3, "verify of a missing file");
 	tkt_proc_free(&p);
 	RUN(&p, NULL, "verify", tkt_tmpdir());
-	expect_status(&p, 3, "verify of a directory");
+	tkt_expect_status(&p, 3, "verify of a directory");
 	tkt_proc_free(&p);
 }
 
@@ -642,7 +599,7 @@ test_concurrent_replays(void **state)
 		size_t n;
 
 		assert_non_null(lines);
-		expect_status(&ps[k], 0, "concurrent replay");
+		tkt_expect_status(&ps[k], 0, "concurrent replay");
 		n = split_lines(ps[k].out, lines, CONC_LINES + 1);
 		assert_int_equal(n, CONC_LINES);
 		for (size_t i = 0; i < n; i++) {
@@ -668,8 +625,9 @@ test_concurrent_replays(void **state)
 
 	j = stats_json(path, NULL);
 	c = cJSON_GetObjectItemCaseSensitive(j, "counters");
-	assert_int_equal((int)num_at(c, "allowed"), CONC_BURST);
-	assert_int_equal((int)num_at(c, "denied"), 2 * CONC_LINES - CONC_BURST);
+	assert_int_equal((int)tkt_num_at(c, "allowed"), CONC_BURST);
+	assert_int_equal((int)tkt_num_at(c, "denied"),
+			 2 * CONC_LINES - CONC_BURST);
 	cJSON_Delete(j);
 }
 

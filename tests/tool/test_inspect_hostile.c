@@ -51,23 +51,6 @@ enum {
 
 /* --- helpers ------------------------------------------------------------- */
 
-static void
-expect_status(const struct tkt_proc *p, int want, const char *what)
-{
-	if (p->status != want)
-		fail_msg("%s: exit status %d, expected %d\nstdout:\n%.2000s\n"
-			 "stderr:\n%.2000s",
-			 what, p->status, want, p->out, p->err);
-}
-
-static void
-expect_contains(const char *hay, const char *needle, const char *what)
-{
-	if (!strstr(hay, needle))
-		fail_msg("%s: \"%s\" not found in:\n%.2000s", what, needle,
-			 hay);
-}
-
 /* No sanitizer report (a crash that ASan turned into an exit status, or
  * undefined behaviour UBSan saw on hostile bytes), and a status 1 that is
  * the tool's own: verify's summary, or the tool's message. */
@@ -390,13 +373,13 @@ test_refused_files(void **state)
 			snprintf(what, sizeof what, "%s on %s", cmds[k].name,
 				 b.name);
 			run_cmd(&p, &cmds[k], path);
-			expect_status(&p, EX_OPEN, what);
-			expect_contains(p.err, "tkshm-inspect: cannot open ",
-					what);
-			expect_contains(p.err, path, what);
-			expect_contains(p.err, b.why, what);
+			tkt_expect_status(&p, EX_OPEN, what);
+			tkt_expect_contains(
+				p.err, "tkshm-inspect: cannot open ", what);
+			tkt_expect_contains(p.err, path, what);
+			tkt_expect_contains(p.err, b.why, what);
 			if (b.more)
-				expect_contains(p.err, b.more, what);
+				tkt_expect_contains(p.err, b.more, what);
 			expect_no_output(&p, what);
 			expect_clean(&p, what);
 			tkt_proc_free(&p);
@@ -459,8 +442,8 @@ test_permissions(void **state)
 		snprintf(what, sizeof what, "%s without read permission",
 			 cmds[k].name);
 		run_unprivileged(&p, &cmds[k], noread);
-		expect_status(&p, EX_OPEN, what);
-		expect_contains(p.err, "permission denied", what);
+		tkt_expect_status(&p, EX_OPEN, what);
+		tkt_expect_contains(p.err, "permission denied", what);
 		expect_clean(&p, what);
 		tkt_proc_free(&p);
 	}
@@ -469,20 +452,20 @@ test_permissions(void **state)
 	 * file's bits.  Writing does not. */
 	run_unprivileged(&p, &(struct cmd){ "stats", { "stats", "@", NULL } },
 			 readonly);
-	expect_status(&p, EX_OK, "stats of a readable table");
+	tkt_expect_status(&p, EX_OK, "stats of a readable table");
 	tkt_proc_free(&p);
 	run_unprivileged(&p, &(struct cmd){ "reset", { "reset", "@", "k" } },
 			 readonly);
-	expect_status(&p, EX_OPEN, "reset without write permission");
-	expect_contains(p.err, "permission denied", "reset");
+	tkt_expect_status(&p, EX_OPEN, "reset without write permission");
+	tkt_expect_contains(p.err, "permission denied", "reset");
 	tkt_proc_free(&p);
 	run_unprivileged(&p,
 			 &(struct cmd){ "set",
 					{ "set", "@", "k", "--remaining", "0",
 					  "--now", "1000" } },
 			 readonly);
-	expect_status(&p, EX_OPEN, "set without write permission");
-	expect_contains(p.err, "permission denied", "set");
+	tkt_expect_status(&p, EX_OPEN, "set without write permission");
+	tkt_expect_contains(p.err, "permission denied", "set");
 	tkt_proc_free(&p);
 	/* ... and nothing was set. */
 	assert_int_equal(chmod(readonly, 0600), 0);
@@ -612,7 +595,7 @@ run_scribbled(const struct scribble_case *sc, double seconds)
 			if (!scribbled_status_ok(&p)) {
 				kill(pid, SIGKILL);
 				waitpid(pid, NULL, 0);
-				expect_status(&p, EX_OK, what);
+				tkt_expect_status(&p, EX_OK, what);
 			}
 			tkt_proc_free(&p);
 		}
@@ -698,9 +681,9 @@ truncate_under(const struct cmd *c, const char *path, off_t full)
 	tkt_proc_finish(&p, 1);
 	assert_int_equal(truncate(path, full), 0);
 	if (p.status == EX_IO)
-		expect_contains(p.err, SIGBUS_MSG, c->name);
+		tkt_expect_contains(p.err, SIGBUS_MSG, c->name);
 	else
-		expect_status(&p, EX_OK, c->name);
+		tkt_expect_status(&p, EX_OK, c->name);
 	expect_clean(&p, c->name);
 	hit = p.status == EX_IO;
 	tkt_proc_free(&p);

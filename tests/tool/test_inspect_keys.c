@@ -74,82 +74,6 @@ static tkshm_table *top_t; /* made by the first top test */
 
 /* --- helpers ------------------------------------------------------------- */
 
-static void
-expect_status(const struct tkt_proc *p, int want, const char *what)
-{
-	if (p->status != want)
-		fail_msg("%s: exit status %d, expected %d\nstdout:\n%s\n"
-			 "stderr:\n%s",
-			 what, p->status, want, p->out, p->err);
-}
-
-static void
-expect_contains(const char *hay, const char *needle, const char *what)
-{
-	if (!strstr(hay, needle))
-		fail_msg("%s: \"%s\" not found in:\n%s", what, needle, hay);
-}
-
-static cJSON *
-parse_json(const char *text, const char *what)
-{
-	cJSON *j = cJSON_Parse(text);
-
-	if (!j)
-		fail_msg("%s: not JSON: %s", what, text);
-	return j;
-}
-
-static const cJSON *
-item(const cJSON *obj, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	if (!v)
-		fail_msg("field \"%s\" missing", key);
-	return v;
-}
-
-static double
-num_at(const cJSON *obj, const char *key)
-{
-	const cJSON *v = item(obj, key);
-
-	if (!cJSON_IsNumber(v))
-		fail_msg("field \"%s\" is not a number", key);
-	return v->valuedouble;
-}
-
-static const char *
-str_at(const cJSON *obj, const char *key)
-{
-	const cJSON *v = item(obj, key);
-
-	if (!cJSON_IsString(v))
-		fail_msg("field \"%s\" is not a string", key);
-	return v->valuestring;
-}
-
-static bool
-bool_at(const cJSON *obj, const char *key)
-{
-	const cJSON *v = item(obj, key);
-
-	if (!cJSON_IsBool(v))
-		fail_msg("field \"%s\" is not a boolean", key);
-	return cJSON_IsTrue(v);
-}
-
-static void
-expect_num(const cJSON *obj, const char *key, double want, const char *what)
-{
-	double got = num_at(obj, key);
-
-	if (got != want)
-		fail_msg("%s: %s is %.17g, expected %.17g", what, key, got,
-			 want);
-}
-
 /* Splits `s` (modified) into lines, empty ones included. */
 static size_t
 split_lines(char *s, char **lines, size_t max)
@@ -247,8 +171,8 @@ list_json(const char *a1, const char *a2, const char *a3, const char *a4)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
 	tkt_run(&p, argv, NULL);
-	expect_status(&p, 0, "list --json");
-	j = parse_json(p.out, "list --json");
+	tkt_expect_status(&p, 0, "list --json");
+	j = tkt_parse_json(p.out, "list --json");
 	tkt_proc_free(&p);
 	return j;
 }
@@ -261,10 +185,10 @@ keys_of(const cJSON *j, char *buf, size_t cap)
 	size_t n = 0;
 
 	buf[0] = '\0';
-	cJSON_ArrayForEach(k, item(j, "keys"))
+	cJSON_ArrayForEach(k, tkt_json_item(j, "keys"))
 	{
 		n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "|" : "",
-				      str_at(k, "key"));
+				      tkt_str_at(k, "key"));
 		if (n >= cap)
 			fail_msg("keys_of: buffer too small");
 	}
@@ -335,7 +259,7 @@ test_list_text(void **state)
 
 	(void)state;
 	RUN(&p, "list", main_path, "--now", N_TEXT);
-	expect_status(&p, 0, "list");
+	tkt_expect_status(&p, 0, "list");
 	n = split_lines(p.out, lines, 32);
 	/* Header, 8 rows, summary. */
 	assert_int_equal(n, NKEYS + 2);
@@ -382,7 +306,7 @@ test_list_text(void **state)
 	/* By hand: alpha spent 3 of 10; beta spent all and was denied
 	 * twice, retrying after one emission interval. */
 	RUN(&p, "list", main_path, "--now", N_TEXT, "--where", "key=alpha");
-	expect_status(&p, 0, "list key=alpha");
+	tkt_expect_status(&p, 0, "list key=alpha");
 	n = split_lines(p.out, lines, 32);
 	assert_int_equal(n, 3);
 	assert_int_equal(split_words(lines[1], w, 16), 10);
@@ -412,15 +336,15 @@ test_list_json(void **state)
 	size_t i = 0;
 
 	(void)state;
-	assert_string_equal(str_at(j, "table"), main_path);
-	expect_num(j, "now", N, "list");
-	expect_num(j, "shown", 8, "list");
-	expect_num(j, "matched", 8, "list");
-	expect_num(j, "live", 8, "list");
-	expect_num(j, "idle", 1, "list");
-	expect_num(j, "corrupt", 0, "list");
-	assert_int_equal(cJSON_GetArraySize(item(j, "keys")), 8);
-	cJSON_ArrayForEach(k, item(j, "keys"))
+	assert_string_equal(tkt_str_at(j, "table"), main_path);
+	tkt_expect_num(j, "now", N, "list");
+	tkt_expect_num(j, "shown", 8, "list");
+	tkt_expect_num(j, "matched", 8, "list");
+	tkt_expect_num(j, "live", 8, "list");
+	tkt_expect_num(j, "idle", 1, "list");
+	tkt_expect_num(j, "corrupt", 0, "list");
+	assert_int_equal(cJSON_GetArraySize(tkt_json_item(j, "keys")), 8);
+	cJSON_ArrayForEach(k, tkt_json_item(j, "keys"))
 	{
 		const struct fixture_key *fk = &keys[by_debt[i++]];
 		tkshm_entry e = oracle(main_t, fk->key, fk->len, N);
@@ -429,42 +353,44 @@ test_list_json(void **state)
 
 		snprintf(fp, sizeof fp, "%016llx",
 			 (unsigned long long)e.fingerprint);
-		assert_string_equal(str_at(k, "fingerprint"), fp);
-		assert_int_equal(bool_at(k, "keyTruncated"), lng);
-		expect_num(k, "keyLength", (double)fk->len, fk->text);
+		assert_string_equal(tkt_str_at(k, "fingerprint"), fp);
+		assert_int_equal(tkt_bool_at(k, "keyTruncated"), lng);
+		tkt_expect_num(k, "keyLength", (double)fk->len, fk->text);
 		if (lng)
-			assert_string_equal(str_at(k, "key"),
+			assert_string_equal(tkt_str_at(k, "key"),
 					    "a-very-long-key-of-more");
-		expect_num(k, "slot", (double)e.slot, fk->text);
-		expect_num(k, "probe", e.probe, fk->text);
-		assert_false(bool_at(k, "misplaced"));
-		assert_true(bool_at(k, "stateValid"));
-		assert_false(bool_at(k, "idle"));
-		expect_num(k, "remaining", (double)e.peek.remaining, fk->text);
-		expect_num(k, "limit", 10, fk->text);
-		expect_num(k, "resetAt", N + fk->debt, fk->text);
-		expect_num(k, "retryAfterMs", (double)e.peek.retry_after_ms,
-			   fk->text);
-		assert_int_equal(bool_at(k, "allowed"), e.peek.allowed);
-		expect_num(k, "debtMs", fk->debt, fk->text);
-		expect_num(k, "denials", fk->denials, fk->text);
-		expect_num(k, "spendableNow", (double)e.forecast.spendable_now,
-			   fk->text);
-		expect_num(k, "nextReplenishAt",
-			   (double)e.forecast.next_replenish_at, fk->text);
-		expect_num(k, "fullAt", (double)e.forecast.full_at, fk->text);
+		tkt_expect_num(k, "slot", (double)e.slot, fk->text);
+		tkt_expect_num(k, "probe", e.probe, fk->text);
+		assert_false(tkt_bool_at(k, "misplaced"));
+		assert_true(tkt_bool_at(k, "stateValid"));
+		assert_false(tkt_bool_at(k, "idle"));
+		tkt_expect_num(k, "remaining", (double)e.peek.remaining,
+			       fk->text);
+		tkt_expect_num(k, "limit", 10, fk->text);
+		tkt_expect_num(k, "resetAt", N + fk->debt, fk->text);
+		tkt_expect_num(k, "retryAfterMs", (double)e.peek.retry_after_ms,
+			       fk->text);
+		assert_int_equal(tkt_bool_at(k, "allowed"), e.peek.allowed);
+		tkt_expect_num(k, "debtMs", fk->debt, fk->text);
+		tkt_expect_num(k, "denials", fk->denials, fk->text);
+		tkt_expect_num(k, "spendableNow",
+			       (double)e.forecast.spendable_now, fk->text);
+		tkt_expect_num(k, "nextReplenishAt",
+			       (double)e.forecast.next_replenish_at, fk->text);
+		tkt_expect_num(k, "fullAt", (double)e.forecast.full_at,
+			       fk->text);
 	}
 	/* alpha by hand: 7 left, 7 spendable, one more unit in 1 s. */
-	k = cJSON_GetArrayItem(item(j, "keys"), 5);
-	assert_string_equal(str_at(k, "key"), "alpha");
-	expect_num(k, "remaining", 7, "alpha");
-	expect_num(k, "spendableNow", 7, "alpha");
-	expect_num(k, "nextReplenishAt", N + 1000, "alpha");
-	expect_num(k, "fullAt", N + 3000, "alpha");
-	assert_true(bool_at(k, "allowed"));
+	k = cJSON_GetArrayItem(tkt_json_item(j, "keys"), 5);
+	assert_string_equal(tkt_str_at(k, "key"), "alpha");
+	tkt_expect_num(k, "remaining", 7, "alpha");
+	tkt_expect_num(k, "spendableNow", 7, "alpha");
+	tkt_expect_num(k, "nextReplenishAt", N + 1000, "alpha");
+	tkt_expect_num(k, "fullAt", N + 3000, "alpha");
+	assert_true(tkt_bool_at(k, "allowed"));
 	/* The key's escapes survive JSON. */
-	k = cJSON_GetArrayItem(item(j, "keys"), 3);
-	assert_string_equal(str_at(k, "key"), "\\x01\\xffbin");
+	k = cJSON_GetArrayItem(tkt_json_item(j, "keys"), 3);
+	assert_string_equal(tkt_str_at(k, "key"), "\\x01\\xffbin");
 	cJSON_Delete(j);
 }
 
@@ -518,8 +444,8 @@ test_list_filters(void **state)
 			fail_msg("--where %s%s%s: got [%s], want [%s]",
 				 cases[i].w1, cases[i].w2 ? " --where " : "",
 				 cases[i].w2 ? cases[i].w2 : "", got, want);
-		expect_num(j, "matched", (double)cases[i].n, cases[i].w1);
-		expect_num(j, "live", 8, cases[i].w1);
+		tkt_expect_num(j, "matched", (double)cases[i].n, cases[i].w1);
+		tkt_expect_num(j, "live", 8, cases[i].w1);
 		cJSON_Delete(j);
 	}
 }
@@ -551,17 +477,17 @@ test_list_usage_errors(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		RUN(&p, "list", main_path, cases[i].opt, cases[i].value);
-		expect_status(&p, 2, cases[i].value);
-		expect_contains(p.err, cases[i].named, cases[i].value);
-		expect_contains(p.err, "list --help", cases[i].value);
+		tkt_expect_status(&p, 2, cases[i].value);
+		tkt_expect_contains(p.err, cases[i].named, cases[i].value);
+		tkt_expect_contains(p.err, "list --help", cases[i].value);
 		assert_string_equal(p.out, "");
 		tkt_proc_free(&p);
 	}
 	RUN(&p, "list");
-	expect_status(&p, 2, "list without PATH");
+	tkt_expect_status(&p, 2, "list without PATH");
 	tkt_proc_free(&p);
 	RUN(&p, "list", tkt_path("absent.tbl"));
-	expect_status(&p, 3, "list of a missing table");
+	tkt_expect_status(&p, 3, "list of a missing table");
 	tkt_proc_free(&p);
 }
 
@@ -599,17 +525,21 @@ test_list_sort_limit(void **state)
 	/* Denials descending: delta (12), beta (2), then the zeros. */
 	j = list_json("--sort", "denials", NULL, NULL);
 	assert_string_equal(
-		str_at(cJSON_GetArrayItem(item(j, "keys"), 0), "key"), "delta");
+		tkt_str_at(cJSON_GetArrayItem(tkt_json_item(j, "keys"), 0),
+			   "key"),
+		"delta");
 	assert_string_equal(
-		str_at(cJSON_GetArrayItem(item(j, "keys"), 1), "key"), "beta");
+		tkt_str_at(cJSON_GetArrayItem(tkt_json_item(j, "keys"), 1),
+			   "key"),
+		"beta");
 	cJSON_Delete(j);
 	/* Remaining descending: never increasing. */
 	j = list_json("--sort", "remaining", NULL, NULL);
-	assert_int_equal(cJSON_GetArraySize(item(j, "keys")), 8);
-	cJSON_ArrayForEach(k, item(j, "keys"))
+	assert_int_equal(cJSON_GetArraySize(tkt_json_item(j, "keys")), 8);
+	cJSON_ArrayForEach(k, tkt_json_item(j, "keys"))
 	{
-		assert_true(num_at(k, "remaining") <= last);
-		last = num_at(k, "remaining");
+		assert_true(tkt_num_at(k, "remaining") <= last);
+		last = tkt_num_at(k, "remaining");
 	}
 	assert_true(last == 0);
 	cJSON_Delete(j);
@@ -619,17 +549,18 @@ test_list_sort_limit(void **state)
 	keys_of(j, got, sizeof got);
 	keys_want(by_debt, 3, want, sizeof want);
 	assert_string_equal(got, want);
-	expect_num(j, "shown", 3, "--limit 3");
-	expect_num(j, "matched", 8, "--limit 3");
+	tkt_expect_num(j, "shown", 3, "--limit 3");
+	tkt_expect_num(j, "matched", 8, "--limit 3");
 	cJSON_Delete(j);
 	j = list_json("--limit", "2", "--sort", "spendable");
 	keys_of(j, got, sizeof got);
 	assert_string_equal(got, "gamma\\x20key|a-very-long-key-of-more");
 	cJSON_Delete(j);
 	RUN(&p, "list", main_path, "--now", N_TEXT, "--limit", "3");
-	expect_status(&p, 0, "list --limit 3");
-	expect_contains(p.out, "\n3 keys shown of 8 live, 1 idle; 8 matched\n",
-			"--limit summary");
+	tkt_expect_status(&p, 0, "list --limit 3");
+	tkt_expect_contains(p.out,
+			    "\n3 keys shown of 8 live, 1 idle; 8 matched\n",
+			    "--limit summary");
 	assert_int_equal(count_of(p.out, "\n"), 5);
 	tkt_proc_free(&p);
 }
@@ -642,27 +573,28 @@ test_list_idle(void **state)
 	struct tkt_proc p;
 
 	(void)state;
-	expect_num(j, "shown", 9, "--idle");
-	old = cJSON_GetArrayItem(item(j, "keys"), 8); /* debt 0: last */
-	assert_string_equal(str_at(old, "key"), "old");
-	assert_true(bool_at(old, "idle"));
-	expect_num(old, "remaining", 10, "old");
-	expect_num(old, "debtMs", 0, "old");
+	tkt_expect_num(j, "shown", 9, "--idle");
+	old = cJSON_GetArrayItem(tkt_json_item(j, "keys"),
+				 8); /* debt 0: last */
+	assert_string_equal(tkt_str_at(old, "key"), "old");
+	assert_true(tkt_bool_at(old, "idle"));
+	tkt_expect_num(old, "remaining", 10, "old");
+	tkt_expect_num(old, "debtMs", 0, "old");
 	cJSON_Delete(j);
 	j = list_json("--where", "key=old", NULL, NULL);
-	expect_num(j, "shown", 0, "idle key without --idle");
+	tkt_expect_num(j, "shown", 0, "idle key without --idle");
 	cJSON_Delete(j);
 
 	/* 20 s later every key is idle. */
 	RUN(&p, "list", main_path, "--now", "1700000020000");
-	expect_status(&p, 0, "list later");
-	expect_contains(p.out, "0 keys shown of 0 live, 9 idle", "later");
+	tkt_expect_status(&p, 0, "list later");
+	tkt_expect_contains(p.out, "0 keys shown of 0 live, 9 idle", "later");
 	tkt_proc_free(&p);
 	RUN(&p, "list", main_path, "--now", "1700000020000", "--idle",
 	    "--where", "key^=user");
-	expect_contains(p.out, "2 keys shown of 0 live, 9 idle; 2 matched",
-			"later --idle");
-	expect_contains(p.out, "  idle\n", "later --idle");
+	tkt_expect_contains(p.out, "2 keys shown of 0 live, 9 idle; 2 matched",
+			    "later --idle");
+	tkt_expect_contains(p.out, "  idle\n", "later --idle");
 	tkt_proc_free(&p);
 }
 
@@ -677,79 +609,82 @@ test_show(void **state)
 
 	(void)state;
 	RUN(&p, "show", main_path, "alpha", "--now", N_TEXT);
-	expect_status(&p, 0, "show alpha");
-	expect_contains(p.out, "key: alpha\n", "show alpha");
-	expect_contains(p.out, "in table: yes\n", "show alpha");
-	expect_contains(p.out, "state: live\n", "show alpha");
-	expect_contains(p.out, "allowed: yes\n", "show alpha");
-	expect_contains(p.out, "remaining: 7\n", "show alpha");
-	expect_contains(p.out, "limit: 10\n", "show alpha");
-	expect_contains(p.out, "reset at: 1700000003000 (+3.0s)\n", "alpha");
-	expect_contains(p.out, "retry after: 0 ms\n", "show alpha");
-	expect_contains(p.out, "debt: 3000 ms\n", "show alpha");
-	expect_contains(p.out, "denials: 0\n", "show alpha");
-	expect_contains(p.out, "spendable now: 7\n", "show alpha");
-	expect_contains(p.out, "next replenish at: 1700000001000 (+1.0s)\n",
-			"show alpha");
-	expect_contains(p.out, "full at: 1700000003000 (+3.0s)\n", "alpha");
+	tkt_expect_status(&p, 0, "show alpha");
+	tkt_expect_contains(p.out, "key: alpha\n", "show alpha");
+	tkt_expect_contains(p.out, "in table: yes\n", "show alpha");
+	tkt_expect_contains(p.out, "state: live\n", "show alpha");
+	tkt_expect_contains(p.out, "allowed: yes\n", "show alpha");
+	tkt_expect_contains(p.out, "remaining: 7\n", "show alpha");
+	tkt_expect_contains(p.out, "limit: 10\n", "show alpha");
+	tkt_expect_contains(p.out, "reset at: 1700000003000 (+3.0s)\n",
+			    "alpha");
+	tkt_expect_contains(p.out, "retry after: 0 ms\n", "show alpha");
+	tkt_expect_contains(p.out, "debt: 3000 ms\n", "show alpha");
+	tkt_expect_contains(p.out, "denials: 0\n", "show alpha");
+	tkt_expect_contains(p.out, "spendable now: 7\n", "show alpha");
+	tkt_expect_contains(p.out, "next replenish at: 1700000001000 (+1.0s)\n",
+			    "show alpha");
+	tkt_expect_contains(p.out, "full at: 1700000003000 (+3.0s)\n", "alpha");
 	tkt_proc_free(&p);
 
 	RUN(&p, "show", main_path, "beta", "--now", N_TEXT, "--json");
-	expect_status(&p, 0, "show beta --json");
-	j = parse_json(p.out, "show --json");
-	assert_true(bool_at(j, "inTable"));
-	assert_string_equal(str_at(j, "key"), "beta");
-	expect_num(j, "denials", 2, "beta");
-	expect_num(j, "remaining", 0, "beta");
-	expect_num(j, "retryAfterMs", 1000, "beta");
-	assert_false(bool_at(j, "allowed"));
-	expect_num(j, "debtMs", 10000, "beta");
-	expect_num(j, "slot", (double)e.slot, "beta");
-	expect_num(j, "fullAt", (double)e.forecast.full_at, "beta");
-	expect_num(j, "nextReplenishAt", (double)e.forecast.next_replenish_at,
-		   "beta");
+	tkt_expect_status(&p, 0, "show beta --json");
+	j = tkt_parse_json(p.out, "show --json");
+	assert_true(tkt_bool_at(j, "inTable"));
+	assert_string_equal(tkt_str_at(j, "key"), "beta");
+	tkt_expect_num(j, "denials", 2, "beta");
+	tkt_expect_num(j, "remaining", 0, "beta");
+	tkt_expect_num(j, "retryAfterMs", 1000, "beta");
+	assert_false(tkt_bool_at(j, "allowed"));
+	tkt_expect_num(j, "debtMs", 10000, "beta");
+	tkt_expect_num(j, "slot", (double)e.slot, "beta");
+	tkt_expect_num(j, "fullAt", (double)e.forecast.full_at, "beta");
+	tkt_expect_num(j, "nextReplenishAt",
+		       (double)e.forecast.next_replenish_at, "beta");
 	cJSON_Delete(j);
 	tkt_proc_free(&p);
 
 	/* The whole key, not the label's 23 bytes. */
 	RUN(&p, "show", main_path, LONGKEY, "--now", N_TEXT);
-	expect_status(&p, 0, "show long key");
-	expect_contains(p.out, "key: " LONGKEY "\n", "long key");
-	expect_contains(p.out, "key length: 37\n", "long key");
-	expect_contains(p.out, "label: a-very-long-key-of-more...\n", "long");
-	expect_contains(p.out, "debt: 2000 ms\n", "long key");
+	tkt_expect_status(&p, 0, "show long key");
+	tkt_expect_contains(p.out, "key: " LONGKEY "\n", "long key");
+	tkt_expect_contains(p.out, "key length: 37\n", "long key");
+	tkt_expect_contains(p.out, "label: a-very-long-key-of-more...\n",
+			    "long");
+	tkt_expect_contains(p.out, "debt: 2000 ms\n", "long key");
 	tkt_proc_free(&p);
 
 	/* Absent: exit 1, the message, and what a peek sees. */
 	RUN(&p, "show", main_path, "nobody", "--now", N_TEXT);
-	expect_status(&p, 1, "show absent");
-	expect_contains(p.err, "key not in the table", "show absent");
-	expect_contains(p.out, "in table: no\n", "show absent");
-	expect_contains(p.out, "remaining: 10\n", "show absent");
-	expect_contains(p.out, "remembered debt: no\n", "show absent");
+	tkt_expect_status(&p, 1, "show absent");
+	tkt_expect_contains(p.err, "key not in the table", "show absent");
+	tkt_expect_contains(p.out, "in table: no\n", "show absent");
+	tkt_expect_contains(p.out, "remaining: 10\n", "show absent");
+	tkt_expect_contains(p.out, "remembered debt: no\n", "show absent");
 	tkt_proc_free(&p);
 	RUN(&p, "show", main_path, "nobody", "--now", N_TEXT, "--json");
-	expect_status(&p, 1, "show absent --json");
-	j = parse_json(p.out, "show absent --json");
-	assert_false(bool_at(j, "inTable"));
-	expect_num(item(j, "peek"), "remaining", 10, "absent peek");
-	assert_true(bool_at(item(j, "peek"), "allowed"));
+	tkt_expect_status(&p, 1, "show absent --json");
+	j = tkt_parse_json(p.out, "show absent --json");
+	assert_false(tkt_bool_at(j, "inTable"));
+	tkt_expect_num(tkt_json_item(j, "peek"), "remaining", 10,
+		       "absent peek");
+	assert_true(tkt_bool_at(tkt_json_item(j, "peek"), "allowed"));
 	cJSON_Delete(j);
 	tkt_proc_free(&p);
 
 	/* Usage. */
 	RUN(&p, "show", main_path);
-	expect_status(&p, 2, "show without KEY");
-	expect_contains(p.err, "missing KEY", "show without KEY");
+	tkt_expect_status(&p, 2, "show without KEY");
+	tkt_expect_contains(p.err, "missing KEY", "show without KEY");
 	tkt_proc_free(&p);
 	RUN(&p, "show", main_path, "a\\xZZ");
-	expect_status(&p, 2, "show with a bad escape");
+	tkt_expect_status(&p, 2, "show with a bad escape");
 	tkt_proc_free(&p);
 	RUN(&p, "show", main_path, "a", "b");
-	expect_status(&p, 2, "show with an extra operand");
+	tkt_expect_status(&p, 2, "show with an extra operand");
 	tkt_proc_free(&p);
 	RUN(&p, "show", tkt_path("absent.tbl"), "a");
-	expect_status(&p, 3, "show of a missing table");
+	tkt_expect_status(&p, 3, "show of a missing table");
 	tkt_proc_free(&p);
 }
 
@@ -777,11 +712,11 @@ test_show_evicted(void **state)
 	}
 	assert_string_equal(evicted, "k0");
 	RUN(&p, "show", path, evicted, "--now", N_TEXT);
-	expect_status(&p, 1, "show evicted");
-	expect_contains(p.err, "key not in the table", "show evicted");
-	expect_contains(p.out, "in table: no\n", "show evicted");
-	expect_contains(p.out, "remaining: 9\n", "show evicted");
-	expect_contains(p.out, "remembered debt: yes\n", "show evicted");
+	tkt_expect_status(&p, 1, "show evicted");
+	tkt_expect_contains(p.err, "key not in the table", "show evicted");
+	tkt_expect_contains(p.out, "in table: no\n", "show evicted");
+	tkt_expect_contains(p.out, "remaining: 9\n", "show evicted");
+	tkt_expect_contains(p.out, "remembered debt: yes\n", "show evicted");
 	tkt_proc_free(&p);
 	tkshm_close(t);
 }
@@ -796,7 +731,7 @@ test_key_round_trip(void **state)
 
 	(void)state;
 	RUN(&p, "list", main_path, "--now", N_TEXT);
-	expect_status(&p, 0, "list");
+	tkt_expect_status(&p, 0, "list");
 	n = split_lines(p.out, lines, 32);
 	for (size_t r = 1; r + 1 < n; r++) {
 		const struct fixture_key *k = &keys[by_debt[r - 1]];
@@ -807,12 +742,12 @@ test_key_round_trip(void **state)
 		if (strstr(w[0], "..."))
 			continue; /* only a prefix: not a key */
 		RUN(&q, "show", main_path, w[0], "--now", N_TEXT);
-		expect_status(&q, 0, w[0]);
+		tkt_expect_status(&q, 0, w[0]);
 		snprintf(want, sizeof want, "fingerprint: %016llx\n",
 			 (unsigned long long)e.fingerprint);
-		expect_contains(q.out, want, w[0]);
+		tkt_expect_contains(q.out, want, w[0]);
 		snprintf(want, sizeof want, "key: %s\n", w[0]);
-		expect_contains(q.out, want, w[0]);
+		tkt_expect_contains(q.out, want, w[0]);
 		tkt_proc_free(&q);
 		found++;
 	}
@@ -882,37 +817,37 @@ test_corrupt_state(void **state)
 	corrupt_slot(path, e.slot);
 
 	RUN(&p, "list", path, "--now", N_TEXT);
-	expect_status(&p, 0, "list with a corrupt state");
+	tkt_expect_status(&p, 0, "list with a corrupt state");
 	/* First, whatever the order, with its known columns. */
-	expect_contains(p.out, "\nbad ", "corrupt listed first");
+	tkt_expect_contains(p.out, "\nbad ", "corrupt listed first");
 	expect_order(p.out, "\nbad ", "\ngood2 ", NULL);
-	expect_contains(p.out, "corrupt\n", "corrupt state shown");
-	expect_contains(p.out, "3 keys shown of 2 live, 0 idle, 1 corrupt",
-			"summary");
+	tkt_expect_contains(p.out, "corrupt\n", "corrupt state shown");
+	tkt_expect_contains(p.out, "3 keys shown of 2 live, 0 idle, 1 corrupt",
+			    "summary");
 	tkt_proc_free(&p);
 	/* In every order: by key descending it would be last. */
 	RUN(&p, "list", path, "--now", N_TEXT, "--sort", "key", "--desc");
-	expect_status(&p, 0, "list --sort key --desc");
+	tkt_expect_status(&p, 0, "list --sort key --desc");
 	expect_order(p.out, "\nbad ", "\ngood2 ", "\ngood1 ");
 	tkt_proc_free(&p);
 
 	/* Numeric filters cannot drop it; a key filter can. */
 	RUN(&p, "list", path, "--now", N_TEXT, "--json", "--where",
 	    "debt>100000", "--sort", "key", "--asc");
-	expect_status(&p, 0, "list --json corrupt");
-	j = parse_json(p.out, "list --json corrupt");
-	expect_num(j, "shown", 1, "corrupt");
-	expect_num(j, "corrupt", 1, "corrupt");
-	k = cJSON_GetArrayItem(item(j, "keys"), 0);
-	assert_string_equal(str_at(k, "key"), "bad");
-	assert_false(bool_at(k, "stateValid"));
-	assert_true(cJSON_IsNull(item(k, "remaining")));
-	assert_true(cJSON_IsNull(item(k, "debtMs")));
-	expect_num(k, "slot", (double)e.slot, "corrupt");
+	tkt_expect_status(&p, 0, "list --json corrupt");
+	j = tkt_parse_json(p.out, "list --json corrupt");
+	tkt_expect_num(j, "shown", 1, "corrupt");
+	tkt_expect_num(j, "corrupt", 1, "corrupt");
+	k = cJSON_GetArrayItem(tkt_json_item(j, "keys"), 0);
+	assert_string_equal(tkt_str_at(k, "key"), "bad");
+	assert_false(tkt_bool_at(k, "stateValid"));
+	assert_true(cJSON_IsNull(tkt_json_item(k, "remaining")));
+	assert_true(cJSON_IsNull(tkt_json_item(k, "debtMs")));
+	tkt_expect_num(k, "slot", (double)e.slot, "corrupt");
 	cJSON_Delete(j);
 	tkt_proc_free(&p);
 	RUN(&p, "list", path, "--now", N_TEXT, "--where", "key=good1");
-	expect_contains(p.out, "1 key shown", "key filter");
+	tkt_expect_contains(p.out, "1 key shown", "key filter");
 	assert_null(strstr(p.out, "corrupt\n"));
 	tkt_proc_free(&p);
 
@@ -923,31 +858,31 @@ test_corrupt_state(void **state)
 	snprintf(want, sizeof want, "\n?%016llx ",
 		 (unsigned long long)e.fingerprint);
 	RUN(&p, "list", path, "--now", N_TEXT);
-	expect_status(&p, 0, "list without a label");
-	expect_contains(p.out, want, "list without a label");
+	tkt_expect_status(&p, 0, "list without a label");
+	tkt_expect_contains(p.out, want, "list without a label");
 	tkt_proc_free(&p);
 	RUN(&p, "list", path, "--now", N_TEXT, "--json", "--where",
 	    "key=good2");
-	j = parse_json(p.out, "list --json without a label");
-	expect_num(j, "shown", 1, "key= without a label");
-	k = cJSON_GetArrayItem(item(j, "keys"), 0);
-	assert_true(cJSON_IsNull(item(k, "key")));
-	assert_true(cJSON_IsNull(item(k, "keyLength")));
-	expect_num(k, "debtMs", 6000, "without a label");
+	j = tkt_parse_json(p.out, "list --json without a label");
+	tkt_expect_num(j, "shown", 1, "key= without a label");
+	k = cJSON_GetArrayItem(tkt_json_item(j, "keys"), 0);
+	assert_true(cJSON_IsNull(tkt_json_item(k, "key")));
+	assert_true(cJSON_IsNull(tkt_json_item(k, "keyLength")));
+	tkt_expect_num(k, "debtMs", 6000, "without a label");
 	cJSON_Delete(j);
 	tkt_proc_free(&p);
 	e = oracle(t, "bad", 3, N);
 
 	RUN(&p, "show", path, "bad", "--now", N_TEXT);
-	expect_status(&p, 1, "show of a corrupt state");
-	expect_contains(p.out, "state: corrupt\n", "show corrupt");
-	expect_contains(p.err, "corrupt", "show corrupt");
+	tkt_expect_status(&p, 1, "show of a corrupt state");
+	tkt_expect_contains(p.out, "state: corrupt\n", "show corrupt");
+	tkt_expect_contains(p.err, "corrupt", "show corrupt");
 	tkt_proc_free(&p);
 	RUN(&p, "top", path, "--iterations", "1", "--json");
-	expect_status(&p, 0, "top of a corrupt state");
-	j = parse_json(p.out, "top corrupt");
-	k = cJSON_GetArrayItem(item(j, "keys"), 0);
-	assert_false(bool_at(k, "stateValid"));
+	tkt_expect_status(&p, 0, "top of a corrupt state");
+	j = tkt_parse_json(p.out, "top corrupt");
+	k = cJSON_GetArrayItem(tkt_json_item(j, "keys"), 0);
+	assert_false(tkt_bool_at(k, "stateValid"));
 	cJSON_Delete(j);
 	tkt_proc_free(&p);
 	tkshm_close(t);
@@ -1085,9 +1020,9 @@ test_top_tty(void **state)
 	assert_int_equal(count_of(o.buf, "\033[J"), 3);
 	assert_true(count_of(o.buf, "\033[K") >= 3 * 7);
 	f = last_frame(o.buf);
-	expect_contains(f, top_path, "header");
-	expect_contains(f, "3 live", "header");
-	expect_contains(f, "allowed/s:", "header");
+	tkt_expect_contains(f, top_path, "header");
+	tkt_expect_contains(f, "3 live", "header");
+	tkt_expect_contains(f, "allowed/s:", "header");
 	expect_order(f, "rank1-hot", "rank2-warm", "rank3-cool");
 	free(o.buf);
 
@@ -1135,34 +1070,35 @@ test_top_pipe(void **state)
 	top_table();
 	RUN(&p, "top", top_path, "--interval", "100", "--iterations", "2",
 	    "--json");
-	expect_status(&p, 0, "top --json");
+	tkt_expect_status(&p, 0, "top --json");
 	assert_null(strchr(p.out, '\033'));
 	n = split_lines(p.out, lines, 16);
 	assert_int_equal(n, 2);
 	for (size_t i = 0; i < n; i++) {
-		cJSON *j = parse_json(lines[i], "top --json line");
-		const cJSON *k = item(j, "keys");
+		cJSON *j = tkt_parse_json(lines[i], "top --json line");
+		const cJSON *k = tkt_json_item(j, "keys");
 		double last = INFINITY;
 		const cJSON *e;
 
-		assert_string_equal(str_at(j, "table"), top_path);
-		assert_string_equal(str_at(j, "by"), "debt");
-		expect_num(j, "live", 3, "top --json");
+		assert_string_equal(tkt_str_at(j, "table"), top_path);
+		assert_string_equal(tkt_str_at(j, "by"), "debt");
+		tkt_expect_num(j, "live", 3, "top --json");
 		assert_int_equal(cJSON_GetArraySize(k), 3);
-		assert_string_equal(str_at(cJSON_GetArrayItem(k, 0), "key"),
+		assert_string_equal(tkt_str_at(cJSON_GetArrayItem(k, 0), "key"),
 				    "rank1-hot");
-		assert_string_equal(str_at(cJSON_GetArrayItem(k, 2), "key"),
+		assert_string_equal(tkt_str_at(cJSON_GetArrayItem(k, 2), "key"),
 				    "rank3-cool");
 		cJSON_ArrayForEach(e, k)
 		{
-			assert_true(num_at(e, "debtMs") < last);
-			last = num_at(e, "debtMs");
+			assert_true(tkt_num_at(e, "debtMs") < last);
+			last = tkt_num_at(e, "debtMs");
 		}
 		/* Rates need a previous refresh. */
 		if (i == 0)
-			assert_true(cJSON_IsNull(item(j, "allowedPerSec")));
+			assert_true(cJSON_IsNull(
+				tkt_json_item(j, "allowedPerSec")));
 		else
-			assert_true(num_at(j, "allowedPerSec") >= 0);
+			assert_true(tkt_num_at(j, "allowedPerSec") >= 0);
 		cJSON_Delete(j);
 	}
 	tkt_proc_free(&p);
@@ -1170,7 +1106,7 @@ test_top_pipe(void **state)
 	/* Text frames one after another, a blank line between, --limit. */
 	RUN(&p, "top", top_path, "--interval", "100", "--iterations", "2",
 	    "--limit", "2");
-	expect_status(&p, 0, "top text");
+	tkt_expect_status(&p, 0, "top text");
 	assert_null(strchr(p.out, '\033'));
 	assert_int_equal(count_of(p.out, "\nKEY "), 2);
 	assert_int_equal(count_of(p.out, "\n\ntkshm-inspect top"), 1);
@@ -1199,7 +1135,7 @@ test_top_rate(void **state)
 	check_n(t, "rate-fast", 9, 5, tkshm_now_ms(), false);
 
 	RUN(&p, "top", path, "--by", "denials", "--iterations", "1", "--json");
-	expect_status(&p, 0, "top --by denials");
+	tkt_expect_status(&p, 0, "top --by denials");
 	expect_order(p.out, "\"rate-slow\"", "\"rate-fast\"", NULL);
 	tkt_proc_free(&p);
 
@@ -1217,27 +1153,28 @@ test_top_rate(void **state)
 	    "--iterations", "3", "--json");
 	kill(helper, SIGKILL);
 	waitpid(helper, NULL, 0);
-	expect_status(&p, 0, "top --by rate");
+	tkt_expect_status(&p, 0, "top --by rate");
 	n = split_lines(p.out, lines, 16);
 	assert_int_equal(n, 3);
 	for (size_t i = 0; i < n; i++) {
-		cJSON *j = parse_json(lines[i], "top --by rate");
-		const cJSON *k = item(j, "keys");
+		cJSON *j = tkt_parse_json(lines[i], "top --by rate");
+		const cJSON *k = tkt_json_item(j, "keys");
 		const cJSON *k0 = cJSON_GetArrayItem(k, 0);
 		const cJSON *k1 = cJSON_GetArrayItem(k, 1);
 
-		assert_string_equal(str_at(j, "by"), "rate");
+		assert_string_equal(tkt_str_at(j, "by"), "rate");
 		assert_int_equal(cJSON_GetArraySize(k), 2);
 		if (i == 0) {
 			/* No rates yet: total denials break the tie. */
-			assert_true(cJSON_IsNull(item(k0, "deniedPerSec")));
-			assert_string_equal(str_at(k0, "key"), "rate-slow");
+			assert_true(cJSON_IsNull(
+				tkt_json_item(k0, "deniedPerSec")));
+			assert_string_equal(tkt_str_at(k0, "key"), "rate-slow");
 		} else {
-			assert_string_equal(str_at(k0, "key"), "rate-fast");
-			assert_true(num_at(k0, "deniedPerSec") > 0);
-			assert_string_equal(str_at(k1, "key"), "rate-slow");
-			expect_num(k1, "deniedPerSec", 0, "rate-slow");
-			assert_true(num_at(j, "deniedPerSec") > 0);
+			assert_string_equal(tkt_str_at(k0, "key"), "rate-fast");
+			assert_true(tkt_num_at(k0, "deniedPerSec") > 0);
+			assert_string_equal(tkt_str_at(k1, "key"), "rate-slow");
+			tkt_expect_num(k1, "deniedPerSec", 0, "rate-slow");
+			assert_true(tkt_num_at(j, "deniedPerSec") > 0);
 		}
 		cJSON_Delete(j);
 	}
@@ -1262,12 +1199,12 @@ test_top_usage(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		RUN(&p, "top", main_path, cases[i].opt, cases[i].value);
-		expect_status(&p, 2, cases[i].value);
-		expect_contains(p.err, cases[i].named, cases[i].value);
+		tkt_expect_status(&p, 2, cases[i].value);
+		tkt_expect_contains(p.err, cases[i].named, cases[i].value);
 		tkt_proc_free(&p);
 	}
 	RUN(&p, "top", tkt_path("absent.tbl"), "--iterations", "1");
-	expect_status(&p, 3, "top of a missing table");
+	tkt_expect_status(&p, 3, "top of a missing table");
 	tkt_proc_free(&p);
 }
 
@@ -1282,11 +1219,11 @@ test_help(void **state)
 		char usage[64];
 
 		RUN(&p, cmds[i], "--help");
-		expect_status(&p, 0, cmds[i]);
+		tkt_expect_status(&p, 0, cmds[i]);
 		snprintf(usage, sizeof usage, "Usage: tkshm-inspect %s PATH",
 			 cmds[i]);
-		expect_contains(p.out, usage, cmds[i]);
-		expect_contains(p.out, "Exit status:", cmds[i]);
+		tkt_expect_contains(p.out, usage, cmds[i]);
+		tkt_expect_contains(p.out, "Exit status:", cmds[i]);
 		assert_string_equal(p.err, "");
 		tkt_proc_free(&p);
 	}

@@ -31,72 +31,6 @@
 
 /* --- helpers ------------------------------------------------------------- */
 
-static void
-expect_status(const struct tkt_proc *p, int want, const char *what)
-{
-	if (p->status != want)
-		fail_msg("%s: exit status %d, expected %d\nstdout:\n%s\n"
-			 "stderr:\n%s",
-			 what, p->status, want, p->out, p->err);
-}
-
-static void
-expect_contains(const char *hay, const char *needle, const char *what)
-{
-	if (!strstr(hay, needle))
-		fail_msg("%s: \"%s\" not found in:\n%s", what, needle, hay);
-}
-
-static cJSON *
-parse_json(const char *text, const char *what)
-{
-	cJSON *j = cJSON_Parse(text);
-
-	if (!j)
-		fail_msg("%s: not JSON: %s", what, text);
-	return j;
-}
-
-static const cJSON *
-field(const cJSON *obj, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	if (!v)
-		fail_msg("field \"%s\" missing", key);
-	return v;
-}
-
-static double
-num_at(const cJSON *obj, const char *key)
-{
-	const cJSON *v = field(obj, key);
-
-	if (!cJSON_IsNumber(v))
-		fail_msg("field \"%s\" is not a number", key);
-	return v->valuedouble;
-}
-
-static const char *
-str_at(const cJSON *obj, const char *key)
-{
-	const cJSON *v = field(obj, key);
-
-	if (!cJSON_IsString(v))
-		fail_msg("field \"%s\" is not a string", key);
-	return v->valuestring;
-}
-
-static void
-expect_num(const cJSON *obj, const char *key, double want, const char *what)
-{
-	double got = num_at(obj, key);
-
-	if (got != want)
-		fail_msg("%s: %s is %.17g, expected %.17g", what, key, got,
-			 want);
-}
-
 /* The usage error the tool gives for `argv`: exit 2 and `why` on stderr. */
 static void
 expect_usage(const char *const argv[], const char *why)
@@ -104,9 +38,9 @@ expect_usage(const char *const argv[], const char *why)
 	struct tkt_proc p;
 
 	tkt_run(&p, argv, NULL);
-	expect_status(&p, 2, why);
-	expect_contains(p.err, "tkshm-inspect: ", why);
-	expect_contains(p.err, why, argv[1]);
+	tkt_expect_status(&p, 2, why);
+	tkt_expect_contains(p.err, "tkshm-inspect: ", why);
+	tkt_expect_contains(p.err, why, argv[1]);
 	if (p.out_len != 0)
 		fail_msg("%s: a usage error printed on stdout: %s", why, p.out);
 	tkt_proc_free(&p);
@@ -242,22 +176,22 @@ test_help(void **state)
 		char want[64];
 
 		RUN(&p, NULL, cmds[i], "--help");
-		expect_status(&p, 0, cmds[i]);
+		tkt_expect_status(&p, 0, cmds[i]);
 		snprintf(want, sizeof want, "Usage: tkshm-inspect %s", cmds[i]);
-		expect_contains(p.out, want, "--help");
-		expect_contains(p.out, "Exit status:", "--help");
+		tkt_expect_contains(p.out, want, "--help");
+		tkt_expect_contains(p.out, "Exit status:", "--help");
 		tkt_proc_free(&p);
 		RUN(&p, NULL, "help", cmds[i]);
-		expect_status(&p, 0, "help CMD");
-		expect_contains(p.out, want, "help CMD");
+		tkt_expect_status(&p, 0, "help CMD");
+		tkt_expect_contains(p.out, want, "help CMD");
 		tkt_proc_free(&p);
 	}
 	RUN(&p, NULL, "set", "--help");
-	expect_contains(p.out, "--block-until", "set --help");
-	expect_contains(p.out, "--remaining", "set --help");
+	tkt_expect_contains(p.out, "--block-until", "set --help");
+	tkt_expect_contains(p.out, "--remaining", "set --help");
 	tkt_proc_free(&p);
 	RUN(&p, NULL, "metrics", "--help");
-	expect_contains(p.out, "tkshm_decisions_total", "metrics --help");
+	tkt_expect_contains(p.out, "tkshm_decisions_total", "metrics --help");
 	tkt_proc_free(&p);
 }
 
@@ -280,27 +214,27 @@ test_stats_figures(void **state)
 	assert_int_equal(lib.placeholders, 1); /* the plant worked */
 
 	RUN(&p, NULL, "stats", path, "--json", "--now", "1300");
-	expect_status(&p, 0, "stats --json");
-	j = parse_json(p.out, "stats --json");
+	tkt_expect_status(&p, 0, "stats --json");
+	j = tkt_parse_json(p.out, "stats --json");
 	tkt_proc_free(&p);
-	c = field(j, "counters");
-	expect_num(c, "allowed", 10, "counters");
-	expect_num(c, "denied", 2, "counters");
-	expect_num(c, "evictionsInDebt", 0, "counters");
-	expect_num(c, "casRetries", 0, "counters");
-	expect_num(c, "refusals", 0, "counters");
+	c = tkt_json_item(j, "counters");
+	tkt_expect_num(c, "allowed", 10, "counters");
+	tkt_expect_num(c, "denied", 2, "counters");
+	tkt_expect_num(c, "evictionsInDebt", 0, "counters");
+	tkt_expect_num(c, "casRetries", 0, "counters");
+	tkt_expect_num(c, "refusals", 0, "counters");
 	assert_int_equal(cJSON_GetArraySize(c), 13); /* counters only */
-	expect_num(j, "deniedPercent", 100.0 * 2.0 / 12.0, "stats");
-	u = field(j, "usage");
-	expect_num(u, "live", 4, "usage");
-	expect_num(u, "idle", 6, "usage");
-	expect_num(u, "placeholders", 1, "usage");
-	expect_num(u, "dead", 0, "usage");
-	expect_num(u, "empty", 53, "usage");
-	expect_num(u, "occupancyRatio", 11.0 / 64.0, "usage");
-	expect_num(u, "idleFraction", 6.0 / 10.0, "usage");
+	tkt_expect_num(j, "deniedPercent", 100.0 * 2.0 / 12.0, "stats");
+	u = tkt_json_item(j, "usage");
+	tkt_expect_num(u, "live", 4, "usage");
+	tkt_expect_num(u, "idle", 6, "usage");
+	tkt_expect_num(u, "placeholders", 1, "usage");
+	tkt_expect_num(u, "dead", 0, "usage");
+	tkt_expect_num(u, "empty", 53, "usage");
+	tkt_expect_num(u, "occupancyRatio", 11.0 / 64.0, "usage");
+	tkt_expect_num(u, "idleFraction", 6.0 / 10.0, "usage");
 	/* The histogram counts keys (live and idle), placeholders not. */
-	h = field(u, "probeHist");
+	h = tkt_json_item(u, "probeHist");
 	assert_int_equal(cJSON_GetArraySize(h), TKSHM_WINDOW_SLOTS);
 	cJSON_ArrayForEach(e, h)
 	{
@@ -314,23 +248,23 @@ test_stats_figures(void **state)
 
 	/* The text form shows the same figures. */
 	RUN(&p, NULL, "stats", path, "--now", "1300");
-	expect_status(&p, 0, "stats");
-	expect_contains(p.out, "denied share         16.67%", "stats text");
-	expect_contains(p.out, "occupancy            17.19% of slots",
-			"stats text");
-	expect_contains(p.out, "idle fraction        60.00% of keys",
-			"stats text");
-	expect_contains(p.out, "evictions in debt    0", "stats text");
-	expect_contains(p.out, "CAS retries          0", "stats text");
-	expect_contains(p.out, "refusals             0", "stats text");
-	expect_contains(p.out, "probe length", "stats text");
+	tkt_expect_status(&p, 0, "stats");
+	tkt_expect_contains(p.out, "denied share         16.67%", "stats text");
+	tkt_expect_contains(p.out, "occupancy            17.19% of slots",
+			    "stats text");
+	tkt_expect_contains(p.out, "idle fraction        60.00% of keys",
+			    "stats text");
+	tkt_expect_contains(p.out, "evictions in debt    0", "stats text");
+	tkt_expect_contains(p.out, "CAS retries          0", "stats text");
+	tkt_expect_contains(p.out, "refusals             0", "stats text");
+	tkt_expect_contains(p.out, "probe length", "stats text");
 	{
 		char line[64];
 
 		for (i = 0; i < TKSHM_WINDOW_SLOTS; i++) {
 			snprintf(line, sizeof line, "\n  %-20zu %llu (", i,
 				 (unsigned long long)lib.probe_hist[i]);
-			expect_contains(p.out, line, "stats histogram");
+			tkt_expect_contains(p.out, line, "stats histogram");
 		}
 	}
 	tkt_proc_free(&p);
@@ -339,11 +273,11 @@ test_stats_figures(void **state)
 	path = tkt_path("fresh.tkshm");
 	tkshm_close(tkt_file(path, GCRA_SPEC, 8));
 	RUN(&p, NULL, "stats", path, "--json");
-	expect_status(&p, 0, "stats of a fresh table");
-	j = parse_json(p.out, "stats --json");
-	expect_num(j, "deniedPercent", 0, "fresh");
-	expect_num(field(j, "usage"), "occupancyRatio", 0, "fresh");
-	expect_num(field(j, "usage"), "idleFraction", 0, "fresh");
+	tkt_expect_status(&p, 0, "stats of a fresh table");
+	j = tkt_parse_json(p.out, "stats --json");
+	tkt_expect_num(j, "deniedPercent", 0, "fresh");
+	tkt_expect_num(tkt_json_item(j, "usage"), "occupancyRatio", 0, "fresh");
+	tkt_expect_num(tkt_json_item(j, "usage"), "idleFraction", 0, "fresh");
 	cJSON_Delete(j);
 	tkt_proc_free(&p);
 }
@@ -537,27 +471,28 @@ check_table_samples(const struct sample *s, size_t n, const struct expect *e)
 static void
 check_table_json(const cJSON *root, const struct expect *e)
 {
-	const cJSON *o = field(root, e->path), *d, *k;
+	const cJSON *o = tkt_json_item(root, e->path), *d, *k;
 
-	d = field(o, "decisions");
-	expect_num(d, "allowed", e->allowed, e->path);
-	expect_num(d, "denied", e->denied, e->path);
-	expect_num(o, "inserts", e->inserts, e->path);
-	expect_num(o, "evictionsInDebt", 0, e->path);
-	expect_num(o, "casRetries", 0, e->path);
-	expect_num(o, "claimsStolen", 0, e->path);
-	expect_num(o, "slots", e->slots, e->path);
-	k = field(o, "keys");
-	expect_num(k, "live", e->live, e->path);
-	expect_num(k, "idle", e->idle, e->path);
-	expect_num(k, "placeholder", e->placeholder, e->path);
-	expect_num(k, "dead", e->dead, e->path);
-	expect_num(k, "empty", e->empty, e->path);
-	expect_num(o, "occupancyRatio",
-		   (e->live + e->idle + e->placeholder) / e->slots, e->path);
-	expect_num(o, "tableBytes", e->bytes, e->path);
-	expect_num(o, "bytesPerKey", e->bytes / e->slots, e->path);
-	expect_num(o, "createdTimestampSeconds", e->created_s, e->path);
+	d = tkt_json_item(o, "decisions");
+	tkt_expect_num(d, "allowed", e->allowed, e->path);
+	tkt_expect_num(d, "denied", e->denied, e->path);
+	tkt_expect_num(o, "inserts", e->inserts, e->path);
+	tkt_expect_num(o, "evictionsInDebt", 0, e->path);
+	tkt_expect_num(o, "casRetries", 0, e->path);
+	tkt_expect_num(o, "claimsStolen", 0, e->path);
+	tkt_expect_num(o, "slots", e->slots, e->path);
+	k = tkt_json_item(o, "keys");
+	tkt_expect_num(k, "live", e->live, e->path);
+	tkt_expect_num(k, "idle", e->idle, e->path);
+	tkt_expect_num(k, "placeholder", e->placeholder, e->path);
+	tkt_expect_num(k, "dead", e->dead, e->path);
+	tkt_expect_num(k, "empty", e->empty, e->path);
+	tkt_expect_num(o, "occupancyRatio",
+		       (e->live + e->idle + e->placeholder) / e->slots,
+		       e->path);
+	tkt_expect_num(o, "tableBytes", e->bytes, e->path);
+	tkt_expect_num(o, "bytesPerKey", e->bytes / e->slots, e->path);
+	tkt_expect_num(o, "createdTimestampSeconds", e->created_s, e->path);
 	/* 12 counters (decisions is one object), slots, keys, 4 gauges. */
 	assert_int_equal(cJSON_GetArraySize(o), 18);
 }
@@ -638,11 +573,11 @@ test_metrics(void **state)
 
 	RUN(&p, NULL, "metrics", a, missing, b, "--now", "1300");
 	/* A table that cannot be opened: exit 3, the others still out. */
-	expect_status(&p, 3, "metrics with a missing table");
-	expect_contains(p.err, "cannot open", "metrics stderr");
-	expect_contains(p.err, missing, "metrics stderr");
+	tkt_expect_status(&p, 3, "metrics with a missing table");
+	tkt_expect_contains(p.err, "cannot open", "metrics stderr");
+	tkt_expect_contains(p.err, missing, "metrics stderr");
 	prom_escape(b, escaped, sizeof escaped);
-	expect_contains(p.out, escaped, "the escaped label");
+	tkt_expect_contains(p.out, escaped, "the escaped label");
 	text = strdup(p.out);
 	n = parse_exposition(text, s, &nmetrics);
 	assert_int_equal(nmetrics, 18);
@@ -656,8 +591,8 @@ test_metrics(void **state)
 
 	/* --json: the same numbers, keyed by path. */
 	RUN(&p, NULL, "metrics", "--json", a, b, missing, "--now=1300");
-	expect_status(&p, 3, "metrics --json with a missing table");
-	j = parse_json(p.out, "metrics --json");
+	tkt_expect_status(&p, 3, "metrics --json with a missing table");
+	j = tkt_parse_json(p.out, "metrics --json");
 	assert_int_equal(cJSON_GetArraySize(j), 2);
 	check_table_json(j, &ea);
 	check_table_json(j, &eb);
@@ -666,7 +601,7 @@ test_metrics(void **state)
 
 	/* A table named twice is printed once; all open: exit 0. */
 	RUN(&p, NULL, "metrics", a, a, "--now", "1300");
-	expect_status(&p, 0, "metrics A A");
+	tkt_expect_status(&p, 0, "metrics A A");
 	text = strdup(p.out);
 	n = parse_exposition(text, s, &nmetrics);
 	assert_int_equal(n, 23);
@@ -703,7 +638,7 @@ test_reset(void **state)
 	tkshm_close(t);
 
 	RUN(&p, NULL, "reset", path, "k");
-	expect_status(&p, 0, "reset");
+	tkt_expect_status(&p, 0, "reset");
 	assert_string_equal(p.out, "reset k\n");
 	tkt_proc_free(&p);
 	/* Forgotten: a full burst again; the other keys untouched. */
@@ -714,11 +649,11 @@ test_reset(void **state)
 
 	/* The key as list prints it; --json. */
 	RUN(&p, NULL, "reset", "--json", path, "a\\x20b\\\\c\\x01");
-	expect_status(&p, 0, "reset of an escaped key");
-	j = parse_json(p.out, "reset --json");
-	assert_string_equal(str_at(j, "table"), path);
-	assert_string_equal(str_at(j, "key"), "a\\x20b\\\\c\\x01");
-	assert_true(cJSON_IsTrue(field(j, "reset")));
+	tkt_expect_status(&p, 0, "reset of an escaped key");
+	j = tkt_parse_json(p.out, "reset --json");
+	assert_string_equal(tkt_str_at(j, "table"), path);
+	assert_string_equal(tkt_str_at(j, "key"), "a\\x20b\\\\c\\x01");
+	assert_true(cJSON_IsTrue(tkt_json_item(j, "reset")));
 	assert_int_equal(cJSON_GetArraySize(j), 3);
 	cJSON_Delete(j);
 	tkt_proc_free(&p);
@@ -728,7 +663,7 @@ test_reset(void **state)
 
 	/* An absent key: reset succeeds. */
 	RUN(&p, NULL, "reset", path, "never-seen");
-	expect_status(&p, 0, "reset of an absent key");
+	tkt_expect_status(&p, 0, "reset of an absent key");
 	tkt_proc_free(&p);
 
 	expect_usage((const char *const[]){ BIN, "reset", path, NULL },
@@ -742,8 +677,9 @@ test_reset(void **state)
 		     "KEY is empty");
 	/* A missing table: exit 3, and reset never creates one. */
 	RUN(&p, NULL, "reset", tkt_path("absent.tkshm"), "k");
-	expect_status(&p, 3, "reset of a missing table");
-	expect_contains(p.err, tkshm_strerror(TKSHM_ENOENT), "missing table");
+	tkt_expect_status(&p, 3, "reset of a missing table");
+	tkt_expect_contains(p.err, tkshm_strerror(TKSHM_ENOENT),
+			    "missing table");
 	tkt_proc_free(&p);
 	assert_int_equal(stat(tkt_path("absent.tkshm"), &sb), -1);
 }
@@ -758,8 +694,8 @@ set_json(const char *const argv[])
 	cJSON *j;
 
 	tkt_run(&p, argv, NULL);
-	expect_status(&p, 0, "set --json");
-	j = parse_json(p.out, "set --json");
+	tkt_expect_status(&p, 0, "set --json");
+	j = tkt_parse_json(p.out, "set --json");
 	tkt_proc_free(&p);
 	return j;
 }
@@ -768,10 +704,10 @@ static void
 expect_state(const cJSON *j, double remaining, double limit, double reset_at,
 	     double retry_after, const char *what)
 {
-	expect_num(j, "remaining", remaining, what);
-	expect_num(j, "limit", limit, what);
-	expect_num(j, "resetAt", reset_at, what);
-	expect_num(j, "retryAfterMs", retry_after, what);
+	tkt_expect_num(j, "remaining", remaining, what);
+	tkt_expect_num(j, "limit", limit, what);
+	tkt_expect_num(j, "resetAt", reset_at, what);
+	tkt_expect_num(j, "retryAfterMs", retry_after, what);
 }
 
 static void
@@ -790,8 +726,8 @@ test_set_gcra(void **state)
 	j = set_json((const char *const[]){ BIN, "set", path, "k",
 					    "--remaining", "2", "--now", "1000",
 					    "--json", NULL });
-	assert_string_equal(str_at(j, "table"), path);
-	assert_string_equal(str_at(j, "key"), "k");
+	assert_string_equal(tkt_str_at(j, "table"), path);
+	assert_string_equal(tkt_str_at(j, "key"), "k");
 	expect_state(j, 2, 5, 1300, 0, "--remaining 2");
 	assert_int_equal(cJSON_GetArraySize(j), 6);
 	cJSON_Delete(j);
@@ -806,9 +742,9 @@ test_set_gcra(void **state)
 	j = set_json((const char *const[]){ BIN, "set", path, "k",
 					    "--block-for", "60000", "--now",
 					    "1000", "--json", NULL });
-	expect_num(j, "remaining", 0, "--block-for");
-	expect_num(j, "retryAfterMs", 60000, "--block-for");
-	expect_num(j, "blockedUntil", 61000, "--block-for");
+	tkt_expect_num(j, "remaining", 0, "--block-for");
+	tkt_expect_num(j, "retryAfterMs", 60000, "--block-for");
+	tkt_expect_num(j, "blockedUntil", 61000, "--block-for");
 	cJSON_Delete(j);
 	t = attach(path);
 	assert_false(check_at(t, "k", 1, 60999).allowed);
@@ -819,7 +755,7 @@ test_set_gcra(void **state)
 	j = set_json((const char *const[]){ BIN, "set", path, "b",
 					    "--block-until", "5000", "--now",
 					    "1000", "--json", NULL });
-	expect_num(j, "retryAfterMs", 4000, "--block-until");
+	tkt_expect_num(j, "retryAfterMs", 4000, "--block-until");
 	cJSON_Delete(j);
 
 	/* The limit itself is a reset: the key starts fresh. */
@@ -831,14 +767,14 @@ test_set_gcra(void **state)
 
 	/* The text form. */
 	RUN(&p, NULL, "set", path, "c", "--remaining=0", "--now", "1000");
-	expect_status(&p, 0, "set text");
+	tkt_expect_status(&p, 0, "set text");
 	assert_string_equal(p.out, "set c: remaining 0 of 5, resetAt 1500, "
 				   "retryAfterMs 100\n");
 	tkt_proc_free(&p);
 	/* A block shows its end in whole ms: TAT = 1100.5 + tau - T. */
 	RUN(&p, NULL, "set", path, "d", "--block-for", "100.5", "--now",
 	    "1000");
-	expect_status(&p, 0, "set --block-for text");
+	tkt_expect_status(&p, 0, "set --block-for text");
 	assert_string_equal(p.out, "set d: blocked until 1101; remaining 0 of "
 				   "5, resetAt 1501, retryAfterMs 101\n");
 	tkt_proc_free(&p);
@@ -876,7 +812,7 @@ test_set_gcra(void **state)
 	after = peek_at(path, "k", 1, 61000);
 	tkt_assert_decision("k after refused sets", &after, &before);
 	RUN(&p, NULL, "set", tkt_path("absent.tkshm"), "k", "--remaining", "1");
-	expect_status(&p, 3, "set on a missing table");
+	tkt_expect_status(&p, 3, "set on a missing table");
 	tkt_proc_free(&p);
 }
 
@@ -916,9 +852,9 @@ test_set_other_kinds(void **state)
 	j = set_json((const char *const[]){ BIN, "set", tb, "k",
 					    "--block-until", "2000", "--now",
 					    "1000", "--json", NULL });
-	expect_num(j, "remaining", 0, "tokenBucket block");
-	expect_num(j, "limit", 10, "tokenBucket block");
-	expect_num(j, "blockedUntil", 2000, "tokenBucket block");
+	tkt_expect_num(j, "remaining", 0, "tokenBucket block");
+	tkt_expect_num(j, "limit", 10, "tokenBucket block");
+	tkt_expect_num(j, "blockedUntil", 2000, "tokenBucket block");
 	cJSON_Delete(j);
 	t = attach(tb);
 	assert_false(check_at(t, "k", 1, 2100).allowed);

@@ -308,11 +308,8 @@ ti_metrics_opt(void *ctx, const char *cmd, const char *name, const char *value)
 		mo->json = true;
 		return TI_GO_ON;
 	}
-	if (!ti_parse_decimal(value, &mo->now) || mo->now < 0)
-		return ti_usage_error(
-			cmd, "--now: '%s' is not a time in ms >= 0", value);
 	mo->have_now = true;
-	return TI_GO_ON;
+	return ti_now_opt(cmd, value, &mo->now);
 }
 
 /* Reads every table; returns the worst exit code (3 beats 4: "cannot open"

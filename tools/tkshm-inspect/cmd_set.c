@@ -122,7 +122,7 @@ ti_set_opt(void *ctx, const char *cmd, const char *name, const char *value)
 	}
 	if (strcmp(name, "now") == 0) {
 		s->have_now = true;
-		return ti_set_time(cmd, name, value, &s->now);
+		return ti_now_opt(cmd, value, &s->now);
 	}
 	return ti_set_action(s, cmd, name, value);
 }

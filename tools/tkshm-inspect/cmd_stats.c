@@ -214,11 +214,8 @@ ti_stats_opt(void *ctx, const char *cmd, const char *name, const char *value)
 		s->json = true;
 		return TI_GO_ON;
 	}
-	if (!ti_parse_decimal(value, &s->now) || s->now < 0)
-		return ti_usage_error(
-			cmd, "--now: '%s' is not a time in ms >= 0", value);
 	s->have_now = true;
-	return TI_GO_ON;
+	return ti_now_opt(cmd, value, &s->now);
 }
 
 int

@@ -349,7 +349,7 @@ test_create_stats_replay(void **state)
 	assert_non_null(j);
 	assert_string_equal(tkt_str_at(j, "table"), tkt_path("csr-json.tkshm"));
 	assert_int_equal((int)tkt_num_at(j, "slots"), 32);
-	assert_int_equal((int)tkt_num_at(j, "mode"), 0640);
+	assert_string_equal(tkt_str_at(j, "mode"), "0640");
 	assert_string_equal(tkt_str_at(j, "policy"), spec);
 	assert_string_equal(tkt_str_at(j, "onFull"), "evict");
 	assert_true(tkt_num_at(j, "fileBytes") > 0);

@@ -13,6 +13,7 @@ ti_usage_create(FILE *f)
 {
 	fputs("Usage: " TI_PROG " create PATH --policy SPEC [--slots N]\n"
 	      "                     [--mode OCTAL] [--on-full evict|refuse]\n"
+	      "                     [--json]\n"
 	      "\n"
 	      "Creates the table file PATH (a name without '/' is created "
 	      "in " TKSHM_DEFAULT_DIR ").\n"
@@ -28,9 +29,9 @@ ti_usage_create(FILE *f)
 	      "  --on-full WHAT    when a key's probe window holds only live\n"
 	      "                    keys: 'evict' the least-indebted key\n"
 	      "                    (default) or 'refuse' the check\n"
-	      "  -h, --help        show this help\n"
-	      "\n"
 	      "  --json            print the result as one JSON object\n"
+	      "                    (mode as an octal string, \"0640\")\n"
+	      "  -h, --help        show this help\n"
 	      "\n"
 	      "Prints the created path, its slots, size and policy.\n"
 	      "\n",
@@ -67,10 +68,14 @@ ti_create_print_json(const char *path, const tkshm_stats *st, unsigned mode,
 	ti_json_u64(&j, "slots", st->slots);
 	ti_json_u64(&j, "fileBytes", st->file_bytes);
 	ti_json_string(&j, "onFull", ti_on_full_name(st->on_full));
-	ti_json_u64(&j, "mode", mode);
+	{
+		char octal[8];
+
+		snprintf(octal, sizeof octal, "%04o", mode & 07777);
+		ti_json_string(&j, "mode", octal);
+	}
 	ti_json_string(&j, "policy", spec);
 	ti_json_end_obj(&j);
-	fputc('\n', stdout);
 }
 
 int

@@ -244,7 +244,7 @@ ti_cmd_stats(int argc, char **argv)
 	tkshm_close(t);
 	if (rc != TKSHM_OK) {
 		ti_err("cannot scan %s: %s", c.path, tkshm_strerror(rc));
-		return TI_EXIT_USAGE;
+		return TI_EXIT_IO;
 	}
 	if (tkshm_policy_format(&st.policy, policy, sizeof policy) < 0)
 		snprintf(policy, sizeof policy, "(unprintable policy)");

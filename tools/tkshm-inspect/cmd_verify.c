@@ -88,7 +88,6 @@ ti_verify_print_json(const struct ti_verify *v, const char *path,
 		ti_json_string(&j, NULL, v->kept[i]);
 	ti_json_end_arr(&j);
 	ti_json_end_obj(&j);
-	fputc('\n', stdout);
 }
 
 int

@@ -440,9 +440,13 @@ ti_rel_time(double at_ms, double now_ms, char *buf, size_t cap)
 int
 ti_now_opt(const char *cmd, const char *value, double *now)
 {
-	if (!ti_parse_decimal(value, now) || *now < 0)
-		return ti_usage_error(
-			cmd, "--now: '%s' is not a time in ms >= 0", value);
+	/* 2^62 ms: the library's bound on every time it takes. */
+	if (!ti_parse_decimal(value, now) || *now < 0 ||
+	    *now > 4611686018427387904.0)
+		return ti_usage_error(cmd,
+				      "--now: '%s' is not a time in ms from 0 "
+				      "to 2^62",
+				      value);
 	return TI_GO_ON;
 }
 

@@ -81,8 +81,7 @@ double tk_algo_capacity(const struct tk_algo *a);
 /* Fills st (a->words words) with a state that denies every check of cost
  * >= 1 before `until`, for the kinds that have one (GCRA, token bucket);
  * false for the others. */
-bool tk_algo_blocked_state(const struct tk_algo *a, double until,
-			   uint64_t *st);
+bool tk_algo_blocked_state(const struct tk_algo *a, double until, uint64_t *st);
 
 static inline bool
 tk_algo_check(const struct tk_algo *a, bool present, uint64_t st, double now,

@@ -21,7 +21,7 @@
 	X(TKSHM_ESYMLINK, "the path is a symbolic link")                     \
 	X(TKSHM_ENOTFILE, "the path is not a regular file")                  \
 	X(TKSHM_EPERM, "permission denied")                                  \
-	X(TKSHM_ENOENT, "no such table, key or entry")                      \
+	X(TKSHM_ENOENT, "no such table, key or entry")                       \
 	X(TKSHM_EEXIST, "the table already exists")                          \
 	X(TKSHM_ENOSPC, "no space left to allocate the table")               \
 	X(TKSHM_ENOMEM, "out of memory")                                     \
@@ -29,7 +29,7 @@
 	X(TKSHM_EFULL,                                                       \
 	  "the key's probe window is full and the table refuses to evict")   \
 	X(TKSHM_EBUSY, "contention did not settle within the retry bound")   \
-	X(TKSHM_EREADONLY, "the table was opened read-only")                  \
+	X(TKSHM_EREADONLY, "the table was opened read-only")                 \
 	X(TKSHM_ENOTSUP, "the table's algorithm cannot do this")
 
 const char *

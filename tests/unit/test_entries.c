@@ -211,8 +211,7 @@ test_denials_follow_the_key(void **state)
 		snprintf(key, sizeof key, "n%d", i);
 		check(t, key, strlen(key), 1, NOW + 10000);
 	}
-	assert_rc(tkshm_entry_get_at(t, "x", 1, NOW + 10000, &e),
-		  TKSHM_ENOENT);
+	assert_rc(tkshm_entry_get_at(t, "x", 1, NOW + 10000, &e), TKSHM_ENOENT);
 	while (tkshm_entry_next_at(t, &cursor, NOW + 10000, &e) == TKSHM_OK)
 		assert_int_equal(e.denials, 0);
 	tkshm_close(t);
@@ -366,7 +365,8 @@ static void
 test_block(void **state)
 {
 	tkshm_table *g = tkt_anon(SPEC, 64);
-	tkshm_table *tb = tkt_anon("tokenBucket:capacity=10,refillPerSec=1", 64);
+	tkshm_table *tb =
+		tkt_anon("tokenBucket:capacity=10,refillPerSec=1", 64);
 	tkshm_table *fw = tkt_anon("fixedWindow:limit=10,windowMs=60000", 64);
 	const double until = NOW + 3600000.0;
 	tkshm_decision d;

@@ -223,28 +223,26 @@ static void
 ti_list_json(const char *path, const tkshm_entry *v, size_t n,
 	     const struct ti_entries *es, size_t matched, double now)
 {
-	struct ti_obj o, k;
+	struct ti_json j;
 
-	ti_obj_begin(&o, stdout, "  ");
-	ti_obj_str(&o, "table", path);
-	ti_obj_num(&o, "now", now);
+	ti_json_init(&j, stdout, true);
+	ti_json_begin_obj(&j, NULL);
+	ti_json_string(&j, "table", path);
+	ti_json_num(&j, "now", now);
 	/* One key a line: readable, and a million keys stay greppable. */
-	ti_obj_key(&o, "keys");
-	fputc('[', stdout);
+	ti_json_begin_list(&j, "keys");
 	for (size_t i = 0; i < n; i++) {
-		fputs(i ? ",\n    " : "\n    ", stdout);
-		ti_obj_begin(&k, stdout, NULL);
-		ti_entry_json(&k, &v[i], NULL, 0);
-		ti_obj_end(&k, NULL);
+		ti_json_begin_row(&j, NULL);
+		ti_entry_json(&j, &v[i], NULL, 0);
+		ti_json_end_obj(&j);
 	}
-	fputs(n ? "\n  ]" : "]", stdout);
-	ti_obj_u64(&o, "shown", n);
-	ti_obj_u64(&o, "matched", matched);
-	ti_obj_u64(&o, "live", es->live);
-	ti_obj_u64(&o, "idle", es->idle);
-	ti_obj_u64(&o, "corrupt", es->corrupt);
-	ti_obj_end(&o, "");
-	putchar('\n');
+	ti_json_end_arr(&j);
+	ti_json_u64(&j, "shown", n);
+	ti_json_u64(&j, "matched", matched);
+	ti_json_u64(&j, "live", es->live);
+	ti_json_u64(&j, "idle", es->idle);
+	ti_json_u64(&j, "corrupt", es->corrupt);
+	ti_json_end_obj(&j);
 }
 
 int

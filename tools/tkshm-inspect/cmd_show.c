@@ -186,16 +186,15 @@ ti_show_text(const struct ti_show *s, const tkshm_entry *e)
 static void
 ti_show_json(const struct ti_show *s, const tkshm_entry *e)
 {
-	struct ti_obj o;
+	struct ti_json j;
 
-	ti_obj_begin(&o, stdout, "  ");
-	ti_obj_str(&o, "table", s->path);
-	ti_obj_num(&o, "now", s->now);
-	ti_obj_key(&o, "inTable");
-	fputs("true", stdout);
-	ti_entry_json(&o, e, s->key_canon, s->key_len);
-	ti_obj_end(&o, "");
-	putchar('\n');
+	ti_json_init(&j, stdout, true);
+	ti_json_begin_obj(&j, NULL);
+	ti_json_string(&j, "table", s->path);
+	ti_json_num(&j, "now", s->now);
+	ti_json_bool(&j, "inTable", true);
+	ti_entry_json(&j, e, s->key_canon, s->key_len);
+	ti_json_end_obj(&j);
 }
 
 /* The key has no slot: what a check would see of it, then exit 1. */
@@ -203,23 +202,30 @@ static int
 ti_show_absent(const struct ti_show *s, tkshm_table *t)
 {
 	tkshm_decision d;
-	struct ti_obj o;
+	struct ti_json j;
 	int rc = tkshm_peek_at(t, s->key, s->key_len, s->now, &d);
 
 	if (s->json) {
-		ti_obj_begin(&o, stdout, "  ");
-		ti_obj_str(&o, "table", s->path);
-		ti_obj_num(&o, "now", s->now);
-		ti_obj_key(&o, "inTable");
-		fputs("false", stdout);
-		ti_obj_str(&o, "key", s->key_canon);
-		ti_obj_u64(&o, "keyLength", s->key_len);
-		ti_obj_key(&o, "peek");
-		if (rc == TKSHM_OK)
-			ti_json_decision(stdout, &d); /* ends the line */
-		else
-			fputs("null\n", stdout);
-		fputs("}\n", stdout);
+		ti_json_init(&j, stdout, true);
+		ti_json_begin_obj(&j, NULL);
+		ti_json_string(&j, "table", s->path);
+		ti_json_num(&j, "now", s->now);
+		ti_json_bool(&j, "inTable", false);
+		ti_json_string(&j, "key", s->key_canon);
+		ti_json_u64(&j, "keyLength", s->key_len);
+		if (rc == TKSHM_OK) {
+			/* ThrottleKit's decision object, in its order. */
+			ti_json_begin_row(&j, "peek");
+			ti_json_bool(&j, "allowed", d.allowed);
+			ti_json_i64(&j, "limit", d.limit);
+			ti_json_i64(&j, "remaining", d.remaining);
+			ti_json_i64(&j, "resetAt", d.reset_at);
+			ti_json_i64(&j, "retryAfterMs", d.retry_after_ms);
+			ti_json_end_obj(&j);
+		} else {
+			ti_json_null(&j, "peek");
+		}
+		ti_json_end_obj(&j);
 	} else {
 		ti_show_head(s);
 		printf("key length: %zu\n", s->key_len);

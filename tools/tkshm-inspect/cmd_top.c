@@ -509,31 +509,29 @@ ti_top_text(const struct ti_top *tp, FILE *f, size_t shown)
 static void
 ti_top_json(const struct ti_top *tp, FILE *f, size_t shown)
 {
-	struct ti_obj o, k;
+	struct ti_json j;
 
-	ti_obj_begin(&o, f, NULL);
-	ti_obj_str(&o, "table", tp->path);
-	ti_obj_num(&o, "now", tp->now);
-	ti_obj_str(&o, "by", ti_by_names[tp->o.by]);
-	ti_obj_u64(&o, "live", tp->cur.live);
-	ti_obj_u64(&o, "idle", tp->cur.idle);
-	ti_obj_u64(&o, "corrupt", tp->cur.corrupt);
-	ti_obj_u64(&o, "ranked", tp->nrows);
-	ti_obj_num(&o, "allowedPerSec", tp->allowed_ps);
-	ti_obj_num(&o, "deniedPerSec", tp->denied_ps);
-	ti_obj_key(&o, "keys");
-	fputc('[', f);
+	/* Not pretty: one JSON object a line, a line a refresh. */
+	ti_json_init(&j, f, false);
+	ti_json_begin_obj(&j, NULL);
+	ti_json_string(&j, "table", tp->path);
+	ti_json_num(&j, "now", tp->now);
+	ti_json_string(&j, "by", ti_by_names[tp->o.by]);
+	ti_json_u64(&j, "live", tp->cur.live);
+	ti_json_u64(&j, "idle", tp->cur.idle);
+	ti_json_u64(&j, "corrupt", tp->cur.corrupt);
+	ti_json_u64(&j, "ranked", tp->nrows);
+	ti_json_num(&j, "allowedPerSec", tp->allowed_ps);
+	ti_json_num(&j, "deniedPerSec", tp->denied_ps);
+	ti_json_begin_arr(&j, "keys");
 	for (size_t i = 0; i < shown; i++) {
-		if (i)
-			fputc(',', f);
-		ti_obj_begin(&k, f, NULL);
-		ti_entry_json(&k, tp->rows[i].e, NULL, 0);
-		ti_obj_num(&k, "deniedPerSec", tp->rows[i].rate);
-		ti_obj_end(&k, NULL);
+		ti_json_begin_obj(&j, NULL);
+		ti_entry_json(&j, tp->rows[i].e, NULL, 0);
+		ti_json_num(&j, "deniedPerSec", tp->rows[i].rate);
+		ti_json_end_obj(&j);
 	}
-	fputc(']', f);
-	ti_obj_end(&o, NULL);
-	fputc('\n', f);
+	ti_json_end_arr(&j);
+	ti_json_end_obj(&j);
 }
 
 static unsigned short

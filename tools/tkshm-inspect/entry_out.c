@@ -452,77 +452,10 @@ ti_now_opt(const char *cmd, const char *value, double *now)
 
 /* --- JSON ---------------------------------------------------------------- */
 
-void
-ti_obj_begin(struct ti_obj *o, FILE *f, const char *indent)
-{
-	o->f = f;
-	o->indent = indent;
-	o->open = false;
-}
-
-void
-ti_obj_key(struct ti_obj *o, const char *name)
-{
-	fputs(o->open ? "," : "{", o->f);
-	o->open = true;
-	if (o->indent)
-		fprintf(o->f, "\n%s", o->indent);
-	ti_json_str(o->f, name);
-	fputs(o->indent ? ": " : ":", o->f);
-}
-
-void
-ti_obj_end(struct ti_obj *o, const char *close_indent)
-{
-	if (!o->open)
-		fputc('{', o->f);
-	else if (o->indent)
-		fprintf(o->f, "\n%s", close_indent ? close_indent : "");
-	fputc('}', o->f);
-}
-
-void
-ti_obj_u64(struct ti_obj *o, const char *name, uint64_t v)
-{
-	ti_obj_key(o, name);
-	fprintf(o->f, "%" PRIu64, v);
-}
-
-void
-ti_obj_num(struct ti_obj *o, const char *name, double v)
-{
-	ti_obj_key(o, name);
-	ti_json_double(o->f, v);
-}
-
-void
-ti_obj_str(struct ti_obj *o, const char *name, const char *v)
-{
-	ti_obj_key(o, name);
-	if (v)
-		ti_json_str(o->f, v);
-	else
-		fputs("null", o->f);
-}
-
-static void
-ti_obj_i64(struct ti_obj *o, const char *name, int64_t v)
-{
-	ti_obj_key(o, name);
-	fprintf(o->f, "%" PRId64, v);
-}
-
-static void
-ti_obj_bool(struct ti_obj *o, const char *name, bool v)
-{
-	ti_obj_key(o, name);
-	fputs(v ? "true" : "false", o->f);
-}
-
 /* The members that come from the key's state: null when it is corrupt,
  * so a reader cannot take a zero for a value. */
 static void
-ti_entry_json_state(struct ti_obj *o, const tkshm_entry *e)
+ti_entry_json_state(struct ti_json *j, const tkshm_entry *e)
 {
 	static const char *const names[] = {
 		"idle",	   "remaining",	   "limit",
@@ -533,23 +466,23 @@ ti_entry_json_state(struct ti_obj *o, const tkshm_entry *e)
 
 	if (!e->state_valid) {
 		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-			ti_obj_str(o, names[i], NULL);
+			ti_json_null(j, names[i]);
 		return;
 	}
-	ti_obj_bool(o, "idle", e->idle);
-	ti_obj_i64(o, "remaining", e->peek.remaining);
-	ti_obj_i64(o, "limit", e->peek.limit);
-	ti_obj_i64(o, "resetAt", e->peek.reset_at);
-	ti_obj_i64(o, "retryAfterMs", e->peek.retry_after_ms);
-	ti_obj_bool(o, "allowed", e->peek.allowed);
-	ti_obj_num(o, "debtMs", e->debt_ms);
-	ti_obj_i64(o, "spendableNow", e->forecast.spendable_now);
-	ti_obj_i64(o, "nextReplenishAt", e->forecast.next_replenish_at);
-	ti_obj_i64(o, "fullAt", e->forecast.full_at);
+	ti_json_bool(j, "idle", e->idle);
+	ti_json_i64(j, "remaining", e->peek.remaining);
+	ti_json_i64(j, "limit", e->peek.limit);
+	ti_json_i64(j, "resetAt", e->peek.reset_at);
+	ti_json_i64(j, "retryAfterMs", e->peek.retry_after_ms);
+	ti_json_bool(j, "allowed", e->peek.allowed);
+	ti_json_num(j, "debtMs", e->debt_ms);
+	ti_json_i64(j, "spendableNow", e->forecast.spendable_now);
+	ti_json_i64(j, "nextReplenishAt", e->forecast.next_replenish_at);
+	ti_json_i64(j, "fullAt", e->forecast.full_at);
 }
 
 void
-ti_entry_json(struct ti_obj *o, const tkshm_entry *e, const char *key,
+ti_entry_json(struct ti_json *j, const tkshm_entry *e, const char *key,
 	      size_t key_len)
 {
 	char label[TI_ENTRY_KEY_TEXT], fp[24];
@@ -561,17 +494,17 @@ ti_entry_json(struct ti_obj *o, const tkshm_entry *e, const char *key,
 	}
 	snprintf(fp, sizeof fp, "%016" PRIx64, e->fingerprint);
 	/* A key without a label is null, never a made-up string. */
-	ti_obj_str(o, "key", key);
+	ti_json_string(j, "key", key);
 	if (key)
-		ti_obj_u64(o, "keyLength", key_len);
+		ti_json_u64(j, "keyLength", key_len);
 	else
-		ti_obj_str(o, "keyLength", NULL);
-	ti_obj_bool(o, "keyTruncated", ti_entry_key_truncated(e));
-	ti_obj_str(o, "fingerprint", fp);
-	ti_obj_u64(o, "slot", e->slot);
-	ti_obj_u64(o, "probe", e->probe);
-	ti_obj_bool(o, "misplaced", e->misplaced);
-	ti_obj_bool(o, "stateValid", e->state_valid);
-	ti_obj_u64(o, "denials", e->denials);
-	ti_entry_json_state(o, e);
+		ti_json_null(j, "keyLength");
+	ti_json_bool(j, "keyTruncated", ti_entry_key_truncated(e));
+	ti_json_string(j, "fingerprint", fp);
+	ti_json_u64(j, "slot", e->slot);
+	ti_json_u64(j, "probe", e->probe);
+	ti_json_bool(j, "misplaced", e->misplaced);
+	ti_json_bool(j, "stateValid", e->state_valid);
+	ti_json_u64(j, "denials", e->denials);
+	ti_entry_json_state(j, e);
 }

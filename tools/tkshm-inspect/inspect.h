@@ -226,7 +226,10 @@ void ti_json_double(FILE *f, double v);
 void ti_json_decision(FILE *f, const tkshm_decision *d);
 
 /* A small writer for nested objects and arrays that places the commas.
- * Arrays are written on one line (they hold scalars). */
+ * Objects are written one member a line and arrays on one line, unless
+ * asked otherwise: a "row" is an object on one line, a "list" an array of
+ * one element a line (list's keys).  Not pretty: everything on one line
+ * (top's JSON lines).  The outermost value ends with a newline. */
 #define TI_JSON_DEPTH 8
 struct ti_json {
 	FILE *f;
@@ -238,13 +241,18 @@ struct ti_json {
 void ti_json_init(struct ti_json *j, FILE *f, bool pretty);
 void ti_json_begin_obj(struct ti_json *j, const char *key);
 void ti_json_end_obj(struct ti_json *j);
+void ti_json_begin_row(struct ti_json *j, const char *key);
 void ti_json_begin_arr(struct ti_json *j, const char *key);
+void ti_json_begin_list(struct ti_json *j, const char *key);
 void ti_json_end_arr(struct ti_json *j);
 /* Members: `key` NULL inside an array. */
 void ti_json_u64(struct ti_json *j, const char *key, uint64_t v);
+void ti_json_i64(struct ti_json *j, const char *key, int64_t v);
 void ti_json_num(struct ti_json *j, const char *key, double v);
 void ti_json_bool(struct ti_json *j, const char *key, bool v);
+/* A NULL v is written as null. */
 void ti_json_string(struct ti_json *j, const char *key, const char *v);
+void ti_json_null(struct ti_json *j, const char *key);
 
 /* --- keys of a table: list, show, top (entry_out.c) ---------------------- */
 
@@ -322,28 +330,12 @@ const char *ti_entry_state(const tkshm_entry *e);
  * "+4d03h" (a past time with '-'). */
 void ti_rel_time(double at_ms, double now_ms, char *buf, size_t cap);
 
-/* A JSON object written member by member (compact when indent is NULL,
- * else one member a line, members prefixed with indent). */
-struct ti_obj {
-	FILE *f;
-	const char *indent;
-	bool open;
-};
-void ti_obj_begin(struct ti_obj *o, FILE *f, const char *indent);
-/* Writes the separator and "name": the caller writes the value. */
-void ti_obj_key(struct ti_obj *o, const char *name);
-void ti_obj_u64(struct ti_obj *o, const char *name, uint64_t v);
-void ti_obj_num(struct ti_obj *o, const char *name, double v); /* null if
-								   not finite */
-void ti_obj_str(struct ti_obj *o, const char *name, const char *v);
-/* Closes the object; close_indent goes before '}' when indented. */
-void ti_obj_end(struct ti_obj *o, const char *close_indent);
 /* The entry's members: key, keyLength, keyTruncated, fingerprint, slot,
  * probe, misplaced, stateValid, denials, idle, remaining, limit, resetAt,
  * retryAfterMs, allowed, debtMs, spendableNow, nextReplenishAt, fullAt (the
  * state's members null when it is corrupt).  `key` (escaped) and `key_len`
  * name the whole key when the caller knows it (show); NULL: the label. */
-void ti_entry_json(struct ti_obj *o, const tkshm_entry *e, const char *key,
+void ti_entry_json(struct ti_json *j, const tkshm_entry *e, const char *key,
 		   size_t key_len);
 
 /* --now MS: TI_GO_ON, or a usage error for anything but a time >= 0. */

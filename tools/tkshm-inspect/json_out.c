@@ -200,9 +200,21 @@ ti_json_end_obj(struct ti_json *j)
 }
 
 void
+ti_json_begin_row(struct ti_json *j, const char *key)
+{
+	ti_json_open(j, key, '{', true);
+}
+
+void
 ti_json_begin_arr(struct ti_json *j, const char *key)
 {
 	ti_json_open(j, key, '[', true);
+}
+
+void
+ti_json_begin_list(struct ti_json *j, const char *key)
+{
+	ti_json_open(j, key, '[', false);
 }
 
 void
@@ -233,8 +245,25 @@ ti_json_bool(struct ti_json *j, const char *key, bool v)
 }
 
 void
+ti_json_i64(struct ti_json *j, const char *key, int64_t v)
+{
+	ti_json_member(j, key);
+	fprintf(j->f, "%" PRId64, v);
+}
+
+void
 ti_json_string(struct ti_json *j, const char *key, const char *v)
 {
 	ti_json_member(j, key);
-	ti_json_str(j->f, v);
+	if (v)
+		ti_json_str(j->f, v);
+	else
+		fputs("null", j->f);
+}
+
+void
+ti_json_null(struct ti_json *j, const char *key)
+{
+	ti_json_member(j, key);
+	fputs("null", j->f);
 }

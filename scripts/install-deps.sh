@@ -15,8 +15,11 @@ export DEBIAN_FRONTEND=noninteractive
 
 # --- the package lists (the only place they are written) --------------------
 DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev)
+# libhiredis-dev and redis-server: the redis-strict baseline of
+# bench/procs, and the Redis tier's tests.
 TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
-	libclang-rt-14-dev binutils python3 procps spin)
+	libclang-rt-14-dev binutils python3 procps spin libhiredis-dev
+	redis-server)
 BENCH_PKGS=("${TEST_PKGS[@]}" libbenchmark-dev g++ gnuplot-nox)
 # -----------------------------------------------------------------------------
 

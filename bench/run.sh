@@ -1,62 +1,167 @@
 #!/usr/bin/env bash
-# Builds the benchmarks (Release, build/bench) and runs the core check bench:
-# 5 repetitions, aggregates only, console table on stdout, JSON in
-# bench/results/core.json.  Extra arguments go to the benchmark binary, e.g.
+# The whole benchmark suite in one command:
 #
-#   bench/run.sh --benchmark_filter='check_now'
+#   bench/run.sh [--quick] [--out-dir DIR] [--skip-core] [--skip-procs]
+#                [--report-only] [--benchmark_*=...]... [-- DRIVER_ARGS...]
+#
+# 1. installs what is missing (scripts/install-deps.sh bench);
+# 2. builds Release in build/bench: tkshm_bench_check (Google Benchmark)
+#    and tkshm_bench_procs (the multi-process driver, bench/procs/);
+# 3. runs tkshm_bench_check, 3 repetitions, JSON in DIR/core.json;
+# 4. runs tkshm_bench_procs, JSON Lines in DIR/procs.jsonl;
+# 5. runs bench/report.py: DIR/RESULTS.md and the plots DIR/*.png.
+#
+# DIR is bench/results (the committed results) unless --out-dir says
+# otherwise.  --quick is a smoke of every step: each core case runs once for
+# 20 ms, the driver gets --quick, and DIR defaults to build/bench/quick so
+# that a smoke never overwrites the committed results.
+#
+#   --skip-core / --skip-procs   keep that step's previous output in DIR
+#   --report-only                only step 5, on what DIR holds
+#   --benchmark_*                passed to tkshm_bench_check, e.g.
+#                                --benchmark_filter=BM_algo
+#   -- DRIVER_ARGS               the rest goes to tkshm_bench_procs, e.g.
+#                                -- --scenario hotkey --seconds 3
 #
 # Environment:
-#   TKSHM_BENCH_CPU   pin the run to this CPU with taskset (e.g. 1)
-#   TKSHM_BENCH_OUT   JSON output path (default bench/results/core.json)
+#   TKSHM_BENCH_CPU   pin tkshm_bench_check to this CPU with taskset (e.g. 1)
+#
+# A step that fails does not stop the later ones (the report says what is
+# missing); the script then exits 1.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$root/build/bench"
-out="${TKSHM_BENCH_OUT:-$root/bench/results/core.json}"
 
-# Warnings are the test builds' gate (scripts/test.sh); a benchmark build must
-# not fail on a warning that only -O3 raises.
-cmake -S "$root" -B "$build" \
-	-DCMAKE_BUILD_TYPE=Release \
-	-DTKSHM_WERROR=OFF \
-	-DTKSHM_BUILD_BENCH=ON \
-	-DTKSHM_BUILD_TESTS=OFF \
-	-DTKSHM_BUILD_TOOLS=OFF \
-	-DTKSHM_BUILD_DEMO=OFF >/dev/null
-cmake --build "$build" --target tkshm_bench_check -j "$(nproc)"
+usage() {
+	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+}
 
-pin=()
-if [[ -n "${TKSHM_BENCH_CPU:-}" ]]; then
-	pin=(taskset -c "$TKSHM_BENCH_CPU")
+quick=0
+out_dir=
+run_core=1
+run_procs=1
+build_only_report=0
+procs_args=()
+core_args=()
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--quick) quick=1 ;;
+	--out-dir)
+		[[ $# -ge 2 ]] || usage
+		out_dir=$2
+		shift
+		;;
+	--out-dir=*) out_dir=${1#--out-dir=} ;;
+	--skip-core) run_core=0 ;;
+	--skip-procs) run_procs=0 ;;
+	--report-only)
+		run_core=0
+		run_procs=0
+		build_only_report=1
+		;;
+	--)
+		shift
+		procs_args=("$@")
+		break
+		;;
+	--benchmark_*) core_args+=("$1") ;;
+	-h | --help) usage ;;
+	*)
+		echo "run.sh: unknown argument '$1'" >&2
+		usage
+		;;
+	esac
+	shift
+done
+
+if [[ -z "$out_dir" ]]; then
+	if [[ $quick -eq 1 ]]; then
+		out_dir="$build/quick"
+	else
+		out_dir="$root/bench/results"
+	fi
+fi
+mkdir -p "$out_dir"
+out_dir=$(cd "$out_dir" && pwd)
+failed=0
+
+step() {
+	echo
+	echo "=== $* ==="
+}
+
+if [[ $build_only_report -eq 0 ]]; then
+	step "dependencies"
+	bash "$root/scripts/install-deps.sh" bench
+
+	step "build (Release, $build)"
+	# Warnings are the test builds' gate (scripts/test.sh); a benchmark
+	# build must not fail on a warning that only -O3 raises.
+	cmake -S "$root" -B "$build" \
+		-DCMAKE_BUILD_TYPE=Release \
+		-DTKSHM_WERROR=OFF \
+		-DTKSHM_BUILD_BENCH=ON \
+		-DTKSHM_BUILD_TESTS=OFF \
+		-DTKSHM_BUILD_TOOLS=OFF \
+		-DTKSHM_BUILD_DEMO=OFF >/dev/null
+	targets=(tkshm_bench_check)
+	# The driver's folder is being written alongside; build it once its
+	# CMakeLists.txt exists (the top-level CMakeLists.txt adds it then).
+	if [[ -f "$root/bench/procs/CMakeLists.txt" ]]; then
+		targets+=(tkshm_bench_procs)
+	fi
+	cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 fi
 
-mkdir -p "$(dirname "$out")"
-${pin[@]+"${pin[@]}"} "$build/bench/tkshm_bench_check" \
-	--benchmark_repetitions=5 \
-	--benchmark_report_aggregates_only=true \
-	--benchmark_out="$out" \
-	--benchmark_out_format=json \
-	"$@"
+if [[ $run_core -eq 1 ]]; then
+	step "core: tkshm_bench_check -> $out_dir/core.json"
+	pin=()
+	if [[ -n "${TKSHM_BENCH_CPU:-}" ]]; then
+		pin=(taskset -c "$TKSHM_BENCH_CPU")
+	fi
+	if [[ $quick -eq 1 ]]; then
+		timing=(--benchmark_repetitions=1 --tkshm_min_time=0.02)
+	else
+		timing=(--benchmark_repetitions=3)
+	fi
+	if ! ${pin[@]+"${pin[@]}"} "$build/bench/tkshm_bench_check" \
+		"${timing[@]}" \
+		--benchmark_report_aggregates_only=true \
+		--benchmark_out="$out_dir/core.json" \
+		--benchmark_out_format=json \
+		${core_args[@]+"${core_args[@]}"}; then
+		echo "run.sh: tkshm_bench_check failed" >&2
+		failed=1
+	fi
+fi
 
-# Ratio of each check case to its ideal (medians), when python3 is at hand.
-if command -v python3 >/dev/null 2>&1; then
-	python3 - "$out" <<'PY'
-import json, sys
+if [[ $run_procs -eq 1 ]]; then
+	procs_bin="$build/bench/procs/tkshm_bench_procs"
+	step "procs: tkshm_bench_procs -> $out_dir/procs.jsonl"
+	if [[ ! -x "$procs_bin" ]]; then
+		echo "run.sh: $procs_bin is not built; the report will say" \
+			"'not measured' for the multi-process targets" >&2
+		failed=1
+	else
+		quick_arg=()
+		[[ $quick -eq 1 ]] && quick_arg=(--quick)
+		if ! "$procs_bin" --out "$out_dir/procs.jsonl" \
+			${quick_arg[@]+"${quick_arg[@]}"} \
+			${procs_args[@]+"${procs_args[@]}"}; then
+			echo "run.sh: tkshm_bench_procs failed" >&2
+			failed=1
+		fi
+	fi
+fi
 
-runs = json.load(open(sys.argv[1]))["benchmarks"]
-med = {r["run_name"]: r["real_time"] for r in runs
-       if r.get("aggregate_name") == "median" and r.get("time_unit") == "ns"}
-if not med:
-    sys.exit(0)
-print("\nmedian ns per check, and ratio to the ideal with the same clock:")
-for name in sorted(med):
-    if not name.startswith("BM_check_"):
-        continue
-    case, keys = name[len("BM_check_"):].split("/")
-    ideal = med.get("BM_ideal_%s/%s" % (case.split("_")[0], keys))
-    ratio = " x%.2f of %s" % (med[name] / ideal, "%.2f ns ideal" % ideal) \
-        if ideal else ""
-    print("  %-28s %8.2f ns%s" % (name, med[name], ratio))
-PY
-fi || true
-echo "results: $out"
+step "report -> $out_dir/RESULTS.md"
+if ! python3 "$root/bench/report.py" --results "$out_dir"; then
+	echo "run.sh: report.py failed" >&2
+	failed=1
+fi
+
+echo
+echo "results: $out_dir"
+exit $failed

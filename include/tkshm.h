@@ -362,6 +362,13 @@ typedef enum tkshm_on_full {
 #define TKSHM_O_CREATE 0x1u /**< create the table if the path does not exist */
 #define TKSHM_O_EXCL   0x2u /**< with CREATE: fail with TKSHM_EEXIST if it does */
 #define TKSHM_O_RDONLY 0x4u /**< map read-only: peek, stats, verify only */
+/** Ask for transparent huge pages (madvise MADV_HUGEPAGE) on the mapping,
+ *  so a large table costs one TLB entry per 2 MiB instead of per 4 KiB.
+ *  Advice only: the open never fails for it.  The kernel honours it for
+ *  shared memory when /sys/kernel/mm/transparent_hugepage/shmem_enabled is
+ *  `advise` or `always` (Debian's default is `never`); an anonymous table
+ *  then gets huge pages as it is first touched. */
+#define TKSHM_O_HUGEPAGES 0x8u
 
 /** The default directory for relative table names and the default slots. */
 #define TKSHM_DEFAULT_DIR   "/dev/shm"
@@ -501,6 +508,38 @@ TKSHM_API int tkshm_check_at(tkshm_table *t, const void *key, size_t key_len,
 /** tkshm_check_at() with now_ms = tkshm_now_ms(). */
 TKSHM_API int tkshm_check(tkshm_table *t, const void *key, size_t key_len,
 			  double cost, tkshm_decision *out);
+
+/** A key hashed once for one table, for callers that check the same key
+ *  many times (a connection's client address, a worker's API key): a check
+ *  of a hashed key skips hashing.  Fill it with tkshm_key_hash(); the
+ *  fields are private.  It holds no pointer to the key's bytes (only the
+ *  first TKSHM_LABEL_MAX of them, for the table's label), so it may outlive
+ *  them.  Valid for the table it was hashed for, and for every handle on
+ *  the same table file; other tables refuse it with TKSHM_EINVAL. */
+typedef struct tkshm_key {
+	uint64_t fp_;	/* private: the key's fingerprint in that table */
+	uint64_t seed_; /* private: that table's hash seed */
+	uint32_t len_;	/* private: the key's length */
+	unsigned char prefix_[23]; /* private: its first bytes */
+} tkshm_key;
+
+/** Hashes `key` for table `t` into *out.
+ *  @return TKSHM_OK; TKSHM_ENULL, TKSHM_EKEYEMPTY, TKSHM_EKEYLONG for bad
+ *  input (*out unchanged).  Threads, Processes: safe (reads the handle
+ *  only).  Crash: nothing written. */
+TKSHM_API int tkshm_key_hash(const tkshm_table *t, const void *key,
+			     size_t key_len, tkshm_key *out);
+
+/** tkshm_check_at() of a hashed key: the same decision, contract and
+ *  errors, without hashing; TKSHM_EINVAL if `key` was hashed for another
+ *  table. */
+TKSHM_API int tkshm_check_hashed_at(tkshm_table *t, const tkshm_key *key,
+				    double cost, double now_ms,
+				    tkshm_decision *out);
+
+/** tkshm_check_hashed_at() with now_ms = tkshm_now_ms(). */
+TKSHM_API int tkshm_check_hashed(tkshm_table *t, const tkshm_key *key,
+				 double cost, tkshm_decision *out);
 
 /** Checks `n` requests at one instant; out[i] is the decision for reqs[i].
  *  Every request is validated first: if any is invalid, the call returns

@@ -14,6 +14,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/param_check.h"
+#include "algorithms/rounding.h"
 
 /* The public constants and cadence values are the algorithms' own. */
 _Static_assert(TKSHM_SLIDING_LOG_MAX_LIMIT == TK_SLIDING_LOG_MAX_LIMIT,
@@ -34,7 +35,7 @@ static enum tk_quota_cadence
 tk_quota_cadence_of(double c)
 {
 	if (!(c >= TKSHM_QUOTA_CALENDAR_MONTH && c <= TKSHM_QUOTA_ROLLING) ||
-	    c != floor(c))
+	    c != tk_floor(c))
 		return (enum tk_quota_cadence)0;
 	return (enum tk_quota_cadence)(int)c;
 }
@@ -123,17 +124,6 @@ tk_algo_init(struct tk_algo *a, const tkshm_policy *p, char *err,
 	}
 	*a = tmp;
 	return TKSHM_OK;
-}
-
-bool
-tk_algo_cost_valid(const struct tk_algo *a, double cost)
-{
-	switch (a->kind) {
-	case TKSHM_KIND_TOKEN_BUDGET:
-		return tk_token_budget_cost_valid(cost);
-	default: /* every other kind takes any cost the API takes */
-		return true;
-	}
 }
 
 double

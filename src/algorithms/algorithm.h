@@ -70,10 +70,6 @@ int tk_algo_init(struct tk_algo *a, const tkshm_policy *p, char *err,
 bool tk_algo_refund_w(const struct tk_algo *a, uint64_t *st, double cost,
 		      double at);
 
-/* A cost the kind accepts beyond the generic check (finite, > 0, at most
- * TKSHM_COST_MAX): tokenBudget takes whole tokens only. */
-bool tk_algo_cost_valid(const struct tk_algo *a, double cost);
-
 /* The most units a key holds: Decision.limit before truncation (GCRA's
  * burst, a bucket's capacity, a window's limit, a budget's tokens). */
 double tk_algo_capacity(const struct tk_algo *a);

@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 #include "tkshm.h"
+#include "algorithms/rounding.h"
 
 #define TK_MS_PER_DAY 86400000.0
 
@@ -176,14 +177,15 @@ tk_calendar_period(const struct tk_calendar *c, double now, double *start,
 	int64_t sday, rday;
 
 	if (c->cadence == TK_CADENCE_FIXED) {
-		double s = c->anchor + floor((now - c->anchor) / c->period_ms) *
-					       c->period_ms;
+		double s =
+			c->anchor + tk_floor((now - c->anchor) / c->period_ms) *
+					    c->period_ms;
 
 		*start = s;
 		*reset = s + c->period_ms;
 		return;
 	}
-	day = floor((now + off) / TK_MS_PER_DAY);
+	day = tk_floor((now + off) / TK_MS_PER_DAY);
 	if (c->cadence == TK_CADENCE_DAY) {
 		*start = day * TK_MS_PER_DAY - off;
 		*reset = (day + 1) * TK_MS_PER_DAY - off;

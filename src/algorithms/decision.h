@@ -30,4 +30,31 @@ tk_clamp0(double x)
 	return x < 0 ? 0 : x;
 }
 
+/* tk_field(tk_clamp0(floor(x))), the shape of every `remaining`, in one
+ * comparison on the common path: for x >= 0 truncation is floor, and
+ * below 2^63 the conversion is exact; NaN and negatives give 0 as the long
+ * form does (tests/unit/test_rounding.c compares the two). */
+static inline int64_t
+tk_field_floor0(double x)
+{
+	if (!(x >= 0))
+		return 0;
+	if (x >= 9223372036854774784.0)
+		return INT64_MAX;
+	return (int64_t)x;
+}
+
+/* tk_field(ceil(x)), the shape of resetAt and retryAfterMs: below 2^52 in
+ * magnitude, truncate and step up if that went down; elsewhere x is
+ * integral (or not finite) and tk_field() takes it as is. */
+static inline int64_t
+tk_field_ceil(double x)
+{
+	if (fabs(x) < 4503599627370496.0) {
+		int64_t i = (int64_t)x;
+		return i + ((double)i < x);
+	}
+	return tk_field(x);
+}
+
 #endif /* TKSHM_ALGORITHMS_DECISION_H */

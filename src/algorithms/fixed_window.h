@@ -46,6 +46,7 @@
 #include "algorithms/decision.h"
 #include "algorithms/words.h"
 #include "tkshm.h"
+#include "algorithms/rounding.h"
 
 #define TK_FIXED_WINDOW_WORDS 2
 
@@ -68,7 +69,7 @@ tk_fixed_window_count(const struct tk_fixed_window *a, bool present,
 		      const uint64_t *st, double now, double *start,
 		      double *reset)
 {
-	double ws = floor(now / a->window_ms) * a->window_ms;
+	double ws = tk_floor(now / a->window_ms) * a->window_ms;
 
 	*start = ws;
 	*reset = ws + a->window_ms;
@@ -100,20 +101,20 @@ tk_fixed_window_check(const struct tk_fixed_window *a, bool present,
 
 	d->limit = tk_field(a->limit);
 	d->flags = 0;
-	d->reset_at = tk_field(ceil(reset));
+	d->reset_at = tk_field_ceil(reset);
 	if (count + cost <= a->limit) {
 		double n = count + cost;
 
 		d->allowed = true;
-		d->remaining = tk_field(tk_clamp0(floor(a->limit - n)));
+		d->remaining = tk_field_floor0(a->limit - n);
 		d->retry_after_ms = 0;
 		st_out[0] = tk_f64_word(start);
 		st_out[1] = tk_f64_word(n);
 		return true;
 	}
 	d->allowed = false;
-	d->remaining = tk_field(tk_clamp0(floor(a->limit - count)));
-	d->retry_after_ms = tk_field(ceil(reset - now));
+	d->remaining = tk_field_floor0(a->limit - count);
+	d->retry_after_ms = tk_field_ceil(reset - now);
 	return false;
 }
 
@@ -130,9 +131,9 @@ tk_fixed_window_peek(const struct tk_fixed_window *a, bool present,
 	d->limit = tk_field(a->limit);
 	d->flags = 0;
 	d->allowed = count + 1 <= a->limit;
-	d->remaining = tk_field(tk_clamp0(floor(a->limit - count)));
-	d->reset_at = tk_field(ceil(reset));
-	d->retry_after_ms = d->allowed ? 0 : tk_field(ceil(reset - now));
+	d->remaining = tk_field_floor0(a->limit - count);
+	d->reset_at = tk_field_ceil(reset);
+	d->retry_after_ms = d->allowed ? 0 : tk_field_ceil(reset - now);
 }
 
 /* A state from a window before now's decides exactly as an absent key
@@ -141,7 +142,7 @@ static inline bool
 tk_fixed_window_is_idle(const struct tk_fixed_window *a, const uint64_t *st,
 			double now)
 {
-	return floor(now / a->window_ms) * a->window_ms > tk_word_f64(st[0]);
+	return tk_floor(now / a->window_ms) * a->window_ms > tk_word_f64(st[0]);
 }
 
 /* How far from idle, in units: the count eviction would forgive.  Every key

@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include "algorithms/forecast.h"
+#include "algorithms/rounding.h"
 
 #define TK_FC_2P52 INT64_C(4503599627370496) /* 2^52 */
 #define TK_FC_2P53 INT64_C(9007199254740992) /* 2^53 */
@@ -138,8 +139,8 @@ tk_fc_walk(const struct tk_fc_acc *t, double x, double s)
 		a = fabs(s) / u;
 		if (!(a < 0x1p53))
 			goto single;
-		q = (int64_t)floor(a);
-		frac = a != floor(a);
+		q = (int64_t)tk_floor(a);
+		frac = a != tk_floor(a);
 		/* k: the largest j*d for which step j's exact sum stays in the
 		 * binade: x/u + j*d + s/u < 2^53 going up, >= lower going
 		 * down. */
@@ -262,7 +263,7 @@ tk_fc_spendable(const struct tk_algo *a, bool present, const uint64_t *st,
 	case TKSHM_KIND_SLIDING_LOG: {
 		const struct tk_sliding_log *lg = &a->u.sliding_log;
 		struct tk_sliding_log_view v;
-		double units = ceil(cost), count;
+		double units = tk_ceil(cost), count;
 		int64_t n = 0;
 
 		tk_sliding_log_eval(lg, present ? st : NULL, now, &v);
@@ -398,7 +399,7 @@ tk_fc_holds(const struct tk_fc_when *w, int64_t t)
 static int64_t
 tk_fc_ms(double x)
 {
-	return tk_field(ceil(x));
+	return tk_field_ceil(x);
 }
 
 /*
@@ -545,14 +546,16 @@ tk_fc_times(const struct tk_algo *a, const uint64_t *st, double now,
 		double base = last > now ? last : now;
 		double tokens = tk_token_bucket_level(b, true, st, base, &last);
 
-		full = tk_fc_first(&w, lo,
-				   tk_fc_ms(base + ceil((b->capacity - tokens) /
-							b->refill_per_ms)));
+		full = tk_fc_first(
+			&w, lo,
+			tk_fc_ms(base + tk_ceil((b->capacity - tokens) /
+						b->refill_per_ms)));
 		f->full_at = full;
 		f->next_replenish_at = tk_fc_next_monotone(
 			&w, now, lo, full,
-			tk_fc_ms(base + ceil((floor(tokens) + 1 - tokens) /
-					     b->refill_per_ms)));
+			tk_fc_ms(base +
+				 tk_ceil((tk_floor(tokens) + 1 - tokens) /
+					 b->refill_per_ms)));
 		return;
 	}
 	case TKSHM_KIND_FIXED_WINDOW:

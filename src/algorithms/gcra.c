@@ -49,5 +49,6 @@ tk_gcra_init(struct tk_gcra *g, double limit, double period_ms, double burst,
 	g->T = T;
 	g->tau = tau;
 	g->burst = burst;
+	g->limit_field = tk_field(burst);
 	return TKSHM_OK;
 }

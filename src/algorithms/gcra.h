@@ -25,12 +25,14 @@
 #include "algorithms/decision.h"
 #include "algorithms/words.h"
 #include "tkshm.h"
+#include "algorithms/rounding.h"
 
 /* Derived once per table from the policy. */
 struct tk_gcra {
-	double T;     /* emission interval, ms per unit */
-	double tau;   /* burst tolerance, ms */
-	double burst; /* reported as Decision.limit */
+	double T;	     /* emission interval, ms per unit */
+	double tau;	     /* burst tolerance, ms */
+	double burst;	     /* reported as Decision.limit */
+	int64_t limit_field; /* tk_field(burst), computed once */
 };
 
 /* Validates a GCRA policy's parameters and derives T and tau.  Returns
@@ -63,27 +65,26 @@ tk_gcra_check(const struct tk_gcra *g, bool present, uint64_t st, double now,
 	double new_tat = tat_eff + inc;
 	double allow_at = new_tat - g->tau;
 
-	d->limit = tk_field(g->burst);
+	d->limit = g->limit_field;
 	d->flags = 0;
 	/* ThrottleKit's formula admits a cost above burst only through a
 	 * rounding edge at large `now`; such a cost is never admitted here. */
 	if (now < allow_at || cost > g->burst) {
 		d->allowed = false;
-		d->remaining = tk_field(
-			tk_clamp0(floor((g->tau - (tat_eff - now)) / g->T)));
-		d->reset_at = tk_field(ceil(tat_eff));
+		d->remaining =
+			tk_field_floor0((g->tau - (tat_eff - now)) / g->T);
+		d->reset_at = tk_field_ceil(tat_eff);
 		/* At least 1: only the cost-above-burst guard can deny with
 		 * allow_at <= now, and a client told "retry in 0 ms" would
 		 * retry at once, forever. */
-		d->retry_after_ms = tk_field(ceil(allow_at - now));
+		d->retry_after_ms = tk_field_ceil(allow_at - now);
 		if (d->retry_after_ms < 1)
 			d->retry_after_ms = 1;
 		return false;
 	}
 	d->allowed = true;
-	d->remaining =
-		tk_field(tk_clamp0(floor((g->tau - (new_tat - now)) / g->T)));
-	d->reset_at = tk_field(ceil(new_tat));
+	d->remaining = tk_field_floor0((g->tau - (new_tat - now)) / g->T);
+	d->reset_at = tk_field_ceil(new_tat);
 	d->retry_after_ms = 0;
 	*st_out = tk_gcra_state(new_tat);
 	return true;
@@ -96,15 +97,16 @@ tk_gcra_peek(const struct tk_gcra *g, bool present, uint64_t st, double now,
 {
 	double tat = present ? tk_gcra_tat(st) : now;
 	double tat_eff = tat > now ? tat : now;
-	double remaining = tk_clamp0(floor((g->tau - (tat_eff - now)) / g->T));
+	double remaining =
+		tk_clamp0(tk_floor((g->tau - (tat_eff - now)) / g->T));
 
-	d->limit = tk_field(g->burst);
+	d->limit = g->limit_field;
 	d->flags = 0;
 	d->remaining = tk_field(remaining);
 	d->allowed = remaining >= 1;
-	d->reset_at = tk_field(ceil(tat_eff));
+	d->reset_at = tk_field_ceil(tat_eff);
 	d->retry_after_ms =
-		d->allowed ? 0 : tk_field(ceil(tat_eff + g->T - g->tau - now));
+		d->allowed ? 0 : tk_field_ceil(tat_eff + g->T - g->tau - now);
 }
 
 /* A TAT at or before now is equivalent to an absent key. */

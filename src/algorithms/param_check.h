@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include "algorithms/rounding.h"
 
 /* The largest now_ms the API accepts: 2^62 ms (TK_NOW_MAX in
  * src/api/table_api.c). */
@@ -39,7 +40,7 @@ tk_param_positive(double x)
 static inline bool
 tk_param_integer(double x)
 {
-	return isfinite(x) && x == floor(x);
+	return isfinite(x) && x == tk_floor(x);
 }
 
 /*
@@ -52,7 +53,7 @@ static inline bool
 tk_param_window_finite(double w)
 {
 	double q = TK_ALGO_NOW_MAX / w;
-	double start = floor(q) * w;
+	double start = tk_floor(q) * w;
 
 	return isfinite(q) && isfinite(start) && isfinite(start + w);
 }

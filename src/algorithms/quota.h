@@ -50,6 +50,7 @@
 #include "algorithms/sliding_window.h"
 #include "algorithms/words.h"
 #include "tkshm.h"
+#include "algorithms/rounding.h"
 
 /* The reset cadences (values 1..4 are ThrottleKit's Lua mode numbers). */
 enum tk_quota_cadence {
@@ -142,20 +143,20 @@ tk_quota_check(const struct tk_quota *q, bool present, const uint64_t *st,
 	count = tk_quota_count(q, present, st, now, &start, &reset);
 	d->limit = tk_field(q->limit);
 	d->flags = 0;
-	d->reset_at = tk_field(ceil(reset));
+	d->reset_at = tk_field_ceil(reset);
 	if (count + cost <= q->limit) {
 		double n = count + cost;
 
 		d->allowed = true;
-		d->remaining = tk_field(tk_clamp0(floor(q->limit - n)));
+		d->remaining = tk_field_floor0(q->limit - n);
 		d->retry_after_ms = 0;
 		st_out[0] = tk_f64_word(start);
 		st_out[1] = tk_f64_word(n);
 		return true;
 	}
 	d->allowed = false;
-	d->remaining = tk_field(tk_clamp0(floor(q->limit - count)));
-	d->retry_after_ms = tk_field(ceil(reset - now));
+	d->remaining = tk_field_floor0(q->limit - count);
+	d->retry_after_ms = tk_field_ceil(reset - now);
 	return false;
 }
 
@@ -175,9 +176,9 @@ tk_quota_peek(const struct tk_quota *q, bool present, const uint64_t *st,
 	d->limit = tk_field(q->limit);
 	d->flags = 0;
 	d->allowed = count + 1 <= q->limit;
-	d->remaining = tk_field(tk_clamp0(floor(q->limit - count)));
-	d->reset_at = tk_field(ceil(reset));
-	d->retry_after_ms = d->allowed ? 0 : tk_field(ceil(reset - now));
+	d->remaining = tk_field_floor0(q->limit - count);
+	d->reset_at = tk_field_ceil(reset);
+	d->retry_after_ms = d->allowed ? 0 : tk_field_ceil(reset - now);
 }
 
 /* A state from a period before now's decides exactly as an absent key

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/rounding.h"
 
 /* x - y, never below the exact difference, and never below 0. */
 static double
@@ -78,7 +79,7 @@ tk_refund_sliding_log(const struct tk_sliding_log *a, uint64_t *st, double cost,
 		      double at)
 {
 	unsigned n = st[0] < a->cap ? (unsigned)st[0] : a->cap;
-	unsigned take = (unsigned)fmin(ceil(cost), (double)a->cap);
+	unsigned take = (unsigned)fmin(tk_ceil(cost), (double)a->cap);
 	unsigned kept = 0, removed = 0;
 
 	for (unsigned i = 0; i < n; i++) {
@@ -119,11 +120,11 @@ tk_algo_refund_w(const struct tk_algo *a, uint64_t *st, double cost, double at)
 	case TKSHM_KIND_TOKEN_BUCKET:
 		return tk_refund_token_bucket(&a->u.token_bucket, st, cost, at);
 	case TKSHM_KIND_FIXED_WINDOW:
-		start = floor(at / a->u.fixed_window.window_ms) *
+		start = tk_floor(at / a->u.fixed_window.window_ms) *
 			a->u.fixed_window.window_ms;
 		return tk_refund_count(st, start, cost);
 	case TKSHM_KIND_TOKEN_BUDGET:
-		start = floor(at / a->u.token_budget.window_ms) *
+		start = tk_floor(at / a->u.token_budget.window_ms) *
 			a->u.token_budget.window_ms;
 		return tk_refund_count(st, start, cost);
 	case TKSHM_KIND_QUOTA:

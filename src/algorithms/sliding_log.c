@@ -10,6 +10,7 @@
  */
 #include "algorithms/param_check.h"
 #include "algorithms/sliding_log.h"
+#include "algorithms/rounding.h"
 
 int
 tk_sliding_log_init(struct tk_sliding_log *a, double limit, double window_ms,
@@ -36,6 +37,6 @@ tk_sliding_log_init(struct tk_sliding_log *a, double limit, double window_ms,
 	}
 	a->limit = limit;
 	a->window_ms = window_ms;
-	a->cap = (unsigned)floor(limit);
+	a->cap = (unsigned)tk_floor(limit);
 	return TKSHM_OK;
 }

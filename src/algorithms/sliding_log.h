@@ -75,6 +75,7 @@
 #include "algorithms/decision.h"
 #include "algorithms/words.h"
 #include "tkshm.h"
+#include "algorithms/rounding.h"
 
 /* The largest limit a sliding-log table takes: one stamp word per unit. */
 #define TK_SLIDING_LOG_MAX_LIMIT 128
@@ -147,19 +148,19 @@ tk_sliding_log_deny(const struct tk_sliding_log *a, const uint64_t *st,
 
 	d->remaining = tk_field(tk_clamp0(a->limit - count));
 	if (count == 0) {
-		d->reset_at = tk_field(ceil(v->t + a->window_ms));
+		d->reset_at = tk_field_ceil(v->t + a->window_ms);
 		d->retry_after_ms = tk_field(a->window_ms);
 		return;
 	}
 	{
-		double k = ceil(count + units - a->limit);
+		double k = tk_ceil(count + units - a->limit);
 		double kmin = k < 1 ? 1 : k > count ? count : k;
 		double ref =
 			tk_sliding_log_stamp(st, v->first + (unsigned)kmin - 1);
-		double retry = ceil(ref + a->window_ms - now);
+		double retry = tk_ceil(ref + a->window_ms - now);
 
-		d->reset_at = tk_field(ceil(tk_sliding_log_stamp(st, v->first) +
-					    a->window_ms));
+		d->reset_at = tk_field_ceil(tk_sliding_log_stamp(st, v->first) +
+					    a->window_ms);
 		d->retry_after_ms = tk_field(retry > 1 ? retry : 1);
 	}
 }
@@ -175,7 +176,7 @@ tk_sliding_log_check(const struct tk_sliding_log *a, bool present,
 		     uint64_t *st_out, tkshm_decision *d)
 {
 	struct tk_sliding_log_view v;
-	double units = ceil(cost);
+	double units = tk_ceil(cost);
 
 	if (!present)
 		st = NULL;
@@ -190,7 +191,7 @@ tk_sliding_log_check(const struct tk_sliding_log *a, bool present,
 
 		d->allowed = true;
 		d->remaining = tk_field(tk_clamp0(a->limit - v.count - units));
-		d->reset_at = tk_field(ceil(oldest + a->window_ms));
+		d->reset_at = tk_field_ceil(oldest + a->window_ms);
 		d->retry_after_ms = 0;
 		if (live > 0 && (st_out != st || v.first > 0))
 			memmove(st_out + 1, st + 1 + v.first,
@@ -225,10 +226,10 @@ tk_sliding_log_peek(const struct tk_sliding_log *a, bool present,
 	if (v.count + 1 <= a->limit) {
 		d->allowed = true;
 		d->remaining = tk_field(tk_clamp0(a->limit - v.count));
-		d->reset_at = tk_field(
-			ceil((v.count > 0 ? tk_sliding_log_stamp(st, v.first) :
-					    v.t) +
-			     a->window_ms));
+		d->reset_at = tk_field(tk_ceil(
+			(v.count > 0 ? tk_sliding_log_stamp(st, v.first) :
+				       v.t) +
+			a->window_ms));
 		d->retry_after_ms = 0;
 		return;
 	}

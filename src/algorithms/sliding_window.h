@@ -75,6 +75,7 @@
 #include "algorithms/decision.h"
 #include "algorithms/words.h"
 #include "tkshm.h"
+#include "algorithms/rounding.h"
 
 #define TK_SLIDING_WINDOW_DEFAULT_BUCKETS 10 /* ThrottleKit's default */
 #define TK_SLIDING_WINDOW_MAX_BUCKETS	  64 /* this port's maximum */
@@ -162,7 +163,7 @@ struct tk_sliding_window_view {
 static inline int64_t
 tk_sliding_window_tick(const struct tk_sliding_window *a, double now)
 {
-	double q = floor(now / a->w);
+	double q = tk_floor(now / a->w);
 
 	if (!(q <= (double)TK_SLIDING_WINDOW_TICK_MAX))
 		return TK_SLIDING_WINDOW_TICK_MAX; /* beyond the horizon */
@@ -210,9 +211,9 @@ tk_sliding_window_retry(const struct tk_sliding_window *a,
 	double retry;
 
 	if (v->oldest > 0 && D <= v->oldest * v->weight)
-		retry = ceil(D * a->w / v->oldest);
+		retry = tk_ceil(D * a->w / v->oldest);
 	else
-		retry = ceil((v->cw + 1) * a->w - now);
+		retry = tk_ceil((v->cw + 1) * a->w - now);
 	if (!(retry >= 1))
 		retry = 1;
 	return tk_field(retry);
@@ -238,12 +239,12 @@ tk_sliding_window_check(const struct tk_sliding_window *a, bool present,
 	projected = v.estimate + cost;
 	d->limit = tk_field(a->limit);
 	d->flags = 0;
-	d->reset_at = tk_field(ceil((v.cw + 1) * a->w + a->window_ms));
+	d->reset_at = tk_field_ceil((v.cw + 1) * a->w + a->window_ms);
 	if (projected <= a->limit) {
 		double count = tk_sliding_window_get(a, st, v.c) + cost;
 
 		d->allowed = true;
-		d->remaining = tk_field(tk_clamp0(floor(a->limit - projected)));
+		d->remaining = tk_field_floor0(a->limit - projected);
 		d->retry_after_ms = 0;
 		if (!st)
 			memset(st_out, 0,
@@ -257,7 +258,7 @@ tk_sliding_window_check(const struct tk_sliding_window *a, bool present,
 		return true;
 	}
 	d->allowed = false;
-	d->remaining = tk_field(tk_clamp0(floor(a->limit - v.estimate)));
+	d->remaining = tk_field_floor0(a->limit - v.estimate);
 	d->retry_after_ms = tk_sliding_window_retry(a, &v, projected, now);
 	return false;
 }
@@ -278,8 +279,8 @@ tk_sliding_window_peek(const struct tk_sliding_window *a, bool present,
 	d->limit = tk_field(a->limit);
 	d->flags = 0;
 	d->allowed = projected <= a->limit;
-	d->remaining = tk_field(tk_clamp0(floor(a->limit - v.estimate)));
-	d->reset_at = tk_field(ceil((v.cw + 1) * a->w + a->window_ms));
+	d->remaining = tk_field_floor0(a->limit - v.estimate);
+	d->reset_at = tk_field_ceil((v.cw + 1) * a->w + a->window_ms);
 	d->retry_after_ms =
 		d->allowed ? 0 : tk_sliding_window_retry(a, &v, projected, now);
 }

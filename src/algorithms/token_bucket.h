@@ -48,6 +48,7 @@
 #include "algorithms/decision.h"
 #include "algorithms/words.h"
 #include "tkshm.h"
+#include "algorithms/rounding.h"
 
 #define TK_TOKEN_BUCKET_WORDS 2
 
@@ -100,10 +101,10 @@ tk_token_bucket_check(const struct tk_token_bucket *a, bool present,
 		double left = tokens - cost;
 
 		d->allowed = true;
-		d->remaining = tk_field(tk_clamp0(floor(left)));
-		d->reset_at =
-			tk_field(now + ceil(wait + (a->capacity - left) /
-							   a->refill_per_ms));
+		d->remaining = tk_field_floor0(left);
+		d->reset_at = tk_field(
+			now + tk_ceil(wait +
+				      (a->capacity - left) / a->refill_per_ms));
 		d->retry_after_ms = 0;
 		st_out[0] = tk_f64_word(left);
 		/* The one difference (see the top of this file): never move
@@ -112,11 +113,11 @@ tk_token_bucket_check(const struct tk_token_bucket *a, bool present,
 		return true;
 	}
 	d->allowed = false;
-	d->remaining = tk_field(tk_clamp0(floor(tokens)));
-	d->reset_at = tk_field(
-		now + ceil(wait + (a->capacity - tokens) / a->refill_per_ms));
+	d->remaining = tk_field_floor0(tokens);
+	d->reset_at = tk_field(now + tk_ceil(wait + (a->capacity - tokens) /
+							    a->refill_per_ms));
 	d->retry_after_ms =
-		tk_field(ceil(wait + (cost - tokens) / a->refill_per_ms));
+		tk_field_ceil(wait + (cost - tokens) / a->refill_per_ms);
 	return false;
 }
 
@@ -133,13 +134,13 @@ tk_token_bucket_peek(const struct tk_token_bucket *a, bool present,
 	d->limit = tk_field(a->capacity);
 	d->flags = 0;
 	d->allowed = tokens >= 1;
-	d->remaining = tk_field(tk_clamp0(floor(tokens)));
-	d->reset_at = tk_field(
-		now + ceil(wait + (a->capacity - tokens) / a->refill_per_ms));
+	d->remaining = tk_field_floor0(tokens);
+	d->reset_at = tk_field(now + tk_ceil(wait + (a->capacity - tokens) /
+							    a->refill_per_ms));
 	d->retry_after_ms =
 		d->allowed ?
 			0 :
-			tk_field(ceil(wait + (1 - tokens) / a->refill_per_ms));
+			tk_field_ceil(wait + (1 - tokens) / a->refill_per_ms);
 }
 
 /* A full bucket whose `last` is not in the future decides exactly as an

@@ -10,6 +10,7 @@
 
 #include "algorithms/param_check.h"
 #include "algorithms/token_budget.h"
+#include "algorithms/rounding.h"
 
 int
 tk_token_budget_init(struct tk_token_budget *a, double budget, double window_ms,
@@ -33,7 +34,7 @@ tk_token_budget_init(struct tk_token_budget *a, double budget, double window_ms,
 		       window_ms);
 		return TKSHM_EPOLICY;
 	}
-	a->L = floor(budget);
+	a->L = tk_floor(budget);
 	a->window_ms = window_ms;
 	return TKSHM_OK;
 }

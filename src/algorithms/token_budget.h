@@ -45,12 +45,13 @@
 #include "algorithms/decision.h"
 #include "algorithms/words.h"
 #include "tkshm.h"
+#include "algorithms/rounding.h"
 
 #define TK_TOKEN_BUDGET_WORDS 2
 
 /* Derived once per table from the policy. */
 struct tk_token_budget {
-	double L;	  /* floor(budget): tokens per window, Decision.limit */
+	double L; /* tk_floor(budget): tokens per window, Decision.limit */
 	double window_ms; /* window width */
 };
 
@@ -66,7 +67,7 @@ static inline bool
 tk_token_budget_cost_valid(double tokens)
 {
 	return tokens >= 1 && tokens <= TKSHM_COST_MAX &&
-	       tokens == floor(tokens);
+	       tokens == tk_floor(tokens);
 }
 
 /* The window a debit at `now` falls in (after the forward-only roll) and
@@ -94,7 +95,7 @@ tk_token_budget_check(const struct tk_token_budget *a, bool present,
 {
 	double w;
 	double served = tk_token_budget_served(a, present, st, now, &w);
-	double reset_at = ceil(w + a->window_ms);
+	double reset_at = tk_ceil(w + a->window_ms);
 
 	d->limit = tk_field(a->L);
 	d->flags = 0;
@@ -102,7 +103,8 @@ tk_token_budget_check(const struct tk_token_budget *a, bool present,
 	if (served >= a->L) {
 		d->allowed = false;
 		d->remaining = 0;
-		d->retry_after_ms = tk_field(tk_clamp0(ceil(reset_at - now)));
+		d->retry_after_ms =
+			tk_field(tk_clamp0(tk_ceil(reset_at - now)));
 		return false;
 	}
 	served += tokens;
@@ -123,7 +125,7 @@ tk_token_budget_peek(const struct tk_token_budget *a, bool present,
 {
 	double w;
 	double served = tk_token_budget_served(a, present, st, now, &w);
-	double reset_at = ceil(w + a->window_ms);
+	double reset_at = tk_ceil(w + a->window_ms);
 
 	d->limit = tk_field(a->L);
 	d->flags = 0;
@@ -131,7 +133,7 @@ tk_token_budget_peek(const struct tk_token_budget *a, bool present,
 	d->remaining = tk_field(tk_clamp0(a->L - served));
 	d->reset_at = tk_field(reset_at);
 	d->retry_after_ms =
-		d->allowed ? 0 : tk_field(tk_clamp0(ceil(reset_at - now)));
+		d->allowed ? 0 : tk_field(tk_clamp0(tk_ceil(reset_at - now)));
 }
 
 /* A state whose window has ended rolls exactly as an absent key does. */

@@ -28,6 +28,17 @@ tk_mono_ms(void)
 	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
+double
+tk_mono_coarse_ms(void)
+{
+	struct timespec ts;
+
+	/* CLOCK_MONOTONIC_COARSE: the same clock at tick resolution, read
+	 * without the TSC; never ahead of CLOCK_MONOTONIC. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
 const char *
 tkshm_version(void)
 {

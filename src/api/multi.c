@@ -60,12 +60,14 @@ tk_binding(tkshm_multi_mode mode, const tkshm_decision *d, size_t n)
 	return best;
 }
 
-/* One request's commits, and when (in its callers' time) they were made. */
+/* One request's keys and commits, and when (in its callers' time) the
+ * commits were made. */
 struct tk_commits {
+	struct tk_keyref key[TKSHM_MULTI_MAX]; /* each hashed once */
 	struct tk_commit c[TKSHM_MULTI_MAX];
 	bool made[TKSHM_MULTI_MAX];
 	double now;	/* the request's now_ms */
-	double started; /* tk_mono_ms() when the call began */
+	double started; /* tk_mono_coarse_ms() when the call began */
 };
 
 /* Commits dimension i, remembering what it changed. */
@@ -75,8 +77,8 @@ tk_commit_dim(const tkshm_dimension *dim, struct tk_commits *k, size_t i,
 {
 	int rc;
 
-	rc = tk_table_check(dim->table, dim->key, dim->key_len, dim->cost,
-			    k->now, d, &k->c[i]);
+	rc = tk_table_check_ref(dim->table, &k->key[i], dim->cost, k->now, d,
+				&k->c[i]);
 	k->made[i] = rc == TKSHM_OK && d->allowed;
 	return rc;
 }
@@ -109,9 +111,8 @@ tk_multi_all(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 		bool denied = false;
 
 		for (i = 0; i < n; i++) {
-			int rc = tk_table_decide(dims[i].table, dims[i].key,
-						 dims[i].key_len, dims[i].cost,
-						 k->now, &d[i]);
+			int rc = tk_table_decide(dims[i].table, k->key[i].fp,
+						 dims[i].cost, k->now, &d[i]);
 			if (rc != TKSHM_OK)
 				return rc;
 			denied |= !d[i].allowed;
@@ -181,10 +182,19 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 		if (dims[i].table->readonly)
 			return TKSHM_EREADONLY;
 	}
-	memset(d, 0, sizeof d);
-	memset(&k, 0, sizeof k);
+	for (size_t i = 0; i < n; i++) {
+		k.key[i].fp =
+			tk_key_fp(dims[i].table, dims[i].key, dims[i].key_len);
+		k.key[i].label = dims[i].key;
+		k.key[i].len = dims[i].key_len;
+		k.made[i] = false;
+	}
 	k.now = now_ms;
-	k.started = tk_mono_ms();
+	/* The coarse clock: a few ns instead of a fine read's twenty, and it
+	 * lags the fine clock, so the time a give-back assumes has passed is
+	 * never less than what has (tk_give_back: less given back, never
+	 * more). */
+	k.started = tk_mono_coarse_ms();
 	rc = mode == TKSHM_MULTI_ALL ? tk_multi_all(dims, n, &k, d) :
 				       tk_multi_any(dims, n, &k, d);
 	if (rc != TKSHM_OK)

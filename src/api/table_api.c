@@ -15,36 +15,10 @@
 #include "shm/table.h"
 #include "tkshm.h"
 
-/* Beyond 2^62 ms (146 million years) a TAT could stop being finite. */
-#define TK_NOW_MAX 4611686018427387904.0
-
-int
-tk_check_key(const void *key, size_t len)
-{
-	if (!key)
-		return TKSHM_ENULL;
-	if (len == 0)
-		return TKSHM_EKEYEMPTY;
-	if (len > TKSHM_KEY_MAX)
-		return TKSHM_EKEYLONG;
-	return TKSHM_OK;
-}
-
-int
-tk_check_cost(const tkshm_table *t, double cost)
-{
-	return isfinite(cost) && cost > 0 && cost <= TKSHM_COST_MAX &&
-			       tk_algo_cost_valid(&t->algo, cost) ?
-		       TKSHM_OK :
-		       TKSHM_ECOST;
-}
-
-int
-tk_check_now(double now)
-{
-	return isfinite(now) && now >= 0 && now <= TK_NOW_MAX ? TKSHM_OK :
-								TKSHM_ENOW;
-}
+/* tkshm_key keeps as many leading bytes as a label does. */
+_Static_assert(sizeof(((tkshm_key *)0)->prefix_) == TK_LABEL_PREFIX &&
+		       TK_LABEL_PREFIX == TKSHM_LABEL_MAX,
+	       "tkshm_key.prefix_ must hold a whole label");
 
 int
 tkshm_open(const char *path, const tkshm_options *opts, tkshm_table **out)
@@ -105,6 +79,57 @@ tkshm_check(tkshm_table *t, const void *key, size_t key_len, double cost,
 	    tkshm_decision *out)
 {
 	return tkshm_check_at(t, key, key_len, cost, tkshm_now_ms(), out);
+}
+
+int
+tkshm_key_hash(const tkshm_table *t, const void *key, size_t key_len,
+	       tkshm_key *out)
+{
+	int rc;
+
+	if (!t || !out)
+		return TKSHM_ENULL;
+	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK)
+		return rc;
+	out->fp_ = tk_key_fp(t, key, key_len);
+	out->seed_ = t->seed;
+	out->len_ = (uint32_t)key_len;
+	memset(out->prefix_, 0, sizeof out->prefix_);
+	memcpy(out->prefix_, key,
+	       key_len < sizeof out->prefix_ ? key_len : sizeof out->prefix_);
+	return TKSHM_OK;
+}
+
+int
+tkshm_check_hashed_at(tkshm_table *t, const tkshm_key *key, double cost,
+		      double now_ms, tkshm_decision *out)
+{
+	struct tk_keyref k;
+	int rc;
+
+	if (!t || !key || !out)
+		return TKSHM_ENULL;
+	/* A fingerprint is only meaningful under the seed it was made with;
+	 * a zero fingerprint or a length out of range is not one we made. */
+	if (key->seed_ != t->seed || key->fp_ == 0 || key->len_ == 0 ||
+	    key->len_ > TKSHM_KEY_MAX)
+		return TKSHM_EINVAL;
+	if ((rc = tk_check_cost(t, cost)) != TKSHM_OK ||
+	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
+		return rc;
+	if (t->readonly)
+		return TKSHM_EREADONLY;
+	k.fp = key->fp_;
+	k.label = key->prefix_;
+	k.len = key->len_;
+	return tk_table_check_ref(t, &k, cost, now_ms, out, NULL);
+}
+
+int
+tkshm_check_hashed(tkshm_table *t, const tkshm_key *key, double cost,
+		   tkshm_decision *out)
+{
+	return tkshm_check_hashed_at(t, key, cost, tkshm_now_ms(), out);
 }
 
 int

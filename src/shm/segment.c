@@ -320,6 +320,15 @@ tk_say_policy_mismatch(const tkshm_options *o, const tkshm_policy *have,
 	tk_say(o, "table policy is \"%s\", not \"%s\"", a, b);
 }
 
+/* TKSHM_O_HUGEPAGES: advice, so a kernel that cannot follow it (THP off
+ * for shared memory, no THP at all) costs nothing but 4 KiB pages. */
+static void
+tk_advise_huge(const tkshm_options *o, void *base, size_t size)
+{
+	if (o->flags & TKSHM_O_HUGEPAGES)
+		(void)madvise(base, size, MADV_HUGEPAGE);
+}
+
 /* Attaches an open file descriptor.  Closes nothing. */
 static int
 tk_attach_fd(int fd, const tkshm_options *o, const struct tk_geometry *want,
@@ -370,6 +379,7 @@ tk_attach_fd(int fd, const tkshm_options *o, const struct tk_geometry *want,
 		    MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
 		return tk_errno_code(errno);
+	tk_advise_huge(o, base, h.file_size);
 	tk_handle_fill(t, &h, &algo, base, ro);
 	return TKSHM_OK;
 }
@@ -379,14 +389,14 @@ tk_attach_fd(int fd, const tkshm_options *o, const struct tk_geometry *want,
  * zero counters, no labels, no remembered debt. */
 static int
 tk_build(int fd, const struct tk_geometry *g, const tkshm_policy *p,
-	 const struct tk_algo *algo, tkshm_on_full on_full,
+	 const struct tk_algo *algo, const tkshm_options *o,
 	 struct tkshm_table *t)
 {
 	struct tk_header h;
 	void *base;
 	int rc;
 
-	rc = tk_header_build(&h, g, p, on_full, fd < 0);
+	rc = tk_header_build(&h, g, p, o->on_full, fd < 0);
 	if (rc != TKSHM_OK)
 		return rc;
 	if (fd < 0)
@@ -397,6 +407,9 @@ tk_build(int fd, const struct tk_geometry *g, const tkshm_policy *p,
 			    MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
 		return tk_errno_code(errno);
+	/* Before the first write: an anonymous table's pages are faulted in
+	 * as huge pages from the start. */
+	tk_advise_huge(o, base, g->file_size);
 	memcpy(base, &h, sizeof h);
 	tk_handle_fill(t, &h, algo, base, false);
 	return TKSHM_OK;
@@ -461,7 +474,7 @@ tk_create_and_link(const char *path, const tkshm_options *o,
 		rc = tk_errno_code(e);
 		goto fail;
 	}
-	rc = tk_build(fd, g, o->policy, algo, o->on_full, t);
+	rc = tk_build(fd, g, o->policy, algo, o, t);
 	if (rc != TKSHM_OK)
 		goto fail;
 	/* Publish: link never replaces an existing name. */
@@ -516,6 +529,14 @@ tk_segment_open(const char *path, const tkshm_options *o, struct tkshm_table *t)
 			return rc;
 		}
 	}
+	if (o->flags & ~(TKSHM_O_CREATE | TKSHM_O_EXCL | TKSHM_O_RDONLY |
+			 TKSHM_O_HUGEPAGES)) {
+		tk_say(o, "unknown flag bits 0x%x",
+		       (unsigned)(o->flags &
+				  ~(TKSHM_O_CREATE | TKSHM_O_EXCL |
+				    TKSHM_O_RDONLY | TKSHM_O_HUGEPAGES)));
+		return TKSHM_EINVAL;
+	}
 	if (o->on_full != TKSHM_ON_FULL_EVICT &&
 	    o->on_full != TKSHM_ON_FULL_REFUSE) {
 		tk_say(o, "unknown on_full value %d", (int)o->on_full);
@@ -540,7 +561,7 @@ tk_segment_open(const char *path, const tkshm_options *o, struct tkshm_table *t)
 		if (!wantp)
 			(void)tk_geometry_for_slots(TKSHM_DEFAULT_SLOTS, &algo,
 						    &want);
-		return tk_build(-1, &want, o->policy, &algo, o->on_full, t);
+		return tk_build(-1, &want, o->policy, &algo, o, t);
 	}
 	if (path[0] == '\0')
 		return TKSHM_EINVAL;

@@ -75,7 +75,7 @@ tk_new_tag(void)
 }
 
 /* Counter shards: one per thread, drawn lazily (I11). */
-static _Thread_local uint32_t tk_tls_shard; /* shard + 1; 0 = not drawn */
+_Thread_local uint32_t tk_tls_shard;
 
 static void
 tk_after_fork_child(void)
@@ -85,23 +85,16 @@ tk_after_fork_child(void)
 	tk_tls_shard = 0;
 }
 
-void
-tk_count(struct tkshm_table *t, enum tk_counter c, uint64_t n)
+uint32_t
+tk_shard_draw(void)
 {
-	uint32_t s = tk_tls_shard;
+	uint32_t r = 0;
 
-	if (t->readonly)
-		return;
-	if (s == 0) {
-		uint32_t r = 0;
-		if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
-			r = (uint32_t)getpid() * 2654435761u;
-		/* The last shard holds the reset epoch (layout.h). */
-		s = tk_tls_shard = r % (TK_SHARDS - 1) + 1;
-	}
-	/* Relaxed: a counter orders nothing; the handle's nshards was checked
-	 * at attach to equal TK_SHARDS (I10). */
-	tk_fetch_add_relaxed(&t->shards[s - 1].c[c], n);
+	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+		r = (uint32_t)getpid() * 2654435761u;
+	/* The last shard holds the reset epoch (layout.h). */
+	tk_tls_shard = r % (TK_SHARDS - 1) + 1;
+	return tk_tls_shard;
 }
 
 void
@@ -323,41 +316,26 @@ tk_retire(const struct tkshm_table *t, const struct tk_where *w, int pos,
  * Check
  * ---------------------------------------------------------------------- */
 
-static void
-tk_commit_note(struct tk_commit *c, uint64_t fp, bool prev_present,
-	       uint64_t prev, uint64_t next)
+/* Everything but the uncontended update of a present one-word key: wide
+ * keys, absent keys (insert, I6), lost CASes.  `retries` counts the CASes
+ * the fast path already lost.  Kept out of line so that the fast path
+ * compiles to a small leaf-like function. */
+__attribute__((noinline)) int
+tk_table_check_slow(struct tkshm_table *t, const struct tk_keyref *k,
+		    const struct tk_where *wp, double cost, double now,
+		    tkshm_decision *out, struct tk_commit *commit,
+		    unsigned retries)
 {
-	if (!c)
-		return;
-	/* c->epoch was read when the check began (tk_table_check). */
-	c->fp = fp;
-	c->prev_present = prev_present;
-	c->prev = prev;
-	c->next = next;
-}
-
-int
-tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
-	       double now, tkshm_decision *out, struct tk_commit *commit)
-{
-	struct tk_where w;
+	const struct tk_where w = *wp;
+	const void *key = k->label;
+	size_t len = k->len;
 	struct tk_scan sc;
 	uint64_t mine_st = 0; /* our placeholder's state word, 0 = none */
 	int mine_pos = -1;
 	uint32_t flags = 0;
-	unsigned retries = 0, claims = 0;
+	unsigned claims = 0;
 
-	if (commit) {
-		/* Before anything is written: see tk_table_refund. */
-		commit->epoch = tk_table_epoch(t);
-		commit->now = now;
-	}
-	tk_where_of(t, tk_key_fp(t, key, len), &w);
-	__builtin_prefetch(&t->buckets[w.b0], 1, 3);
-	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
-
-	/* Fast path: the key is present and its CAS is not contended. */
-	if (t->wide) {
+	if (retries == 0 && t->wide) {
 		uint64_t ctl;
 		int pos = tk_find_real(t, &w, &ctl);
 
@@ -367,27 +345,6 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 			if (rc != TK_WIDE_GONE)
 				return rc;
 			retries = 1;
-		}
-	} else {
-		uint64_t st, nst;
-		int pos = tk_find_real(t, &w, &st);
-
-		if (pos >= 0) {
-			if (!tk_algo_check(&t->algo, true, st, now, cost, &nst,
-					   out)) {
-				tk_count(t, TK_C_DENIED, 1); /* I7 */
-				tk_denial_note(
-					t, tk_window_index(&w, (unsigned)pos));
-				return TKSHM_OK;
-			}
-			if (tk_cas128(tk_window_slot(t, &w, pos), w.fp, st,
-				      w.fp, nst)) {
-				tk_commit_note(commit, w.fp, true, st, nst);
-				tk_count(t, TK_C_ALLOWED, 1);
-				return TKSHM_OK;
-			}
-			retries = 1;
-			tk_count(t, TK_C_CAS_RETRIES, 1);
 		}
 	}
 
@@ -610,14 +567,14 @@ tk_table_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 }
 
 int
-tk_table_decide(struct tkshm_table *t, const void *key, size_t len, double cost,
-		double now, tkshm_decision *out)
+tk_table_decide(struct tkshm_table *t, uint64_t fp, double cost, double now,
+		tkshm_decision *out)
 {
 	struct tk_where w;
 	uint64_t st = 0, unused;
 	bool present, restored = false;
 
-	tk_where_of(t, tk_key_fp(t, key, len), &w);
+	tk_where_of(t, fp, &w);
 	if (t->wide) {
 		uint64_t words[TK_ALGO_MAX_WORDS], next[TK_ALGO_MAX_WORDS];
 		int rc = tk_wide_lookup(t, &w, words);

@@ -118,25 +118,28 @@ tk_window_slot(const struct tkshm_table *t, const struct tk_where *w, int i)
 	return tk_slot_at(t, tk_window_index(w, (unsigned)i));
 }
 
-/* The check path's lookup: the key's REAL slot, if any (unique, I5).
- * Each bucket is read up to its first EMPTY slot (I2). */
+/* The check path's lookup: the key's REAL slot, if any (unique, I5), as
+ * its window position (0..7).  Each bucket is read up to its first EMPTY
+ * slot (I2). */
 static inline int
 tk_find_real(const struct tkshm_table *t, const struct tk_where *w,
 	     uint64_t *st_out)
 {
-	for (unsigned i = 0; i < TK_WINDOW; i++) {
-		uint64_t fp, st;
+	uint64_t b = w->b0;
 
-		tk_slot_read(tk_slot_at(t, tk_window_index(w, i)), &fp, &st);
-		if (fp == 0) {
-			if (i >= TK_SLOTS_PER_BUCKET)
-				break;
-			i = TK_SLOTS_PER_BUCKET - 1; /* on to bucket b1 */
-			continue;
-		}
-		if (fp == w->fp && !tk_st_is_special(st)) {
-			*st_out = st;
-			return (int)i;
+	for (unsigned half = 0; half < 2; half++, b = w->b1) {
+		const struct tk_slot *s = t->buckets[b].s;
+
+		for (unsigned i = 0; i < TK_SLOTS_PER_BUCKET; i++) {
+			uint64_t fp, st;
+
+			tk_slot_read(&s[i], &fp, &st);
+			if (fp == 0)
+				break; /* I2: on to bucket b1, or done */
+			if (fp == w->fp && !tk_st_is_special(st)) {
+				*st_out = st;
+				return (int)(half * TK_SLOTS_PER_BUCKET + i);
+			}
 		}
 	}
 	return -1;
@@ -149,6 +152,9 @@ tk_find_real(const struct tkshm_table *t, const struct tk_where *w,
 
 /* Monotonic milliseconds, for how long a call has been running (clock.c). */
 double tk_mono_ms(void);
+/* The same clock at tick resolution (a few ns to read), never ahead of
+ * tk_mono_ms(): for a start time that may only be early (clock.c). */
+double tk_mono_coarse_ms(void);
 
 /* Waits a little longer after each lost race (table.c). */
 void tk_backoff(unsigned retries);
@@ -176,23 +182,19 @@ struct tk_commit {
 	double now;	   /* the check's now (what a give-back looks for) */
 };
 
-/* Operations (table.c).  Arguments are validated by the caller (api/).
- * tk_table_check fills *commit (if not NULL) when it admits. */
-int tk_table_check(struct tkshm_table *t, const void *key, size_t len,
-		   double cost, double now, tkshm_decision *out,
-		   struct tk_commit *commit);
-/* The decision a check would make now, writing nothing. */
-int tk_table_decide(struct tkshm_table *t, const void *key, size_t len,
-		    double cost, double now, tkshm_decision *out);
-/* Gives back the consumption of an admitted check: exactly, if the key
- * still holds the state that check wrote; otherwise the part of it that is
- * still owed at `now_r` (no later than any admission made since, in the
- * callers' time).  Nothing to do if the key has left the table or the table
- * was reset since the check. */
-int tk_table_refund(struct tkshm_table *t, const struct tk_commit *commit,
-		    double cost, double now_r);
+/* A key as the table sees it: its fingerprint, and the bytes its label
+ * keeps (the first min(len, TK_LABEL_PREFIX) of `label` are read). */
+struct tk_keyref {
+	uint64_t fp;
+	const void *label;
+	size_t len;
+};
+
+/* Operations (table.c).  Arguments are validated by the caller (api/). */
+
 /* The reset epoch (read before a check whose commit may be given back). */
 uint64_t tk_table_epoch(const struct tkshm_table *t);
+
 int tk_table_peek(struct tkshm_table *t, const void *key, size_t len,
 		  double now, tkshm_decision *out);
 /* The key's forecast (src/algorithms/forecast.h), writing nothing. */
@@ -214,8 +216,26 @@ int tk_entry_get(const struct tkshm_table *t, const void *key, size_t len,
 /* The position (0..7) of slot `index` in the window of `fp`, or -1. */
 int tk_window_pos(const struct tkshm_table *t, uint64_t fp, uint64_t index);
 
-/* Counters (stats.c). */
-void tk_count(struct tkshm_table *t, enum tk_counter c, uint64_t n);
+/* Counters (table.c): each thread adds to its own shard (I11), drawn on
+ * its first count.  Initial-exec TLS: one %fs-relative load, no call (the
+ * library's 4 bytes fit the static TLS surplus a dlopen()ed module gets). */
+extern _Thread_local uint32_t tk_tls_shard /* shard + 1; 0 = not drawn */
+	__attribute__((tls_model("initial-exec")));
+uint32_t tk_shard_draw(void);
+
+static inline void
+tk_count(struct tkshm_table *t, enum tk_counter c, uint64_t n)
+{
+	uint32_t s = tk_tls_shard;
+
+	if (t->readonly)
+		return;
+	if (__builtin_expect(s == 0, 0))
+		s = tk_shard_draw();
+	/* Relaxed: a counter orders nothing; the handle's nshards was checked
+	 * at attach to equal TK_SHARDS (I10). */
+	tk_fetch_add_relaxed(&t->shards[s - 1].c[c], n);
+}
 void tk_counters_sum(const struct tkshm_table *t,
 		     uint64_t sum[TK_SHARD_COUNTERS]);
 
@@ -255,4 +275,85 @@ tk_denials_of(const struct tkshm_table *t, uint64_t index)
 	return __atomic_load_n(&t->denials[index], __ATOMIC_RELAXED);
 }
 
+/* Records in *c (if not NULL) what an admitted check changed. */
+static inline void
+tk_commit_note(struct tk_commit *c, uint64_t fp, bool prev_present,
+	       uint64_t prev, uint64_t next)
+{
+	if (!c)
+		return;
+	/* c->epoch was read when the check began (tk_table_check_ref). */
+	c->fp = fp;
+	c->prev_present = prev_present;
+	c->prev = prev;
+	c->next = next;
+}
+
+/* Every check that the fast path below does not finish: wide keys, absent
+ * keys (insert, I6), lost CASes (`retries` already lost), in table.c. */
+int tk_table_check_slow(struct tkshm_table *t, const struct tk_keyref *k,
+			const struct tk_where *w, double cost, double now,
+			tkshm_decision *out, struct tk_commit *commit,
+			unsigned retries);
+
+/* One check of key k at `now`; fills *commit (if not NULL) when it admits.
+ * Inline: the common case (a present one-word key, an uncontended CAS) is
+ * a lookup, the pure transition and one CAS, and compiles into the public
+ * call without a frame of its own. */
+static inline __attribute__((always_inline)) int
+tk_table_check_ref(struct tkshm_table *t, const struct tk_keyref *k,
+		   double cost, double now, tkshm_decision *out,
+		   struct tk_commit *commit)
+{
+	struct tk_where w;
+	uint64_t st, nst;
+	int pos;
+
+	if (commit) {
+		/* Before anything is written: see tk_table_refund. */
+		commit->epoch = tk_table_epoch(t);
+		commit->now = now;
+	}
+	tk_where_of(t, k->fp, &w);
+	/* The key is in b0 or b1 (two-choice inserts split keys between
+	 * them): start fetching b1 while b0 is read. */
+	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
+	if (t->wide)
+		return tk_table_check_slow(t, k, &w, cost, now, out, commit, 0);
+	pos = tk_find_real(t, &w, &st);
+	if (pos < 0)
+		return tk_table_check_slow(t, k, &w, cost, now, out, commit, 0);
+	if (!tk_algo_check(&t->algo, true, st, now, cost, &nst, out)) {
+		tk_count(t, TK_C_DENIED, 1); /* I7: nothing written */
+		tk_denial_note(t, tk_window_index(&w, (unsigned)pos));
+		return TKSHM_OK;
+	}
+	if (tk_cas128(tk_window_slot(t, &w, pos), w.fp, st, w.fp, nst)) {
+		tk_commit_note(commit, w.fp, true, st, nst);
+		tk_count(t, TK_C_ALLOWED, 1);
+		return TKSHM_OK;
+	}
+	tk_count(t, TK_C_CAS_RETRIES, 1);
+	return tk_table_check_slow(t, k, &w, cost, now, out, commit, 1);
+}
+
+/* tk_table_check_ref() of the key's bytes. */
+static inline int
+tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
+	       double now, tkshm_decision *out, struct tk_commit *commit)
+{
+	struct tk_keyref k = { tk_key_fp(t, key, len), key, len };
+
+	return tk_table_check_ref(t, &k, cost, now, out, commit);
+}
+/* The decision a check would make now, writing nothing. */
+int tk_table_decide(struct tkshm_table *t, uint64_t fp, double cost, double now,
+		    tkshm_decision *out);
+/* Gives back the consumption of an admitted check: exactly, if the key
+ * still holds the state that check wrote; otherwise the part of it that is
+ * still owed at `now_r` (no later than any admission made since, in the
+ * callers' time).  Nothing to do if the key has left the table or the table
+ * was reset since the check. */
+int tk_table_refund(struct tkshm_table *t, const struct tk_commit *commit,
+		    double cost, double now_r);
 #endif /* TKSHM_SHM_TABLE_H */

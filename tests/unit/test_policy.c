@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "algorithms/algorithm.h"
+#include "api/validate.h"
 #include "test_support.h"
 
 /* A byte pattern no parser would write, to see that *out stays unchanged. */
@@ -1411,23 +1412,31 @@ test_algo_cost_valid(void **state)
 		"quota:limit=5,resetCadence=rolling,periodMs=1000",
 	};
 	tkshm_policy p = tkt_policy("tokenBudget:budget=100,windowMs=60000");
-	struct tk_algo a;
+	struct tkshm_table t; /* tk_check_cost reads only t.algo */
 
 	(void)state;
-	assert_rc(tk_algo_init(&a, &p, NULL, 0), TKSHM_OK);
-	assert_true(tk_algo_cost_valid(&a, 1));
-	assert_true(tk_algo_cost_valid(&a, 80));
-	assert_true(tk_algo_cost_valid(&a, TKSHM_COST_MAX));
-	assert_false(tk_algo_cost_valid(&a, 1.5));
-	assert_false(tk_algo_cost_valid(&a, 0.5));
-	assert_false(tk_algo_cost_valid(&a, nextafter(2, 3)));
+	memset(&t, 0, sizeof t);
+	assert_rc(tk_algo_init(&t.algo, &p, NULL, 0), TKSHM_OK);
+	assert_rc(tk_check_cost(&t, 1), TKSHM_OK);
+	assert_rc(tk_check_cost(&t, 80), TKSHM_OK);
+	assert_rc(tk_check_cost(&t, TKSHM_COST_MAX), TKSHM_OK);
+	assert_rc(tk_check_cost(&t, 1.5), TKSHM_ECOST);
+	assert_rc(tk_check_cost(&t, 0.5), TKSHM_ECOST);
+	assert_rc(tk_check_cost(&t, nextafter(2, 3)), TKSHM_ECOST);
 	for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
 		p = tkt_policy(others[i]);
-		assert_rc(tk_algo_init(&a, &p, NULL, 0), TKSHM_OK);
-		assert_true(tk_algo_cost_valid(&a, 1));
-		if (!tk_algo_cost_valid(&a, 1.5) ||
-		    !tk_algo_cost_valid(&a, 0.25))
+		assert_rc(tk_algo_init(&t.algo, &p, NULL, 0), TKSHM_OK);
+		assert_rc(tk_check_cost(&t, 1), TKSHM_OK);
+		if (tk_check_cost(&t, 1.5) != TKSHM_OK ||
+		    tk_check_cost(&t, 0.25) != TKSHM_OK)
 			fail_msg("\"%s\" refuses a fractional cost", others[i]);
+		/* The generic bounds hold for every kind. */
+		assert_rc(tk_check_cost(&t, 0), TKSHM_ECOST);
+		assert_rc(tk_check_cost(&t, NAN), TKSHM_ECOST);
+		assert_rc(tk_check_cost(&t, INFINITY), TKSHM_ECOST);
+		assert_rc(
+			tk_check_cost(&t, nextafter(TKSHM_COST_MAX, INFINITY)),
+			TKSHM_ECOST);
 	}
 }
 

@@ -63,20 +63,29 @@ tk_binding(tkshm_multi_mode mode, const tkshm_decision *d, size_t n)
 /* One request's keys and commits, and when (in its callers' time) the
  * commits were made. */
 struct tk_commits {
-	struct tk_keyref key[TKSHM_MULTI_MAX]; /* each hashed once */
+	struct tk_keyref key[TKSHM_MULTI_MAX];	    /* each hashed once */
+	struct tk_decided decided[TKSHM_MULTI_MAX]; /* `all`: this round's */
 	struct tk_commit c[TKSHM_MULTI_MAX];
 	bool made[TKSHM_MULTI_MAX];
 	double now;	/* the request's now_ms */
 	double started; /* tk_mono_coarse_ms() when the call began */
 };
 
-/* Commits dimension i, remembering what it changed. */
+/* Commits dimension i, remembering what it changed: straight from what
+ * `all` decided if the key's slot has not changed since (d already holds
+ * that decision), otherwise by checking it again. */
 static int
 tk_commit_dim(const tkshm_dimension *dim, struct tk_commits *k, size_t i,
-	      tkshm_decision *d)
+	      tkshm_decision *d, bool decided)
 {
 	int rc;
 
+	if (decided && tk_table_commit(dim->table, k->key[i].fp, &k->decided[i],
+				       &k->c[i])) {
+		k->c[i].now = k->now;
+		k->made[i] = true;
+		return TKSHM_OK;
+	}
 	rc = tk_table_check_ref(dim->table, &k->key[i], dim->cost, k->now, d,
 				&k->c[i]);
 	k->made[i] = rc == TKSHM_OK && d->allowed;
@@ -112,7 +121,8 @@ tk_multi_all(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 
 		for (i = 0; i < n; i++) {
 			int rc = tk_table_decide(dims[i].table, k->key[i].fp,
-						 dims[i].cost, k->now, &d[i]);
+						 dims[i].cost, k->now, &d[i],
+						 &k->decided[i]);
 			if (rc != TKSHM_OK)
 				return rc;
 			denied |= !d[i].allowed;
@@ -120,7 +130,7 @@ tk_multi_all(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 		if (denied)
 			return TKSHM_OK;
 		for (i = 0; i < n; i++) {
-			int rc = tk_commit_dim(&dims[i], k, i, &d[i]);
+			int rc = tk_commit_dim(&dims[i], k, i, &d[i], true);
 			if (rc != TKSHM_OK) {
 				tk_give_back(dims, k, i);
 				return rc;
@@ -144,7 +154,7 @@ tk_multi_any(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 	     tkshm_decision *d)
 {
 	for (size_t i = 0; i < n; i++) {
-		int rc = tk_commit_dim(&dims[i], k, i, &d[i]);
+		int rc = tk_commit_dim(&dims[i], k, i, &d[i], false);
 		if (rc != TKSHM_OK) {
 			/* The caller hears only the error: admit nothing. */
 			tk_give_back(dims, k, i);

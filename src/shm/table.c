@@ -568,12 +568,14 @@ tk_table_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 
 int
 tk_table_decide(struct tkshm_table *t, uint64_t fp, double cost, double now,
-		tkshm_decision *out)
+		tkshm_decision *out, struct tk_decided *dd)
 {
 	struct tk_where w;
-	uint64_t st = 0, unused;
+	uint64_t st = 0, nst = 0;
 	bool present, restored = false;
+	int pos;
 
+	dd->pos = -1;
 	tk_where_of(t, fp, &w);
 	if (t->wide) {
 		uint64_t words[TK_ALGO_MAX_WORDS], next[TK_ALGO_MAX_WORDS];
@@ -585,13 +587,39 @@ tk_table_decide(struct tkshm_table *t, uint64_t fp, double cost, double now,
 				      out);
 		return TKSHM_OK;
 	}
-	present = tk_find_real(t, &w, &st) >= 0;
+	pos = tk_find_real(t, &w, &st);
+	present = pos >= 0;
 	if (!present)
 		present = restored = tk_debt_recall(t, w.fp, now, &st);
-	(void)tk_algo_check(&t->algo, present, st, now, cost, &unused, out);
+	if (tk_algo_check(&t->algo, present, st, now, cost, &nst, out) &&
+	    pos >= 0) {
+		/* The transition is pure: while the slot still holds {fp, st},
+		 * a check would write exactly nst (tk_table_commit). */
+		dd->pos = pos;
+		dd->st = st;
+		dd->nst = nst;
+	}
 	if (restored)
 		out->flags |= TKSHM_DECISION_DEBT_RESTORED;
 	return TKSHM_OK;
+}
+
+bool
+tk_table_commit(struct tkshm_table *t, uint64_t fp, const struct tk_decided *dd,
+		struct tk_commit *commit)
+{
+	struct tk_where w;
+
+	if (dd->pos < 0)
+		return false;
+	/* Before anything is written: see tk_table_refund. */
+	commit->epoch = tk_table_epoch(t);
+	tk_where_of(t, fp, &w);
+	if (!tk_cas128(tk_window_slot(t, &w, dd->pos), fp, dd->st, fp, dd->nst))
+		return false;
+	tk_commit_note(commit, fp, true, dd->st, dd->nst);
+	tk_count(t, TK_C_ALLOWED, 1);
+	return true;
 }
 
 int

@@ -346,9 +346,22 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 
 	return tk_table_check_ref(t, &k, cost, now, out, commit);
 }
+/* What tk_table_decide found for a present one-word key it would admit:
+ * its window position (-1 otherwise), its state and the state a check
+ * would write. */
+struct tk_decided {
+	int pos;
+	uint64_t st, nst;
+};
 /* The decision a check would make now, writing nothing. */
 int tk_table_decide(struct tkshm_table *t, uint64_t fp, double cost, double now,
-		    tkshm_decision *out);
+		    tkshm_decision *out, struct tk_decided *dd);
+/* Writes what tk_table_decide decided, if the slot still holds the state
+ * it decided from: one CAS, counted as an admission, *commit filled (its
+ * `now` is the caller's to set).  False when there is nothing to write
+ * that way (the caller checks the key again). */
+bool tk_table_commit(struct tkshm_table *t, uint64_t fp,
+		     const struct tk_decided *dd, struct tk_commit *commit);
 /* Gives back the consumption of an admitted check: exactly, if the key
  * still holds the state that check wrote; otherwise the part of it that is
  * still owed at `now_r` (no later than any admission made since, in the

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "baseline_redis.h"
@@ -31,6 +32,7 @@ struct drv_proc {
 	_Alignas(64) _Atomic uint64_t count; /* checks done so far */
 	uint64_t allowed;		     /* written once, before exit */
 	uint64_t kept;			     /* samples in its reservoir */
+	double cpu_seconds;		     /* CPU time while timed */
 	int failed;
 	char error[256];
 };
@@ -74,18 +76,26 @@ drv_stop_self(void)
 	}
 }
 
+static double
+drv_cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static inline int
-drv_check(const struct pcase *c, struct redis_client *rc, const struct pkey *k,
-	  tkshm_decision *d)
+drv_check(const struct pcase *c, struct redis_client *rc, const char *key,
+	  size_t len, tkshm_decision *d)
 {
 	switch (c->impl) {
 	case IMPL_TKSHM:
-		return tkshm_check(c->tk, k->s, k->len, 1, d);
+		return tkshm_check(c->tk, key, len, 1, d);
 	case IMPL_MUTEX:
-		return mtx_check(c->mtx, k->s, k->len, 1, d);
+		return mtx_check(c->mtx, key, len, 1, d);
 	case IMPL_REDIS:
-		return redis_client_check(rc, k->s, k->len, 1, tkshm_now_ms(),
-					  d);
+		return redis_client_check(rc, key, len, 1, tkshm_now_ms(), d);
 	}
 	return TKSHM_EINVAL;
 }
@@ -99,15 +109,14 @@ drv_worker(const struct pcase *c, struct drv_ctl *ctl, uint64_t *samples,
 	uint64_t seed = UINT64_C(0x7F4A7C15) * (uint64_t)(idx + 1);
 	uint64_t rng = seed | 1, n = 0, allowed = 0, seen = 0, kept = 0;
 	bool self_stop = false;
-	struct pkey *keys;
-	size_t ki = 0;
+	struct keywalk walk;
+	double cpu0;
 	char err[256];
 
 	cleanup_child(parent);
 	/* Each worker its own order of the key set (seed != 0). */
-	keys = keys_make(c->keys, seed);
-	if (!keys)
-		drv_fail(me, "out of memory for %zu keys", c->keys);
+	if (keys_walk_init(&walk, c->keys, seed) != 0)
+		drv_fail(me, "no key set of %zu keys", c->keys);
 	if (c->impl == IMPL_REDIS &&
 	    redis_client_open(c->redis_port, c->policy, &rc, err, sizeof err) !=
 		    TKSHM_OK)
@@ -131,13 +140,13 @@ drv_worker(const struct pcase *c, struct drv_ctl *ctl, uint64_t *samples,
 		sched_yield();
 	}
 
+	cpu0 = drv_cpu_seconds();
 	for (;;) {
-		const struct pkey *k = &keys[ki];
+		char key[KEYS_MAX_LEN];
+		size_t len = keys_walk_next(&walk, key);
 		tkshm_decision d;
 		int rcode;
 
-		if (++ki == c->keys)
-			ki = 0;
 		if (n % DRV_EVERY == 0) {
 			uint64_t t0, t1, slot;
 
@@ -152,7 +161,7 @@ drv_worker(const struct pcase *c, struct drv_ctl *ctl, uint64_t *samples,
 			if (self_stop)
 				drv_stop_self();
 			t0 = tsc_begin();
-			rcode = drv_check(c, rc, k, &d);
+			rcode = drv_check(c, rc, key, len, &d);
 			t1 = tsc_end();
 			/* Reservoir sampling: every timed check has the same
 			 * chance to be kept, however long the run. */
@@ -166,10 +175,10 @@ drv_worker(const struct pcase *c, struct drv_ctl *ctl, uint64_t *samples,
 					kept++;
 			}
 		} else {
-			rcode = drv_check(c, rc, k, &d);
+			rcode = drv_check(c, rc, key, len, &d);
 		}
 		if (rcode != TKSHM_OK)
-			drv_fail(me, "check of %.*s: %s%s%s", (int)k->len, k->s,
+			drv_fail(me, "check of %.*s: %s%s%s", (int)len, key,
 				 tkshm_error_name(rcode),
 				 c->impl == IMPL_REDIS ? ": " : "",
 				 c->impl == IMPL_REDIS ?
@@ -178,13 +187,13 @@ drv_worker(const struct pcase *c, struct drv_ctl *ctl, uint64_t *samples,
 		n++;
 		allowed += d.allowed;
 	}
+	me->cpu_seconds = drv_cpu_seconds() - cpu0;
 	me->allowed = allowed;
 	me->kept = kept;
 	/* relaxed: the final count; waitpid orders it before the parent's
 	 * read. */
 	atomic_store_explicit(&me->count, n, memory_order_relaxed);
 	redis_client_close(rc);
-	free(keys);
 	_exit(0);
 }
 
@@ -455,7 +464,9 @@ driver_run(const struct pcase *c, struct presult *r)
 		r->decisions += atomic_load_explicit(&ctl->procs[i].count,
 						     memory_order_relaxed);
 		r->allowed += ctl->procs[i].allowed;
+		r->cpu_cores += ctl->procs[i].cpu_seconds;
 	}
+	r->cpu_cores = r->seconds > 0 ? r->cpu_cores / r->seconds : 0;
 	r->per_sec = r->seconds > 0 ? (double)r->decisions / r->seconds : 0;
 	drv_quantiles(ctl, samples, c->procs, c->ns_per_tick, r);
 	rc = 0;

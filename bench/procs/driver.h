@@ -59,6 +59,9 @@ struct presult {
 	uint64_t decisions, allowed; /* over every worker */
 	double per_sec;		     /* decisions / seconds */
 	uint64_t samples;	     /* latency samples behind the quantiles */
+	/* CPU time the workers got while timed, in cores (CPU seconds per
+	 * second): below min(N, cores) means other work took the machine. */
+	double cpu_cores;
 	double p50_ns, p99_ns, p999_ns, p9999_ns, max_ns;
 	/* sigstop: decisions per second of the workers never stopped, before,
 	 * during and after worker 0's stop, and how long it was stopped. */

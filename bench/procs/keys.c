@@ -1,16 +1,11 @@
 /*
- * keys.c - key sets: distinct ids, formatted without printf (ten million
- * snprintf calls would cost a second per process).
+ * keys.c - starting a walk of a key set (keys.h).
  */
-#include <stdlib.h>
-#include <string.h>
-
 #include "keys.h"
 
-/* Multiplying by a number coprime with 10^d permutes 0..10^d-1, so the
- * first n multiples give n distinct ids spread over the whole range, with
- * no table of a million ids to shuffle.  6700417 is prime, odd and not a
- * multiple of 5. */
+/* Multiplying by a number coprime with 10^d permutes 0..10^d-1, so ids
+ * j * KEYS_SPREAD mod 10^d, j < n, are n distinct ids spread over the
+ * whole range.  6700417 is prime, odd and not a multiple of 5. */
 #define KEYS_SPREAD UINT64_C(6700417)
 
 uint64_t
@@ -23,43 +18,38 @@ keys_splitmix64(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
-static void
-key_write(struct pkey *k, uint64_t id, int digits)
+static uint64_t
+keys_gcd(uint64_t a, uint64_t b)
 {
-	memcpy(k->s, "user:", 5);
-	for (int i = digits - 1; i >= 0; i--) {
-		k->s[5 + i] = (char)('0' + id % 10);
-		id /= 10;
+	while (b) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
 	}
-	k->len = (uint8_t)(5 + digits);
+	return a;
 }
 
-struct pkey *
-keys_make(size_t n, uint64_t seed)
+int
+keys_walk_init(struct keywalk *w, uint64_t n, uint64_t seed)
 {
-	int digits = n <= 1000000 ? 6 : 8;
-	uint64_t range = digits == 6 ? 1000000 : 100000000;
-	struct pkey *keys;
-
-	if (n == 0 || n > range)
-		return NULL;
-	keys = calloc(n, sizeof *keys);
-	if (!keys)
-		return NULL;
-	if (n == 1) {
-		key_write(&keys[0], 123456, 6);
-		return keys;
+	if (n == 0 || n > 100000000)
+		return -1;
+	w->n = n;
+	w->digits = n <= 1000000 ? 6 : 8;
+	w->range = w->digits == 6 ? 1000000 : 100000000;
+	w->j = 0;
+	w->a = 1;
+	if (seed != 0 && n > 2) {
+		w->j = keys_splitmix64(&seed) % n;
+		/* A stride far from 1 and n - 1 (neighbours in the set stay
+		 * apart), coprime with n (the walk covers every key). */
+		do
+			w->a = n / 4 + keys_splitmix64(&seed) % (n / 2);
+		while (keys_gcd(w->a, n) != 1);
 	}
-	for (size_t i = 0; i < n; i++)
-		key_write(&keys[i], (uint64_t)i * KEYS_SPREAD % range, digits);
-	if (seed != 0) {
-		for (size_t i = n - 1; i > 0; i--) {
-			size_t j = (size_t)(keys_splitmix64(&seed) % (i + 1));
-			struct pkey t = keys[i];
-
-			keys[i] = keys[j];
-			keys[j] = t;
-		}
-	}
-	return keys;
+	w->id = w->j * KEYS_SPREAD % w->range;
+	w->id_step = w->a * KEYS_SPREAD % w->range;
+	w->id_wrap = n * KEYS_SPREAD % w->range;
+	return 0;
 }

@@ -103,6 +103,22 @@ select_scenarios(const char *s, bool *chosen)
 	return 0;
 }
 
+/* Other work on the machine moves every figure: say how busy it was. */
+static void
+print_load(void)
+{
+	double l1, l5;
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (!f)
+		return;
+	if (fscanf(f, "%lf %lf", &l1, &l5) == 2)
+		printf("# load average before the run: %.2f (1 min), %.2f "
+		       "(5 min)\n",
+		       l1, l5);
+	fclose(f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -192,6 +208,7 @@ main(int argc, char **argv)
 	printf("# tkshm_bench_procs: %.2f s per case, counter %.3f GHz, "
 	       "policy %s\n",
 	       b.seconds, 1 / b.ns_per_tick, SC_POLICY);
+	print_load();
 	report_header(stdout);
 	t0 = mono_seconds();
 	for (size_t i = 0; i < NSCENARIOS && rc == 0; i++)

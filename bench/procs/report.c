@@ -72,6 +72,7 @@ report_json(FILE *f, const struct row *w)
 	json_num(f, "p999_ns", r->p999_ns, 1);
 	json_num(f, "p9999_ns", r->p9999_ns, 1);
 	json_num(f, "max_ns", r->max_ns, 1);
+	json_num(f, "cpu_cores", r->cpu_cores, 2);
 	if (w->variant) {
 		json_num(f, "per_sec_before", r->per_sec_before, 1);
 		json_num(f, "per_sec_during", r->per_sec_during, 1);
@@ -96,9 +97,10 @@ report_json(FILE *f, const struct row *w)
 void
 report_header(FILE *f)
 {
-	fprintf(f, "%-11s %-12s %5s %8s %2s %13s %8s %9s %9s %9s %11s  %s\n",
+	fprintf(f, "%-11s %-12s %5s %8s %2s %12s %8s %6s %7s %8s %9s %9s  %s\n",
 		"scenario", "impl", "procs", "keys", "hp", "decisions/s",
-		"allowed%", "p50 ns", "p99 ns", "p99.9 ns", "max ns", "notes");
+		"allowed%", "cores", "p50 ns", "p99 ns", "p99.9 ns", "max ns",
+		"notes");
 }
 
 /* 1234567 -> "1.23M": the table stays narrow; the JSON keeps the digits. */
@@ -150,13 +152,14 @@ report_human(FILE *f, const struct row *w)
 		snprintf(notes + n, sizeof notes - n, "%s/s per client",
 			 report_si(a, sizeof a, r->per_sec / w->procs));
 	fprintf(f,
-		"%-11s %-12s %5d %8zu %2s %13s %7.2f%% %9.0f %9.0f %9.0f %11s  %s\n",
+		"%-11s %-12s %5d %8zu %2s %12s %7.2f%% %6.2f %7.0f %8.0f %9.0f "
+		"%9s  %s\n",
 		w->scenario, w->impl, w->procs, w->keys,
 		w->hugepages ? "y" : "n", report_si(d, sizeof d, r->per_sec),
 		r->decisions ?
 			100.0 * (double)r->allowed / (double)r->decisions :
 			0.0,
-		r->p50_ns, r->p99_ns, r->p999_ns,
+		r->cpu_cores, r->p50_ns, r->p99_ns, r->p999_ns,
 		report_si(e, sizeof e, r->max_ns), notes);
 	fflush(f);
 }

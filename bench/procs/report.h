@@ -7,7 +7,7 @@
  *   suite "procs", scenario, impl, procs, keys, hugepages, then either
  *   skipped (a sentence; no measurement follows) or seconds, decisions,
  *   decisions_per_sec, allowed, samples, p50_ns, p99_ns, p999_ns,
- *   p9999_ns, max_ns;
+ *   p9999_ns, max_ns, cpu_cores;
  *   sigstop adds variant, per_sec_before, per_sec_during, per_sec_after,
  *   stopped_ms; keys10M adds fill_seconds, shmem_huge_kb, hugepages_used,
  *   thp_shmem_enabled; redis adds per_client_per_sec.

@@ -63,31 +63,29 @@ sc_open_mutex(struct bench *b, uint64_t slots, struct mtx_table **out)
 static double
 sc_fill(tkshm_table *tk, struct mtx_table *mtx, size_t n)
 {
-	struct pkey *keys = keys_make(n, 0);
 	double now = tkshm_now_ms(), t0 = mono_seconds();
+	struct keywalk walk;
 	tkshm_decision d;
 
-	if (!keys) {
-		fprintf(stderr, "tkshm_bench_procs: out of memory for keys\n");
+	if (keys_walk_init(&walk, n, 0) != 0) {
+		fprintf(stderr, "tkshm_bench_procs: no key set of %zu keys\n",
+			n);
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		int rc = tk ? tkshm_check_at(tk, keys[i].s, keys[i].len, 1, now,
-					     &d) :
-			      mtx_check_at(mtx, keys[i].s, keys[i].len, 1, now,
-					   &d);
+		char key[KEYS_MAX_LEN];
+		size_t len = keys_walk_next(&walk, key);
+		int rc = tk ? tkshm_check_at(tk, key, len, 1, now, &d) :
+			      mtx_check_at(mtx, key, len, 1, now, &d);
 
 		if (rc != TKSHM_OK || !d.allowed) {
 			fprintf(stderr,
 				"tkshm_bench_procs: filling key %.*s: %s%s\n",
-				(int)keys[i].len, keys[i].s,
-				tkshm_error_name(rc),
+				(int)len, key, tkshm_error_name(rc),
 				rc == TKSHM_OK ? " (denied)" : "");
-			free(keys);
 			return -1;
 		}
 	}
-	free(keys);
 	return mono_seconds() - t0;
 }
 

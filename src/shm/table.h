@@ -338,7 +338,7 @@ tk_table_check_ref(struct tkshm_table *t, const struct tk_keyref *k,
 }
 
 /* tk_table_check_ref() of the key's bytes. */
-static inline int
+static inline __attribute__((always_inline)) int
 tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 	       double now, tkshm_decision *out, struct tk_commit *commit)
 {

@@ -21,6 +21,9 @@
 #include "keys.h"
 #include "tsc.h"
 
+/* The largest group a worker checks with one tkshm_check_many_at. */
+#define DRV_MAX_BATCH 64u
+
 /* Latency samples kept per worker (a reservoir over every 16th check). */
 #define DRV_SAMPLES 65536u
 /* One check in DRV_EVERY is timed; the count is published and the flags
@@ -142,14 +145,22 @@ drv_worker(const struct pcase *c, struct drv_ctl *ctl, uint64_t *samples,
 
 	cpu0 = drv_cpu_seconds();
 	for (;;) {
-		char key[KEYS_MAX_LEN];
-		size_t len = keys_walk_next(&walk, key);
-		tkshm_decision d;
+		/* One check, or with c->batch a group of that many checked
+		 * by one tkshm_check_many_at at one clock read. */
+		char key[DRV_MAX_BATCH][KEYS_MAX_LEN];
+		tkshm_request req[DRV_MAX_BATCH];
+		tkshm_decision d[DRV_MAX_BATCH];
+		unsigned g = c->batch ? c->batch : 1;
+		bool timed = n % DRV_EVERY < g; /* crosses a multiple of 16 */
+		uint64_t t0 = 0, t1 = 0;
 		int rcode;
 
-		if (n % DRV_EVERY == 0) {
-			uint64_t t0, t1, slot;
-
+		for (unsigned j = 0; j < g; j++) {
+			req[j].key = key[j];
+			req[j].key_len = keys_walk_next(&walk, key[j]);
+			req[j].cost = 1;
+		}
+		if (timed) {
 			/* relaxed: a snapshot of a monotone count that the
 			 * parent reads while we run (sigstop phases). */
 			atomic_store_explicit(&me->count, n,
@@ -161,31 +172,39 @@ drv_worker(const struct pcase *c, struct drv_ctl *ctl, uint64_t *samples,
 			if (self_stop)
 				drv_stop_self();
 			t0 = tsc_begin();
-			rcode = drv_check(c, rc, key, len, &d);
+		}
+		rcode = c->batch ?
+				tkshm_check_many_at(c->tk, req, g,
+						    tkshm_now_ms(), d, NULL) :
+				drv_check(c, rc, key[0], req[0].key_len, d);
+		if (timed) {
+			uint64_t slot;
+
 			t1 = tsc_end();
 			/* Reservoir sampling: every timed check has the same
-			 * chance to be kept, however long the run. */
+			 * chance to be kept, however long the run.  A batch
+			 * counts as its mean check. */
 			slot = seen < DRV_SAMPLES ?
 				       seen :
 				       keys_splitmix64(&rng) % (seen + 1);
 			seen++;
 			if (slot < DRV_SAMPLES) {
-				samples[slot] = t1 - t0;
+				samples[slot] = (t1 - t0) / g;
 				if (kept < DRV_SAMPLES)
 					kept++;
 			}
-		} else {
-			rcode = drv_check(c, rc, key, len, &d);
 		}
 		if (rcode != TKSHM_OK)
-			drv_fail(me, "check of %.*s: %s%s%s", (int)len, key,
+			drv_fail(me, "check of %.*s: %s%s%s",
+				 (int)req[0].key_len, key[0],
 				 tkshm_error_name(rcode),
 				 c->impl == IMPL_REDIS ? ": " : "",
 				 c->impl == IMPL_REDIS ?
 					 redis_client_error(rc) :
 					 "");
-		n++;
-		allowed += d.allowed;
+		n += g;
+		for (unsigned j = 0; j < g; j++)
+			allowed += d[j].allowed;
 	}
 	me->cpu_seconds = drv_cpu_seconds() - cpu0;
 	me->allowed = allowed;

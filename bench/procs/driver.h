@@ -52,6 +52,11 @@ struct pcase {
 	enum stop_variant stop;
 	double stop_seconds; /* how long worker 0 stays stopped */
 	double ns_per_tick;  /* tsc_calibrate() */
+	/* tkshm only: 0 = tkshm_check, one clock read per check; N (2..64) =
+	 * tkshm_check_many_at of N requests at one clock read, as a server
+	 * that collects an event-loop tick's requests does (the library
+	 * hashes and prefetches them all before checking). */
+	unsigned batch;
 };
 
 struct presult {

@@ -57,6 +57,8 @@ report_json(FILE *f, const struct row *w)
 		w->keys, w->hugepages ? "true" : "false");
 	if (w->variant)
 		json_str(f, "variant", w->variant);
+	if (w->batch > 1)
+		fprintf(f, ",\"batch\":%u", w->batch);
 	if (w->skipped || !r) {
 		json_str(f, "skipped", w->skipped ? w->skipped : "no result");
 		fprintf(f, "}\n");
@@ -141,6 +143,9 @@ report_human(FILE *f, const struct row *w)
 				      report_si(b, sizeof b, r->per_sec_during),
 				      r->stopped_ms,
 				      report_si(c, sizeof c, r->per_sec_after));
+	if (w->batch > 1 && n < sizeof notes)
+		n += (size_t)snprintf(notes + n, sizeof notes - n,
+				      "tkshm_check_many_at of %u ", w->batch);
 	if (w->fill_seconds >= 0 && n < sizeof notes)
 		n += (size_t)snprintf(notes + n, sizeof notes - n,
 				      "fill %.2f s ", w->fill_seconds);

@@ -10,7 +10,9 @@
  *   p9999_ns, max_ns, cpu_cores;
  *   sigstop adds variant, per_sec_before, per_sec_during, per_sec_after,
  *   stopped_ms; keys10M adds fill_seconds, shmem_huge_kb, hugepages_used,
- *   thp_shmem_enabled; redis adds per_client_per_sec.
+ *   thp_shmem_enabled, and batch when the requests were checked that
+ *   many at a time by tkshm_check_many_at (absent: one tkshm_check
+ *   each); redis adds per_client_per_sec.
  */
 #ifndef TKSHM_BENCH_PROCS_REPORT_H
 #define TKSHM_BENCH_PROCS_REPORT_H
@@ -33,6 +35,7 @@ struct row {
 	double fill_seconds;	 /* keys10M: < 0 when absent */
 	long shmem_huge_kb; /* keys10M: ShmemHugePages gained; < 0 absent */
 	const char *thp;    /* keys10M: shmem_enabled during the run */
+	unsigned batch;	    /* > 1: requests per tkshm_check_many_at */
 };
 
 /* A row with every optional field absent. */

@@ -226,6 +226,11 @@ check_row(const cJSON *o, int *measured, int *redis_rows)
 	if (strcmp(scenario, "keys10M") == 0) {
 		assert_true(tkt_num_at(o, "fill_seconds") > 0);
 		assert_true(tkt_num_at(o, "shmem_huge_kb") >= 0);
+		/* The batched row: groups of 16, every request decided. */
+		if (cJSON_GetObjectItemCaseSensitive(o, "batch")) {
+			assert_true(tkt_num_at(o, "batch") == 16);
+			assert_true(tkt_bool_at(o, "hugepages"));
+		}
 	}
 	while (strcmp(scenarios[si], scenario) != 0)
 		si++;
@@ -257,10 +262,11 @@ quick_run_writes_json(void **state)
 	}
 	free(text);
 	tkt_proc_free(&p);
-	/* uniform100k and hotkey: 1 and 2 processes; keys10M: tkshm twice
-	 * (with and without huge pages), mutex once; sigstop: 2 variants. */
+	/* uniform100k and hotkey: 1 and 2 processes; keys10M: tkshm three
+	 * times (without and with huge pages, and batched), mutex once;
+	 * sigstop: 2 variants. */
 	for (int si = 0; si < 4; si++) {
-		int want_tk = 2, want_mx = si == 2 ? 1 : 2;
+		int want_tk = si == 2 ? 3 : 2, want_mx = si == 2 ? 1 : 2;
 
 		if (measured[si * 3 + 0] != want_tk ||
 		    measured[si * 3 + 1] != want_mx)
@@ -268,7 +274,7 @@ quick_run_writes_json(void **state)
 				 measured[si * 3 + 0], measured[si * 3 + 1]);
 	}
 	assert_int_equal(redis_rows, 2);
-	assert_int_equal(lines, 2 + 2 + 2 + 2 + 3 + 4 + 2);
+	assert_int_equal(lines, 2 + 2 + 2 + 2 + 4 + 4 + 2);
 }
 
 int

@@ -132,6 +132,9 @@ tkshm_check_hashed(tkshm_table *t, const tkshm_key *key, double cost,
 	return tkshm_check_hashed_at(t, key, cost, tkshm_now_ms(), out);
 }
 
+/* Requests of a batch hashed and prefetched ahead of their checks. */
+#define TK_BATCH 16
+
 int
 tkshm_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
 		    double now_ms, tkshm_decision *out, size_t *done)
@@ -151,13 +154,35 @@ tkshm_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
 			return rc;
 	if (t->readonly)
 		return TKSHM_EREADONLY;
-	for (size_t i = 0; i < n; i++) {
-		rc = tk_table_check(t, reqs[i].key, reqs[i].key_len,
-				    reqs[i].cost, now_ms, &out[i], NULL);
-		if (rc != TKSHM_OK)
-			return rc;
-		if (done)
-			*done = i + 1;
+	for (size_t base = 0; base < n; base += TK_BATCH) {
+		struct tk_keyref k[TK_BATCH];
+		size_t m = n - base < TK_BATCH ? n - base : TK_BATCH;
+
+		/* Hash a group of keys and start fetching both buckets of
+		 * each before the first check: the checks' cache misses then
+		 * overlap instead of following one another (a locked CAS
+		 * keeps the CPU from running ahead into the next check). */
+		for (size_t j = 0; j < m; j++) {
+			const tkshm_request *r = &reqs[base + j];
+			struct tk_where w;
+
+			k[j].fp = tk_key_fp(t, r->key, r->key_len);
+			k[j].label = r->key;
+			k[j].len = r->key_len;
+			tk_where_of(t, k[j].fp, &w);
+			__builtin_prefetch(&t->buckets[w.b0], 1, 3);
+			__builtin_prefetch(&t->buckets[w.b1], 1, 3);
+		}
+		for (size_t j = 0; j < m; j++) {
+			size_t i = base + j;
+
+			rc = tk_table_check_ref(t, &k[j], reqs[i].cost, now_ms,
+						&out[i], NULL);
+			if (rc != TKSHM_OK)
+				return rc;
+			if (done)
+				*done = i + 1;
+		}
 	}
 	return TKSHM_OK;
 }

@@ -672,12 +672,17 @@ test_reset_makes_fresh(void **state)
 
 /* check_many answers in input order and equals the same checks made one by
  * one at the same now, including a key repeated in the batch (which sees
- * its own earlier consumption). */
+ * its own earlier consumption), across the groups of 16 it hashes and
+ * prefetches ahead (a key repeated in two groups too). */
 static void
 test_check_many_equals_sequential(void **state)
 {
-	static const char *keys[] = { "a", "b", "a", "c", "a", "a", "b",
-				      "a", "a", "c", "d", "a", "b", "c" };
+	static const char *keys[] = {
+		"a", "b", "a", "c", "a", "a", "b", "a", "a", "c",
+		"d", "a", "b", "c", "e", "f", "a", "g", "b", "a",
+		"h", "a", "c", "i", "a", "j", "a", "b", "k", "a",
+		"l", "a", "m", "n", "a", "b", "o", "a", "p", "q",
+	};
 	enum {
 		N = sizeof keys / sizeof keys[0]
 	};

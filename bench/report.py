@@ -142,7 +142,8 @@ def load_procs(path):
                 bad += 1
                 continue
             ident = (r.get("scenario"), r.get("impl"), r.get("procs"),
-                     bool(r.get("hugepages")), r.get("variant"))
+                     bool(r.get("hugepages")), r.get("variant"),
+                     r.get("batch", 1))
             recs[ident] = r
     return list(recs.values()), bad
 

@@ -74,11 +74,43 @@ tkshm_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 	return tk_table_check(t, key, key_len, cost, now_ms, out, NULL);
 }
 
+/* Starts fetching both buckets of a key's window.  A check that reads the
+ * clock does this first: the clock read (tens of ns, behind the vDSO's
+ * serialising rdtscp, which does not wait for a prefetch's data) then
+ * hides the cache miss of a table larger than the cache. */
+static inline void
+tk_prefetch_window(const tkshm_table *t, uint64_t fp)
+{
+	struct tk_where w;
+
+	tk_where_of(t, fp, &w);
+	__builtin_prefetch(&t->buckets[w.b0], 1, 3);
+	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
+}
+
 int
 tkshm_check(tkshm_table *t, const void *key, size_t key_len, double cost,
 	    tkshm_decision *out)
 {
-	return tkshm_check_at(t, key, key_len, cost, tkshm_now_ms(), out);
+	struct tk_keyref k;
+	double now;
+	int rc;
+
+	if (!t || !out)
+		return TKSHM_ENULL;
+	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK)
+		return rc;
+	k.fp = tk_key_fp(t, key, key_len);
+	k.label = key;
+	k.len = key_len;
+	tk_prefetch_window(t, k.fp);
+	now = tkshm_now_ms();
+	if ((rc = tk_check_cost(t, cost)) != TKSHM_OK ||
+	    (rc = tk_check_now(now)) != TKSHM_OK)
+		return rc;
+	if (t->readonly)
+		return TKSHM_EREADONLY;
+	return tk_table_check_ref(t, &k, cost, now, out, NULL);
 }
 
 int
@@ -129,6 +161,10 @@ int
 tkshm_check_hashed(tkshm_table *t, const tkshm_key *key, double cost,
 		   tkshm_decision *out)
 {
+	/* Only a key of this table: another's is refused below, and its
+	 * window here means nothing. */
+	if (t && key && key->seed_ == t->seed)
+		tk_prefetch_window(t, key->fp_);
 	return tkshm_check_hashed_at(t, key, cost, tkshm_now_ms(), out);
 }
 

@@ -193,10 +193,8 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 			return TKSHM_EREADONLY;
 	}
 	for (size_t i = 0; i < n; i++) {
-		k.key[i].fp =
-			tk_key_fp(dims[i].table, dims[i].key, dims[i].key_len);
-		k.key[i].label = dims[i].key;
-		k.key[i].len = dims[i].key_len;
+		k.key[i] = tk_keyref_of(dims[i].table, dims[i].key,
+					dims[i].key_len);
 		k.made[i] = false;
 	}
 	k.now = now_ms;

@@ -20,6 +20,20 @@ _Static_assert(sizeof(((tkshm_key *)0)->prefix_) == TK_LABEL_PREFIX &&
 		       TK_LABEL_PREFIX == TKSHM_LABEL_MAX,
 	       "tkshm_key.prefix_ must hold a whole label");
 
+/* Starts fetching both buckets of a key's window.  A check that reads the
+ * clock does this first: the clock read (tens of ns, behind the vDSO's
+ * serialising rdtscp, which does not wait for a prefetch's data) then
+ * hides the cache miss of a table larger than the cache. */
+static inline void
+tk_prefetch_window(const tkshm_table *t, uint64_t fp)
+{
+	struct tk_where w;
+
+	tk_where_of(t, fp, &w);
+	__builtin_prefetch(&t->buckets[w.b0], 1, 3);
+	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
+}
+
 int
 tkshm_open(const char *path, const tkshm_options *opts, tkshm_table **out)
 {
@@ -74,20 +88,6 @@ tkshm_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 	return tk_table_check(t, key, key_len, cost, now_ms, out, NULL);
 }
 
-/* Starts fetching both buckets of a key's window.  A check that reads the
- * clock does this first: the clock read (tens of ns, behind the vDSO's
- * serialising rdtscp, which does not wait for a prefetch's data) then
- * hides the cache miss of a table larger than the cache. */
-static inline void
-tk_prefetch_window(const tkshm_table *t, uint64_t fp)
-{
-	struct tk_where w;
-
-	tk_where_of(t, fp, &w);
-	__builtin_prefetch(&t->buckets[w.b0], 1, 3);
-	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
-}
-
 int
 tkshm_check(tkshm_table *t, const void *key, size_t key_len, double cost,
 	    tkshm_decision *out)
@@ -100,9 +100,7 @@ tkshm_check(tkshm_table *t, const void *key, size_t key_len, double cost,
 		return TKSHM_ENULL;
 	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK)
 		return rc;
-	k.fp = tk_key_fp(t, key, key_len);
-	k.label = key;
-	k.len = key_len;
+	k = tk_keyref_of(t, key, key_len);
 	tk_prefetch_window(t, k.fp);
 	now = tkshm_now_ms();
 	if ((rc = tk_check_cost(t, cost)) != TKSHM_OK ||
@@ -200,14 +198,9 @@ tkshm_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
 		 * keeps the CPU from running ahead into the next check). */
 		for (size_t j = 0; j < m; j++) {
 			const tkshm_request *r = &reqs[base + j];
-			struct tk_where w;
 
-			k[j].fp = tk_key_fp(t, r->key, r->key_len);
-			k[j].label = r->key;
-			k[j].len = r->key_len;
-			tk_where_of(t, k[j].fp, &w);
-			__builtin_prefetch(&t->buckets[w.b0], 1, 3);
-			__builtin_prefetch(&t->buckets[w.b1], 1, 3);
+			k[j] = tk_keyref_of(t, r->key, r->key_len);
+			tk_prefetch_window(t, k[j].fp);
 		}
 		for (size_t j = 0; j < m; j++) {
 			size_t i = base + j;

@@ -575,7 +575,7 @@ tk_table_decide(struct tkshm_table *t, uint64_t fp, double cost, double now,
 	bool present, restored = false;
 	int pos;
 
-	dd->pos = -1;
+	dd->found = false;
 	tk_where_of(t, fp, &w);
 	if (t->wide) {
 		uint64_t words[TK_ALGO_MAX_WORDS], next[TK_ALGO_MAX_WORDS];
@@ -595,7 +595,8 @@ tk_table_decide(struct tkshm_table *t, uint64_t fp, double cost, double now,
 	    pos >= 0) {
 		/* The transition is pure: while the slot still holds {fp, st},
 		 * a check would write exactly nst (tk_table_commit). */
-		dd->pos = pos;
+		dd->found = true;
+		dd->index = tk_window_index(&w, (unsigned)pos);
 		dd->st = st;
 		dd->nst = nst;
 	}
@@ -608,14 +609,11 @@ bool
 tk_table_commit(struct tkshm_table *t, uint64_t fp, const struct tk_decided *dd,
 		struct tk_commit *commit)
 {
-	struct tk_where w;
-
-	if (dd->pos < 0)
+	if (!dd->found)
 		return false;
 	/* Before anything is written: see tk_table_refund. */
 	commit->epoch = tk_table_epoch(t);
-	tk_where_of(t, fp, &w);
-	if (!tk_cas128(tk_window_slot(t, &w, dd->pos), fp, dd->st, fp, dd->nst))
+	if (!tk_cas128(tk_slot_at(t, dd->index), fp, dd->st, fp, dd->nst))
 		return false;
 	tk_commit_note(commit, fp, true, dd->st, dd->nst);
 	tk_count(t, TK_C_ALLOWED, 1);

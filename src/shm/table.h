@@ -337,20 +337,30 @@ tk_table_check_ref(struct tkshm_table *t, const struct tk_keyref *k,
 	return tk_table_check_slow(t, k, &w, cost, now, out, commit, 1);
 }
 
+/* The reference of a key's bytes in table t. */
+static inline struct tk_keyref
+tk_keyref_of(const struct tkshm_table *t, const void *key, size_t len)
+{
+	struct tk_keyref k = { tk_key_fp(t, key, len), key, len };
+
+	return k;
+}
+
 /* tk_table_check_ref() of the key's bytes. */
 static inline __attribute__((always_inline)) int
 tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 	       double now, tkshm_decision *out, struct tk_commit *commit)
 {
-	struct tk_keyref k = { tk_key_fp(t, key, len), key, len };
+	struct tk_keyref k = tk_keyref_of(t, key, len);
 
 	return tk_table_check_ref(t, &k, cost, now, out, commit);
 }
 /* What tk_table_decide found for a present one-word key it would admit:
- * its window position (-1 otherwise), its state and the state a check
- * would write. */
+ * its slot, its state and the state a check would write (`found` false
+ * otherwise). */
 struct tk_decided {
-	int pos;
+	bool found;
+	uint64_t index; /* slot index, < nbuckets * 4 */
 	uint64_t st, nst;
 };
 /* The decision a check would make now, writing nothing. */

@@ -98,6 +98,11 @@ enum tkshm_error {
 					  bounded number of retries */
 	TKSHM_EREADONLY = -30922, /**< a write through a read-only handle */
 	TKSHM_ENOTSUP = -30923,	  /**< the table's algorithm cannot do this */
+	TKSHM_EINTR = -30924, /**< a signal interrupted a wait; what was
+				 reserved stands */
+	TKSHM_ENOTHELD = -30925, /**< the permit is not held: released
+				    already, taken back after its holder
+				    died, or not this process's */
 };
 
 /** A sentence describing `err` (a tkshm code, or TKSHM_OK).  Unknown codes get
@@ -126,7 +131,32 @@ typedef enum tkshm_kind {
 	TKSHM_KIND_SLIDING_LOG = 5,    /**< ThrottleKit "slidingWindowLog" */
 	TKSHM_KIND_QUOTA = 6,	       /**< ThrottleKit "quota" */
 	TKSHM_KIND_TOKEN_BUDGET = 7,   /**< ThrottleKit "tokenBudget" */
+	/** ThrottleKit "leakyBucket": the shaper.  Tables of this kind are
+	 *  used through tkshm_reserve() and tkshm_schedule(); a check
+	 *  returns TKSHM_ENOTSUP. */
+	TKSHM_KIND_LEAKY_BUCKET = 8,
+	/** "concurrency": at most `limit` permits in flight.  Used through
+	 *  tkshm_acquire() and tkshm_release(); a check returns
+	 *  TKSHM_ENOTSUP. */
+	TKSHM_KIND_CONCURRENCY = 9,
+	/** "adaptiveConcurrency": a concurrency limit whose value follows
+	 *  the latency its permits' holders report (gradient2 or AIMD). */
+	TKSHM_KIND_ADAPTIVE_CONCURRENCY = 10,
 } tkshm_kind;
+
+/** The largest concurrency limit (and adaptive maxLimit): a permit is one
+ *  state word naming its holder. */
+#define TKSHM_CONCURRENCY_MAX_LIMIT 256
+
+/** How an adaptive concurrency limit moves (its `algorithm` option). */
+typedef enum tkshm_adaptive_algorithm {
+	/** "gradient2": limit' = limit * gradient + sqrt(limit), smoothed,
+	 *  gradient = clamp(tolerance * rttNoLoad / rtt, 0.5, 1). */
+	TKSHM_ADAPTIVE_GRADIENT2 = 1,
+	/** "aimd": +1 while in use and fast, * backoffRatio on a drop or a
+	 *  latency above timeoutMs. */
+	TKSHM_ADAPTIVE_AIMD = 2,
+} tkshm_adaptive_algorithm;
 
 /** The most entries a slidingWindowLog policy keeps per key: its `limit` may
  *  not exceed this (one timestamp word per unit of the limit). */
@@ -241,6 +271,44 @@ typedef struct tkshm_policy {
 			double budget;	  /**< tokens per window, >= 1 */
 			double window_ms; /**< window width, > 0 */
 		} token_budget;
+		/** TKSHM_KIND_LEAKY_BUCKET, "leakyBucket": requests leave at
+		 *  `rate_per_sec`; one that would wait more than
+		 *  `max_queue_ms` is rejected. */
+		struct {
+			double rate_per_sec; /**< departures per second, > 0 */
+			double max_queue_ms; /**< the longest wait, >= 0 */
+		} leaky_bucket;
+		/** TKSHM_KIND_CONCURRENCY, "concurrency". */
+		struct {
+			double limit; /**< permits, an integer 1..
+					 TKSHM_CONCURRENCY_MAX_LIMIT */
+		} concurrency;
+		/** TKSHM_KIND_ADAPTIVE_CONCURRENCY, "adaptiveConcurrency".
+		 *  Limits are whole permits; the limit in force is the
+		 *  floor of the adapted value. */
+		struct {
+			/** a tkshm_adaptive_algorithm, as a double */
+			double algorithm;
+			double initial_limit; /**< min..max (default 20) */
+			double min_limit;     /**< integer >= 1 (default 1) */
+			double max_limit;     /**< integer <= 256 (default 200) */
+			/** gradient2: weight of a new estimate, in (0, 1]
+			 *  (default 0.2) */
+			double smoothing;
+			/** gradient2: queueing tolerated before the limit
+			 *  falls, >= 1 (default 1.5) */
+			double tolerance;
+			/** gradient2: rttNoLoad is the least latency of the
+			 *  current and the previous window of this length,
+			 *  > 0 (default 10000) */
+			double rtt_window_ms;
+			/** aimd: the factor a drop applies, in [0.5, 1)
+			 *  (default 0.9) */
+			double backoff_ratio;
+			/** aimd: a latency above this counts as a drop, > 0
+			 *  (default 5000) */
+			double timeout_ms;
+		} adaptive;
 		double reserved
 			[16]; /**< room for the parameters of later kinds */
 	} u;
@@ -287,6 +355,16 @@ TKSHM_API int tkshm_policy_validate(const tkshm_policy *p, char *err,
  *        "quota:limit=100,resetCadence=rolling,periodMs=3600000,buckets=60"
  *    tokenBudget       budget, windowMs
  *        "tokenBudget:budget=100,windowMs=60000"
+ *    leakyBucket       ratePerSec, maxQueueMs
+ *        "leakyBucket:ratePerSec=50,maxQueueMs=2000"
+ *    concurrency       limit (an integer 1..256)
+ *        "concurrency:limit=16"
+ *    adaptiveConcurrency  algorithm [gradient2], initialLimit [20],
+ *                      minLimit [1], maxLimit [200], smoothing [0.2],
+ *                      tolerance [1.5], rttWindowMs [10000],
+ *                      backoffRatio [0.9], timeoutMs [5000]
+ *        "adaptiveConcurrency:maxLimit=64"
+ *        "adaptiveConcurrency:algorithm=aimd,timeoutMs=250"
  *
  *  Quota: resetCadence is one of calendar-month, calendar-week, calendar-day,
  *  fixed or rolling.  offsetMinutes (an integer within -840..840) shifts the
@@ -306,6 +384,11 @@ TKSHM_API int tkshm_policy_validate(const tkshm_policy *p, char *err,
  *  slidingWindow buckets 0, 65 or 2.5, a slidingWindowLog limit above 128,
  *  a quota offsetMinutes of 841 or weekStartsOn of 7, a tokenBudget budget
  *  below 1.
+ *
+ *  adaptiveConcurrency: algorithm is gradient2 or aimd; smoothing,
+ *  tolerance and rttWindowMs are read by gradient2, backoffRatio and
+ *  timeoutMs by aimd (the others are accepted, validated and ignored).
+ *  minLimit <= initialLimit <= maxLimit.
  *  @param err  if not NULL, receives a sentence naming the bad option.
  *  @return TKSHM_OK, TKSHM_ENULL or TKSHM_EPOLICY; *out unchanged on error.
  *  Threads: safe. */
@@ -661,6 +744,160 @@ TKSHM_API int tkshm_check_multi(tkshm_multi_mode mode,
 				size_t *binding);
 
 /* ---------------------------------------------------------------------------
+ * The shaper (leakyBucket tables)
+ * ------------------------------------------------------------------------- */
+
+/** What a reservation decided (ThrottleKit's {accepted, delayMs}). */
+typedef struct tkshm_reservation {
+	/** The request has a departure slot (and consumed it). */
+	bool accepted;
+	/** ThrottleKit's delayMs.  Accepted: ceil(the wait before this
+	 *  request may go).  Rejected: ceil(the wait beyond maxQueueMs),
+	 *  after which it would be accepted. */
+	int64_t delay_ms;
+	/** Rejected: delay_ms; accepted: 0. */
+	int64_t retry_after_ms;
+	/** Accepted: the exact wait, departure - now, in ms (what
+	 *  tkshm_schedule sleeps); after TKSHM_EINTR, the part of it still
+	 *  to wait.  Rejected: 0. */
+	double wait_ms;
+} tkshm_reservation;
+
+/** Reserves a departure for `cost` units of `key` at `now_ms` in a
+ *  leakyBucket table, by ThrottleKit's formulas: T = 1000 / ratePerSec,
+ *  departure = max(state, now); a request whose wait (departure - now)
+ *  exceeds maxQueueMs is rejected and writes nothing; otherwise the
+ *  key's next departure becomes departure + T * cost.  Admission looks at
+ *  the wait before this request, so a cost larger than the queue is
+ *  accepted when the queue is empty.  The caller waits out->wait_ms
+ *  (tkshm_schedule does it).
+ *  @return TKSHM_OK (read out->accepted); TKSHM_ENOTSUP if the table is not
+ *  a leakyBucket table; input errors as tkshm_check_at(); TKSHM_EREADONLY,
+ *  TKSHM_EFULL, TKSHM_EBUSY.
+ *  Threads, Processes: safe; the departures of all processes are spaced
+ *  T * cost apart (one CAS per reservation).  Crash: as tkshm_check_at(). */
+TKSHM_API int tkshm_reserve_at(tkshm_table *t, const void *key,
+			       size_t key_len, double cost, double now_ms,
+			       tkshm_reservation *out);
+
+/** tkshm_reserve_at() with now_ms = tkshm_now_ms(). */
+TKSHM_API int tkshm_reserve(tkshm_table *t, const void *key, size_t key_len,
+			    double cost, tkshm_reservation *out);
+
+/** Reserves as tkshm_reserve_at(), then, if accepted, sleeps until the
+ *  departure: out->wait_ms after the call began, on CLOCK_MONOTONIC with
+ *  an absolute deadline (clock_nanosleep), so it never returns early and
+ *  a wait of any length (days, years) is slept in full.  A rejection
+ *  returns at once with out->accepted false and the retry-after.
+ *  @return TKSHM_OK; TKSHM_EINTR when a signal handler interrupted the
+ *  sleep: the reservation stands and out->wait_ms is the time still to
+ *  wait; errors as tkshm_reserve_at().
+ *  Threads: safe (each caller sleeps on its own).  Processes, Crash: as
+ *  tkshm_reserve_at(). */
+TKSHM_API int tkshm_schedule_at(tkshm_table *t, const void *key,
+				size_t key_len, double cost, double now_ms,
+				tkshm_reservation *out);
+
+/** tkshm_schedule_at() with now_ms = tkshm_now_ms(). */
+TKSHM_API int tkshm_schedule(tkshm_table *t, const void *key, size_t key_len,
+			     double cost, tkshm_reservation *out);
+
+/* ---------------------------------------------------------------------------
+ * Concurrency limits (concurrency and adaptiveConcurrency tables)
+ * ------------------------------------------------------------------------- */
+
+/** A permit: proof that the caller holds one unit of a key's concurrency.
+ *  Filled by tkshm_acquire_at(); fields are private.  It names the holding
+ *  process, so a permit acquired before fork() is the parent's: the child
+ *  cannot release it (TKSHM_ENOTHELD). */
+typedef struct tkshm_permit {
+	uint64_t fp_;	       /* private: the key's fingerprint */
+	uint64_t seed_;	       /* private: the table's hash seed */
+	uint64_t holder_;      /* private: the holder word written */
+	uint64_t serial_;      /* private: this process's acquisition */
+	double acquired_ms_;   /* private: the acquire's now */
+	double acquired_mono_; /* private: monotonic ms at acquire */
+	uint32_t cell_;	       /* private: the permit's cell */
+	uint32_t state_;       /* private: held or not */
+} tkshm_permit;
+
+/** How the work done under a permit went, for an adaptive limit. */
+typedef enum tkshm_outcome {
+	/** Completed: its latency is a sample. */
+	TKSHM_OUTCOME_SUCCESS = 0,
+	/** Failed from overload (a timeout, a 503): AIMD backs off;
+	 *  gradient2 takes the latency as a sample. */
+	TKSHM_OUTCOME_DROPPED = 1,
+	/** Not a sample (the work failed for its own reasons). */
+	TKSHM_OUTCOME_IGNORE = 2,
+} tkshm_outcome;
+
+/** Takes one permit of `key` at `now_ms` if fewer than the limit are held.
+ *  A refusal writes nothing, except that it may first take back the
+ *  permits of holders that died (see below).
+ *  out->allowed says whether *permit was filled; out->limit is the limit
+ *  in force (an adaptive limit's floor), out->remaining the permits left
+ *  after this one; reset_at is ceil(now_ms) and retry_after_ms is 0: a
+ *  permit comes back when a holder releases it, not at a time.
+ *
+ *  Holders that die.  Each permit is a state word naming its process by
+ *  pid and start time (from /proc/PID/stat) and the host's boot, so a pid
+ *  reused by a new process never passes for the dead holder.  A refused
+ *  acquire checks the holders of the key (at most once every
+ *  TKSHM_REAP_INTERVAL_MS per handle) and takes back the permits of every
+ *  process that no longer runs (exited, killed, or a zombie).  A permit of
+ *  a process that died is therefore back within TKSHM_REAP_INTERVAL_MS of
+ *  the first refused acquire after the death; a stopped (SIGSTOP) or busy
+ *  holder keeps its permits.  Processes that share a table must share one
+ *  pid namespace.
+ *  @return TKSHM_OK; TKSHM_ENOTSUP unless the table is a concurrency or
+ *  adaptiveConcurrency table; TKSHM_ENULL, TKSHM_EKEYEMPTY, TKSHM_EKEYLONG,
+ *  TKSHM_ENOW; TKSHM_EREADONLY, TKSHM_EFULL (no slot for a new key),
+ *  TKSHM_EBUSY; TKSHM_ESYSTEM if /proc/self/stat cannot be read.
+ *  Threads, Processes: safe; the permits held never exceed the limit in
+ *  force when each was granted, whatever the interleaving.
+ *  Crash: a process killed in the call holds at most the permit it was
+ *  taking, which is taken back as above. */
+TKSHM_API int tkshm_acquire_at(tkshm_table *t, const void *key,
+			       size_t key_len, double now_ms,
+			       tkshm_permit *permit, tkshm_decision *out);
+
+/** tkshm_acquire_at() with now_ms = tkshm_now_ms(). */
+TKSHM_API int tkshm_acquire(tkshm_table *t, const void *key, size_t key_len,
+			    tkshm_permit *permit, tkshm_decision *out);
+
+/** How often a handle checks for dead holders, at most. */
+#define TKSHM_REAP_INTERVAL_MS 100
+
+/** Gives back a permit, exactly once: the permit is marked released and a
+ *  second release (of it or of a copy) returns TKSHM_ENOTHELD, as does a
+ *  permit taken back after its holder was judged dead, or acquired by
+ *  another process.  For an adaptive limit, the latency now_ms minus the
+ *  acquire's now_ms is a sample (unless `outcome` is IGNORE or it is not
+ *  positive).
+ *  @return TKSHM_OK; TKSHM_ENOTHELD (nothing changed); TKSHM_ENULL,
+ *  TKSHM_ENOW, TKSHM_EINVAL (an unknown outcome, or a permit of another
+ *  table); TKSHM_EREADONLY, TKSHM_EBUSY.
+ *  Threads, Processes: safe.  Crash: the permit is released or not; if
+ *  not, it is taken back when the process is found dead. */
+TKSHM_API int tkshm_release_at(tkshm_table *t, tkshm_permit *permit,
+			       double now_ms, tkshm_outcome outcome);
+
+/** tkshm_release_at() with now_ms = tkshm_now_ms(); the latency sample is
+ *  measured on CLOCK_MONOTONIC from the acquire. */
+TKSHM_API int tkshm_release(tkshm_table *t, tkshm_permit *permit,
+			    tkshm_outcome outcome);
+
+/** Takes back, in every key of a concurrency table, the permits of
+ *  processes that no longer run (what a refused acquire does for its key,
+ *  for a supervisor to call when it likes).
+ *  @param reaped  if not NULL, receives the number of permits taken back.
+ *  @return TKSHM_OK; TKSHM_ENOTSUP, TKSHM_ENULL, TKSHM_EREADONLY,
+ *  TKSHM_EBUSY.  Threads, Processes: safe.  Crash: each key's permits are
+ *  taken back or not. */
+TKSHM_API int tkshm_reap(tkshm_table *t, uint64_t *reaped);
+
+/* ---------------------------------------------------------------------------
  * Introspection
  * ------------------------------------------------------------------------- */
 
@@ -688,6 +925,10 @@ typedef struct tkshm_stats {
 	uint64_t multi_rollbacks;
 	uint64_t claims_stolen; /**< wide states: claims taken over from a
 				   stopped or dead writer (W2) */
+	uint64_t releases; /**< permits given back by their holders (a
+			      granted acquire counts in `allowed`, a refused
+			      one in `denied`) */
+	uint64_t reaped;   /**< permits taken back from dead holders */
 	/* geometry (immutable) */
 	uint64_t slots, buckets, debt_cells, file_bytes;
 	double bytes_per_key; /**< file_bytes / slots */
@@ -724,6 +965,9 @@ TKSHM_API int tkshm_usage_get(tkshm_table *t, double now_ms, tkshm_usage *out);
 /** The most key bytes a table keeps for display (tkshm_entry.label). */
 #define TKSHM_LABEL_MAX 23
 
+/** How many holders a tkshm_entry lists. */
+#define TKSHM_ENTRY_HOLDERS 8
+
 /** One key of a table as an operator sees it, read without a lock
  *  (tkshm_entry_next_at, tkshm_entry_get_at). */
 typedef struct tkshm_entry {
@@ -752,7 +996,20 @@ typedef struct tkshm_entry {
 	double debt_ms;
 	tkshm_decision peek;	 /**< what a cost-1 check would decide */
 	tkshm_forecast forecast; /**< for cost 1 */
+	/** Concurrency kinds: permits held, the limit in force, and the
+	 *  processes holding them (the first TKSHM_ENTRY_HOLDERS by pid;
+	 *  holders_n counts them all).  An adaptive limit's value and
+	 *  rttNoLoad (0 before the first sample).  All 0 for other kinds. */
+	uint32_t permits_held;
+	uint32_t holders_n;
+	struct {
+		int32_t pid;
+		uint32_t permits;
+	} holders[TKSHM_ENTRY_HOLDERS];
+	double adaptive_limit;
+	double rtt_noload_ms;
 } tkshm_entry;
+
 
 /** Walks the keys of a table: fills *out with the first key whose slot
  *  index is >= *cursor and sets *cursor past it.  Start with *cursor = 0.

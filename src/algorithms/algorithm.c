@@ -110,6 +110,19 @@ tk_algo_init(struct tk_algo *a, const tkshm_policy *p, char *err,
 			p->u.token_budget.window_ms, err, err_len);
 		tmp.words = TK_TOKEN_BUDGET_WORDS;
 		break;
+	case TKSHM_KIND_LEAKY_BUCKET:
+		rc = tk_leaky_bucket_init(&tmp.u.leaky_bucket,
+					  p->u.leaky_bucket.rate_per_sec,
+					  p->u.leaky_bucket.max_queue_ms, err,
+					  err_len);
+		tmp.words = 1;
+		break;
+	case TKSHM_KIND_CONCURRENCY:
+	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
+		rc = tk_conc_init(&tmp.u.conc, p, err, err_len);
+		if (rc == TKSHM_OK)
+			tmp.words = tk_conc_words(&tmp.u.conc);
+		break;
 	default:
 		TK_ERR("unknown policy kind %d", (int)p->kind);
 		return TKSHM_EPOLICY;
@@ -144,6 +157,11 @@ tk_algo_capacity(const struct tk_algo *a)
 		return a->u.quota.limit;
 	case TKSHM_KIND_TOKEN_BUDGET:
 		return a->u.token_budget.L;
+	case TKSHM_KIND_LEAKY_BUCKET:
+		return (double)a->u.leaky_bucket.limit_field;
+	case TKSHM_KIND_CONCURRENCY:
+	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
+		return (double)a->u.conc.cap;
 	}
 	return 0.0;
 }

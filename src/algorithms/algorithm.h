@@ -20,8 +20,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "algorithms/concurrency.h"
 #include "algorithms/fixed_window.h"
 #include "algorithms/gcra.h"
+#include "algorithms/leaky_bucket.h"
 #include "algorithms/quota.h"
 #include "algorithms/sliding_log.h"
 #include "algorithms/sliding_window.h"
@@ -29,11 +31,14 @@
 #include "algorithms/token_bucket.h"
 #include "tkshm.h"
 
-/* The most state words of any algorithm: a sliding window of 64 buckets
- * (2 * 65) and a log of 128 stamps (129). */
-#define TK_ALGO_MAX_WORDS (2u * (TK_SLIDING_WINDOW_MAX_BUCKETS + 1u))
-_Static_assert(TK_ALGO_MAX_WORDS >= 1u + TK_SLIDING_LOG_MAX_LIMIT,
-	       "the log fits the largest state");
+/* The most state words of any algorithm: a concurrency limit of 256
+ * permits (6 + 256); a sliding window of 64 buckets (2 * 65) and a log of
+ * 128 stamps (129) fit in it. */
+#define TK_ALGO_MAX_WORDS TK_CONC_MAX_WORDS
+_Static_assert(TK_ALGO_MAX_WORDS >= 1u + TK_SLIDING_LOG_MAX_LIMIT &&
+		       TK_ALGO_MAX_WORDS >=
+			       2u * (TK_SLIDING_WINDOW_MAX_BUCKETS + 1u),
+	       "every state fits the largest");
 
 /* A policy's derived constants, fixed for the life of a handle.  `words` is
  * the state size: 1 for GCRA (kept in the slot word itself), more for the
@@ -49,15 +54,34 @@ struct tk_algo {
 		struct tk_sliding_log sliding_log;
 		struct tk_quota quota;
 		struct tk_token_budget token_budget;
+		struct tk_leaky_bucket leaky_bucket;
+		struct tk_conc conc; /* both concurrency kinds */
 	} u;
 };
 
 /* True when the state is kept in the slot's wide records (src/shm/wide.h):
- * every kind but GCRA, even a log of limit < 1 whose state is one word. */
+ * every kind but GCRA and the shaper (one departure time), even a log of
+ * limit < 1 whose state is one word. */
 static inline bool
 tk_algo_is_wide(const struct tk_algo *a)
 {
-	return a->kind != TKSHM_KIND_GCRA;
+	return a->kind != TKSHM_KIND_GCRA &&
+	       a->kind != TKSHM_KIND_LEAKY_BUCKET;
+}
+
+/* True for the kinds checked with tkshm_check (the limiters); the shaper
+ * reserves and concurrency limits acquire. */
+static inline bool
+tk_algo_is_limiter(const struct tk_algo *a)
+{
+	return a->kind < TKSHM_KIND_LEAKY_BUCKET;
+}
+
+static inline bool
+tk_algo_is_concurrency(const struct tk_algo *a)
+{
+	return a->kind == TKSHM_KIND_CONCURRENCY ||
+	       a->kind == TKSHM_KIND_ADAPTIVE_CONCURRENCY;
 }
 
 /* Validates `p` and derives its constants.  TKSHM_OK or TKSHM_EPOLICY. */
@@ -87,6 +111,9 @@ tk_algo_check(const struct tk_algo *a, bool present, uint64_t st, double now,
 	case TKSHM_KIND_GCRA:
 		return tk_gcra_check(&a->u.gcra, present, st, now, cost, st_out,
 				     d);
+	case TKSHM_KIND_LEAKY_BUCKET:
+		return tk_leaky_bucket_check(&a->u.leaky_bucket, present, st,
+					     now, cost, st_out, d);
 	default: /* wide kinds: tk_algo_check_w */
 		break;
 	}
@@ -101,6 +128,9 @@ tk_algo_peek(const struct tk_algo *a, bool present, uint64_t st, double now,
 	case TKSHM_KIND_GCRA:
 		tk_gcra_peek(&a->u.gcra, present, st, now, d);
 		return;
+	case TKSHM_KIND_LEAKY_BUCKET:
+		tk_leaky_bucket_peek(&a->u.leaky_bucket, present, st, now, d);
+		return;
 	default: /* wide kinds: the _w forms */
 		break;
 	}
@@ -111,6 +141,7 @@ tk_algo_is_idle(const struct tk_algo *a, uint64_t st, double now)
 {
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
+	case TKSHM_KIND_LEAKY_BUCKET: /* a departure time, like a TAT */
 		return tk_gcra_is_idle(st, now);
 	default: /* wide kinds: the _w forms */
 		break;
@@ -123,6 +154,7 @@ tk_algo_debt(const struct tk_algo *a, uint64_t st, double now)
 {
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
+	case TKSHM_KIND_LEAKY_BUCKET: /* a departure time, like a TAT */
 		return tk_gcra_debt(st, now);
 	default: /* wide kinds: the _w forms */
 		break;
@@ -135,6 +167,7 @@ tk_algo_state_valid(const struct tk_algo *a, uint64_t st)
 {
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
+	case TKSHM_KIND_LEAKY_BUCKET: /* a departure time, like a TAT */
 		return tk_gcra_state_valid(st);
 	default: /* wide kinds: the _w forms */
 		break;
@@ -162,6 +195,7 @@ tk_algo_debt_merge(const struct tk_algo *a, uint64_t x, uint64_t y)
 {
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
+	case TKSHM_KIND_LEAKY_BUCKET: /* a departure time, like a TAT */
 		return tk_gcra_debt_merge(x, y);
 	default: /* wide kinds: the _w forms */
 		break;
@@ -200,6 +234,17 @@ tk_algo_check_w(const struct tk_algo *a, bool present, const uint64_t *st,
 	case TKSHM_KIND_TOKEN_BUDGET:
 		return tk_token_budget_check(&a->u.token_budget, present, st,
 					     now, cost, st_out, d);
+	case TKSHM_KIND_LEAKY_BUCKET:
+		return tk_leaky_bucket_check(&a->u.leaky_bucket, present,
+					     present ? st[0] : 0, now, cost,
+					     st_out, d);
+	case TKSHM_KIND_CONCURRENCY:
+	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
+		/* Permits are acquired (src/shaper/permit.c), never checked:
+		 * the API refuses a check first.  Decide as a denial. */
+		tk_conc_peek(&a->u.conc, present, st, now, d);
+		d->allowed = false;
+		return false;
 	}
 	return false;
 }
@@ -231,6 +276,14 @@ tk_algo_peek_w(const struct tk_algo *a, bool present, const uint64_t *st,
 	case TKSHM_KIND_TOKEN_BUDGET:
 		tk_token_budget_peek(&a->u.token_budget, present, st, now, d);
 		return;
+	case TKSHM_KIND_LEAKY_BUCKET:
+		tk_leaky_bucket_peek(&a->u.leaky_bucket, present,
+				     present ? st[0] : 0, now, d);
+		return;
+	case TKSHM_KIND_CONCURRENCY:
+	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
+		tk_conc_peek(&a->u.conc, present, st, now, d);
+		return;
 	}
 }
 
@@ -252,6 +305,11 @@ tk_algo_is_idle_w(const struct tk_algo *a, const uint64_t *st, double now)
 		return tk_quota_is_idle(&a->u.quota, st, now);
 	case TKSHM_KIND_TOKEN_BUDGET:
 		return tk_token_budget_is_idle(&a->u.token_budget, st, now);
+	case TKSHM_KIND_LEAKY_BUCKET:
+		return tk_gcra_is_idle(st[0], now);
+	case TKSHM_KIND_CONCURRENCY:
+	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
+		return tk_conc_is_idle(&a->u.conc, st, now);
 	}
 	return false;
 }
@@ -274,6 +332,12 @@ tk_algo_debt_w(const struct tk_algo *a, const uint64_t *st, double now)
 		return tk_quota_debt(&a->u.quota, st, now);
 	case TKSHM_KIND_TOKEN_BUDGET:
 		return tk_token_budget_debt(&a->u.token_budget, st, now);
+	case TKSHM_KIND_LEAKY_BUCKET:
+		return tk_gcra_debt(st[0], now);
+	case TKSHM_KIND_CONCURRENCY:
+	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
+		/* No time makes a held permit free: never evicted (W9). */
+		return 0.0;
 	}
 	return 0.0;
 }
@@ -296,6 +360,11 @@ tk_algo_state_valid_w(const struct tk_algo *a, const uint64_t *st)
 		return tk_quota_state_valid(&a->u.quota, st);
 	case TKSHM_KIND_TOKEN_BUDGET:
 		return tk_token_budget_state_valid(&a->u.token_budget, st);
+	case TKSHM_KIND_LEAKY_BUCKET:
+		return tk_gcra_state_valid(st[0]);
+	case TKSHM_KIND_CONCURRENCY:
+	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
+		return tk_conc_state_valid(&a->u.conc, st);
 	}
 	return false;
 }

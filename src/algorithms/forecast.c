@@ -63,6 +63,7 @@ enum tk_fc_test {
 	TK_FC_SUM_LE,	/* admit iff x + add <= bound (fixed window, quota) */
 	TK_FC_BELOW,	/* admit unless x >= bound (token budget) */
 	TK_FC_WINDOW,	/* admit iff ((part + x) + ow) + add <= bound */
+	TK_FC_QUEUE,	/* admit unless x - now > bound (the shaper) */
 };
 
 struct tk_fc_acc {
@@ -89,6 +90,8 @@ tk_fc_admits(const struct tk_fc_acc *t, double x)
 		return !(x >= t->bound);
 	case TK_FC_WINDOW:
 		return ((t->part + x) + t->ow) + t->add <= t->bound;
+	case TK_FC_QUEUE:
+		return !(x - t->now > t->bound);
 	}
 	return false;
 }
@@ -299,6 +302,25 @@ tk_fc_spendable(const struct tk_algo *a, bool present, const uint64_t *st,
 			return TK_FORECAST_SPENDABLE_MAX;
 		return tk_fc_walk(&t, served, cost);
 	}
+	case TKSHM_KIND_LEAKY_BUCKET: {
+		const struct tk_leaky_bucket *l = &a->u.leaky_bucket;
+		double dep = present ? tk_word_f64(st[0]) : now;
+		struct tk_fc_acc t = { .test = TK_FC_QUEUE,
+				       .now = now,
+				       .bound = l->max_queue };
+
+		/* After one acceptance the departure is >= now. */
+		return tk_fc_walk(&t, dep > now ? dep : now, l->T * cost);
+	}
+	case TKSHM_KIND_CONCURRENCY:
+	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
+	{
+		tkshm_decision d;
+
+		/* Permits are whole: the free ones, whatever the cost. */
+		tk_conc_peek(&a->u.conc, present, st, now, &d);
+		return d.remaining;
+	}
 	}
 	return 0;
 }
@@ -341,6 +363,11 @@ tk_fc_idle(const struct tk_algo *a, const uint64_t *st, double t)
 		return tk_quota_is_idle(&a->u.quota, st, t);
 	case TKSHM_KIND_TOKEN_BUDGET:
 		return tk_token_budget_is_idle(&a->u.token_budget, st, t);
+	case TKSHM_KIND_LEAKY_BUCKET:
+		return tk_gcra_is_idle(st[0], t);
+	case TKSHM_KIND_CONCURRENCY:
+	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
+		return tk_conc_is_idle(&a->u.conc, st, t);
 	}
 	return true;
 }
@@ -372,6 +399,13 @@ tk_fc_remaining(const struct tk_algo *a, const uint64_t *st, double t)
 		break;
 	case TKSHM_KIND_TOKEN_BUDGET:
 		tk_token_budget_peek(&a->u.token_budget, true, st, t, &d);
+		break;
+	case TKSHM_KIND_LEAKY_BUCKET:
+		tk_leaky_bucket_peek(&a->u.leaky_bucket, true, st[0], t, &d);
+		break;
+	case TKSHM_KIND_CONCURRENCY:
+	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
+		tk_conc_peek(&a->u.conc, true, st, t, &d);
 		break;
 	default:
 		return 0;
@@ -607,6 +641,21 @@ tk_fc_times(const struct tk_algo *a, const uint64_t *st, double now,
 				   tk_fc_ms(tk_word_f64(st[0]) +
 					    a->u.token_budget.window_ms));
 		break;
+	case TKSHM_KIND_LEAKY_BUCKET: {
+		const struct tk_leaky_bucket *l = &a->u.leaky_bucket;
+		double dep = tk_word_f64(st[0]);
+		int64_t r = tk_fc_remaining(a, st, now);
+
+		/* The queue is empty at the departure; one more request fits
+		 * each time it drains by T (remaining r: at dep - maxQueue +
+		 * r * T). */
+		full = tk_fc_first(&w, lo, tk_fc_ms(dep));
+		f->full_at = full;
+		f->next_replenish_at = tk_fc_next_monotone(
+			&w, now, lo, full,
+			tk_fc_ms(dep - l->max_queue + (double)r * l->T));
+		return;
+	}
 	default:
 		full = lo;
 		break;

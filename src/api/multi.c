@@ -189,6 +189,8 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 		    (rc = tk_check_cost(dims[i].table, dims[i].cost)) !=
 			    TKSHM_OK)
 			return rc;
+		if ((rc = tk_check_limiter(dims[i].table)) != TKSHM_OK)
+			return rc;
 		if (dims[i].table->readonly)
 			return TKSHM_EREADONLY;
 	}

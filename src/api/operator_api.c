@@ -49,6 +49,10 @@ tk_check_override(const tkshm_table *t, const void *key, size_t key_len,
 	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK ||
 	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
 		return rc;
+	/* Permits change hands only by acquire, release and reap: no state
+	 * an operator writes could name their holders. */
+	if (tk_algo_is_concurrency(&t->algo))
+		return TKSHM_ENOTSUP;
 	return t->readonly ? TKSHM_EREADONLY : TKSHM_OK;
 }
 

@@ -48,6 +48,9 @@ enum tk_need {
 	TK_NEED_AS_FIRST, /* the kind's first option (gcra: burst = limit) */
 	TK_NEED_IF_READ,  /* required when the selector reads it (a quota's
 			     periodMs), otherwise 0 and ignored */
+	TK_NEED_WITHIN,	  /* `def` clamped between the two options before
+			     it (an adaptive initialLimit: 20 within
+			     minLimit..maxLimit) */
 };
 
 /* A word an option takes instead of a number, and the value it stands
@@ -98,6 +101,9 @@ TK_FITS(sliding_window);
 TK_FITS(sliding_log);
 TK_FITS(quota);
 TK_FITS(token_budget);
+TK_FITS(leaky_bucket);
+TK_FITS(concurrency);
+TK_FITS(adaptive);
 
 static const struct tk_opt tk_gcra_opts[] = {
 	{ "limit", TK_OPT(gcra, limit), TK_NEED_REQUIRED, 0, NULL, 0 },
@@ -171,6 +177,48 @@ static const struct tk_opt tk_token_budget_opts[] = {
 	  NULL, 0 },
 };
 
+static const struct tk_opt tk_leaky_bucket_opts[] = {
+	{ "ratePerSec", TK_OPT(leaky_bucket, rate_per_sec), TK_NEED_REQUIRED, 0,
+	  NULL, 0 },
+	{ "maxQueueMs", TK_OPT(leaky_bucket, max_queue_ms), TK_NEED_REQUIRED, 0,
+	  NULL, 0 },
+};
+
+static const struct tk_opt tk_concurrency_opts[] = {
+	{ "limit", TK_OPT(concurrency, limit), TK_NEED_REQUIRED, 0, NULL, 0 },
+};
+
+static const struct tk_word tk_adaptive_words[] = {
+	{ "gradient2", TKSHM_ADAPTIVE_GRADIENT2 },
+	{ "aimd", TKSHM_ADAPTIVE_AIMD },
+	{ NULL, 0 },
+};
+
+#define TK_GRADIENT2 (1u << TKSHM_ADAPTIVE_GRADIENT2)
+#define TK_AIMD	     (1u << TKSHM_ADAPTIVE_AIMD)
+
+/* What each algorithm reads: src/algorithms/concurrency.h. */
+static const struct tk_opt tk_adaptive_opts[] = {
+	{ "algorithm", TK_OPT(adaptive, algorithm), TK_NEED_DEFAULT,
+	  TKSHM_ADAPTIVE_GRADIENT2, tk_adaptive_words, 0 },
+	{ "minLimit", TK_OPT(adaptive, min_limit), TK_NEED_DEFAULT,
+	  TK_ADAPTIVE_MIN_LIMIT_DEFAULT, NULL, 0 },
+	{ "maxLimit", TK_OPT(adaptive, max_limit), TK_NEED_DEFAULT,
+	  TK_ADAPTIVE_MAX_LIMIT_DEFAULT, NULL, 0 },
+	{ "initialLimit", TK_OPT(adaptive, initial_limit), TK_NEED_WITHIN,
+	  TK_ADAPTIVE_INITIAL_LIMIT_DEFAULT, NULL, 0 },
+	{ "smoothing", TK_OPT(adaptive, smoothing), TK_NEED_DEFAULT,
+	  TK_ADAPTIVE_SMOOTHING_DEFAULT, NULL, TK_GRADIENT2 },
+	{ "tolerance", TK_OPT(adaptive, tolerance), TK_NEED_DEFAULT,
+	  TK_ADAPTIVE_TOLERANCE_DEFAULT, NULL, TK_GRADIENT2 },
+	{ "rttWindowMs", TK_OPT(adaptive, rtt_window_ms), TK_NEED_DEFAULT,
+	  TK_ADAPTIVE_RTT_WINDOW_MS_DEFAULT, NULL, TK_GRADIENT2 },
+	{ "backoffRatio", TK_OPT(adaptive, backoff_ratio), TK_NEED_DEFAULT,
+	  TK_ADAPTIVE_BACKOFF_RATIO_DEFAULT, NULL, TK_AIMD },
+	{ "timeoutMs", TK_OPT(adaptive, timeout_ms), TK_NEED_DEFAULT,
+	  TK_ADAPTIVE_TIMEOUT_MS_DEFAULT, NULL, TK_AIMD },
+};
+
 static const struct tk_kind_desc tk_kinds[] = {
 	{ "gcra", TKSHM_KIND_GCRA, tk_gcra_opts, TK_NOPTS(tk_gcra_opts), -1 },
 	{ "tokenBucket", TKSHM_KIND_TOKEN_BUCKET, tk_token_bucket_opts,
@@ -185,6 +233,12 @@ static const struct tk_kind_desc tk_kinds[] = {
 	  1 },
 	{ "tokenBudget", TKSHM_KIND_TOKEN_BUDGET, tk_token_budget_opts,
 	  TK_NOPTS(tk_token_budget_opts), -1 },
+	{ "leakyBucket", TKSHM_KIND_LEAKY_BUCKET, tk_leaky_bucket_opts,
+	  TK_NOPTS(tk_leaky_bucket_opts), -1 },
+	{ "concurrency", TKSHM_KIND_CONCURRENCY, tk_concurrency_opts,
+	  TK_NOPTS(tk_concurrency_opts), -1 },
+	{ "adaptiveConcurrency", TKSHM_KIND_ADAPTIVE_CONCURRENCY,
+	  tk_adaptive_opts, TK_NOPTS(tk_adaptive_opts), 0 },
 };
 
 _Static_assert(TK_NOPTS(tk_gcra_opts) <= TK_MAX_OPTS &&
@@ -193,7 +247,10 @@ _Static_assert(TK_NOPTS(tk_gcra_opts) <= TK_MAX_OPTS &&
 		       TK_NOPTS(tk_sliding_window_opts) <= TK_MAX_OPTS &&
 		       TK_NOPTS(tk_sliding_log_opts) <= TK_MAX_OPTS &&
 		       TK_NOPTS(tk_quota_opts) <= TK_MAX_OPTS &&
-		       TK_NOPTS(tk_token_budget_opts) <= TK_MAX_OPTS,
+		       TK_NOPTS(tk_token_budget_opts) <= TK_MAX_OPTS &&
+		       TK_NOPTS(tk_leaky_bucket_opts) <= TK_MAX_OPTS &&
+		       TK_NOPTS(tk_concurrency_opts) <= TK_MAX_OPTS &&
+		       TK_NOPTS(tk_adaptive_opts) <= TK_MAX_OPTS,
 	       "every kind's options fit `given`");
 
 static const struct tk_kind_desc *
@@ -389,6 +446,19 @@ tk_policy_complete(const struct tk_kind_desc *k, tkshm_policy *p,
 		case TK_NEED_AS_FIRST:
 			*tk_opt_slot(p, o) = tk_opt_get(p, &k->opts[0]);
 			break;
+		case TK_NEED_WITHIN: {
+			double lo = tk_opt_get(p, &k->opts[i - 2]);
+			double hi = tk_opt_get(p, &k->opts[i - 1]);
+			double v = o->def;
+
+			/* An invalid lo or hi is refused by validation. */
+			if (v < lo)
+				v = lo;
+			if (v > hi)
+				v = hi;
+			*tk_opt_slot(p, o) = v;
+			break;
+		}
 		case TK_NEED_IF_READ:
 			if (tk_opt_read(k, p, i)) {
 				const struct tk_opt *sel =
@@ -427,7 +497,7 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 			kend--;
 		k = tk_kind_by_name(s, (size_t)(kend - s));
 		if (!k) {
-			char known[160];
+			char known[256];
 			size_t used = 0;
 
 			known[0] = '\0';

@@ -83,6 +83,8 @@ tkshm_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 	    (rc = tk_check_cost(t, cost)) != TKSHM_OK ||
 	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
 		return rc;
+	if ((rc = tk_check_limiter(t)) != TKSHM_OK)
+		return rc;
 	if (t->readonly)
 		return TKSHM_EREADONLY;
 	return tk_table_check(t, key, key_len, cost, now_ms, out, NULL);
@@ -105,6 +107,8 @@ tkshm_check(tkshm_table *t, const void *key, size_t key_len, double cost,
 	now = tkshm_now_ms();
 	if ((rc = tk_check_cost(t, cost)) != TKSHM_OK ||
 	    (rc = tk_check_now(now)) != TKSHM_OK)
+		return rc;
+	if ((rc = tk_check_limiter(t)) != TKSHM_OK)
 		return rc;
 	if (t->readonly)
 		return TKSHM_EREADONLY;
@@ -147,6 +151,8 @@ tkshm_check_hashed_at(tkshm_table *t, const tkshm_key *key, double cost,
 	if ((rc = tk_check_cost(t, cost)) != TKSHM_OK ||
 	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
 		return rc;
+	if ((rc = tk_check_limiter(t)) != TKSHM_OK)
+		return rc;
 	if (t->readonly)
 		return TKSHM_EREADONLY;
 	k.fp = key->fp_;
@@ -186,6 +192,8 @@ tkshm_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
 			    TKSHM_OK ||
 		    (rc = tk_check_cost(t, reqs[i].cost)) != TKSHM_OK)
 			return rc;
+	if ((rc = tk_check_limiter(t)) != TKSHM_OK)
+		return rc;
 	if (t->readonly)
 		return TKSHM_EREADONLY;
 	for (size_t base = 0; base < n; base += TK_BATCH) {
@@ -274,6 +282,9 @@ tkshm_reset(tkshm_table *t, const void *key, size_t key_len)
 		return TKSHM_ENULL;
 	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK)
 		return rc;
+	/* Forgetting a key's permits would let more than the limit run. */
+	if (tk_algo_is_concurrency(&t->algo))
+		return TKSHM_ENOTSUP;
 	if (t->readonly)
 		return TKSHM_EREADONLY;
 	return tk_table_reset(t, key, key_len);
@@ -301,6 +312,8 @@ tkshm_stats_get(tkshm_table *t, tkshm_stats *out)
 	out->resets = c[TK_C_RESETS];
 	out->multi_rollbacks = c[TK_C_REFUNDS];
 	out->claims_stolen = c[TK_C_CLAIMS_STOLEN];
+	out->releases = c[TK_C_RELEASES];
+	out->reaped = c[TK_C_REAPED];
 	out->slots = t->nbuckets * TK_SLOTS_PER_BUCKET;
 	out->buckets = t->nbuckets;
 	out->debt_cells = t->ndebt;

@@ -42,6 +42,14 @@ tk_check_cost(const tkshm_table *t, double cost)
 	return TKSHM_OK;
 }
 
+/* The check family (check, check_many, hashed checks, multi) serves the
+ * limiter kinds; a shaper reserves and a concurrency limit acquires. */
+static inline int
+tk_check_limiter(const tkshm_table *t)
+{
+	return tk_algo_is_limiter(&t->algo) ? TKSHM_OK : TKSHM_ENOTSUP;
+}
+
 static inline int
 tk_check_now(double now)
 {

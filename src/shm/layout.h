@@ -26,7 +26,7 @@
 #include "tkshm.h"
 
 /* Bumped whenever any byte of the segment changes meaning. */
-#define TK_LAYOUT_VERSION 3u
+#define TK_LAYOUT_VERSION 4u
 
 /* "TKSHM", NUL, CR, LF: the CR LF catches text-mode mangling. */
 #define TK_MAGIC     "TKSHM\0\r\n"
@@ -72,8 +72,9 @@ struct tk_wide_head {
 	uint64_t reserved;
 };
 
-/* The largest wide_units: tk_algo's TK_ALGO_MAX_WORDS. */
-#define TK_WIDE_MAX_UNITS 130u
+/* The largest wide_units: tk_algo's TK_ALGO_MAX_WORDS (a concurrency
+ * limit of 256 permits). */
+#define TK_WIDE_MAX_UNITS 262u
 
 /* Bytes of one slot's wide area: the head, then record 0, then record 1. */
 static inline uint64_t
@@ -116,6 +117,8 @@ enum tk_counter {
 	TK_C_RESETS,
 	TK_C_REFUNDS,
 	TK_C_CLAIMS_STOLEN,
+	TK_C_RELEASES, /* permits given back by their holders */
+	TK_C_REAPED,   /* permits taken back from dead holders */
 	TK_C_COUNT
 };
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "shm/layout.h"
+#include "shaper/holder.h"
 #include "shm/table.h"
 
 #define TK_OPEN_ATTEMPTS 16
@@ -199,6 +200,9 @@ tk_handle_fill(struct tkshm_table *t, const struct tk_header *h,
 	t->on_full = (tkshm_on_full)h->on_full;
 	tk_policy_from_wire(&h->policy, &t->policy);
 	t->algo = *algo;
+	/* Permits name a process of this boot (concurrency.h, C3). */
+	if (tk_algo_is_concurrency(&t->algo))
+		t->algo.u.conc.host = tk_holder_host();
 }
 
 /* Builds a fresh header for a geometry and policy. */

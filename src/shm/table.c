@@ -320,11 +320,68 @@ tk_retire(const struct tkshm_table *t, const struct tk_where *w, int pos,
  * keys, absent keys (insert, I6), lost CASes.  `retries` counts the CASes
  * the fast path already lost.  Kept out of line so that the fast path
  * compiles to a small leaf-like function. */
+/* A wide key's transition: the check's, or a permit operation's. */
+static int
+tk_wide_run(struct tkshm_table *t, const struct tk_where *w, int pos,
+	    double now, double cost, tkshm_decision *out,
+	    struct tk_commit *commit, const struct tk_wide_op *op)
+{
+	struct tk_wide_done done;
+
+	if (!op)
+		return tk_wide_apply(t, w, pos, now, cost, out, commit);
+	return tk_wide_transition(t, w, pos, op->step, op->ctx, &done);
+}
+
+/* Whether a key that is absent would be written: the check's decision
+ * from the absent state (tk_decide), or the operation's own step. */
+static bool
+tk_absent_writes(const struct tkshm_table *t, bool present, uint64_t st,
+		 double now, double cost, uint64_t *nst, tkshm_decision *out,
+		 const struct tk_wide_op *op)
+{
+	uint64_t scratch[TK_ALGO_MAX_WORDS];
+
+	if (!op)
+		return tk_decide(t, present, st, now, cost, nst, out);
+	return op->step(op->ctx, t, 0, 0, false, NULL, scratch) ==
+	       TK_STEP_WRITE;
+}
+
+static int tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
+			  const struct tk_where *wp, double cost, double now,
+			  tkshm_decision *out, struct tk_commit *commit,
+			  unsigned retries, const struct tk_wide_op *op);
+
 __attribute__((noinline)) int
 tk_table_check_slow(struct tkshm_table *t, const struct tk_keyref *k,
 		    const struct tk_where *wp, double cost, double now,
 		    tkshm_decision *out, struct tk_commit *commit,
 		    unsigned retries)
+{
+	return tk_table_apply(t, k, wp, cost, now, out, commit, retries, NULL);
+}
+
+int
+tk_table_wide_op(struct tkshm_table *t, const struct tk_keyref *k, double now,
+		 const struct tk_wide_op *op)
+{
+	struct tk_where w;
+	tkshm_decision scratch;
+
+	tk_where_of(t, k->fp, &w);
+	return tk_table_apply(t, k, &w, 1, now, &scratch, NULL, 0, op);
+}
+
+/* The insert protocol (I6) around one transition: the check's (op NULL)
+ * or a wide table's permit operation.  A key that is absent is inserted
+ * only when the transition would write something from the absent state
+ * (a denial claims nothing, I7). */
+static int
+tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
+	       const struct tk_where *wp, double cost, double now,
+	       tkshm_decision *out, struct tk_commit *commit, unsigned retries,
+	       const struct tk_wide_op *op)
 {
 	const struct tk_where w = *wp;
 	const void *key = k->label;
@@ -340,8 +397,8 @@ tk_table_check_slow(struct tkshm_table *t, const struct tk_keyref *k,
 		int pos = tk_find_real(t, &w, &ctl);
 
 		if (pos >= 0) {
-			int rc = tk_wide_apply(t, &w, pos, now, cost, out,
-					       commit);
+			int rc = tk_wide_run(t, &w, pos, now, cost, out,
+					     commit, op);
 			if (rc != TK_WIDE_GONE)
 				return rc;
 			retries = 1;
@@ -360,8 +417,8 @@ tk_table_check_slow(struct tkshm_table *t, const struct tk_keyref *k,
 				tk_retire(t, &w, sc.mine, mine_st);
 			mine_st = 0;
 			if (t->wide) {
-				int rc = tk_wide_apply(t, &w, sc.real, now,
-						       cost, out, commit);
+				int rc = tk_wide_run(t, &w, sc.real, now,
+						     cost, out, commit, op);
 				if (rc != TK_WIDE_GONE)
 					return rc;
 				goto lost;
@@ -403,9 +460,11 @@ tk_table_check_slow(struct tkshm_table *t, const struct tk_keyref *k,
 				goto lost;
 			/* I6 e: make our placeholder REAL. */
 			present = tk_debt_recall(t, w.fp, now, &init_st);
-			if (!tk_decide(t, present, init_st, now, cost, &nst,
-				       out)) {
+			if (!tk_absent_writes(t, present, init_st, now, cost,
+					      &nst, out, op)) {
 				tk_retire(t, &w, sc.mine, mine_st);
+				if (op)
+					return TKSHM_OK;
 				out->flags |=
 					flags |
 					(present ?
@@ -427,8 +486,8 @@ tk_table_check_slow(struct tkshm_table *t, const struct tk_keyref *k,
 
 					tk_count(t, TK_C_INSERTS, 1);
 					mine_st = 0;
-					rc = tk_wide_apply(t, &w, sc.mine, now,
-							   cost, out, commit);
+					rc = tk_wide_run(t, &w, sc.mine, now,
+							 cost, out, commit, op);
 					if (rc != TK_WIDE_GONE)
 						return rc;
 					goto lost;
@@ -454,7 +513,10 @@ tk_table_check_slow(struct tkshm_table *t, const struct tk_keyref *k,
 		/* The key is absent.  Decide first: a request that would be
 		 * denied even from the absent state claims nothing (I7). */
 		present = tk_debt_recall(t, w.fp, now, &init_st);
-		if (!tk_decide(t, present, init_st, now, cost, &nst, out)) {
+		if (!tk_absent_writes(t, present, init_st, now, cost, &nst, out,
+				      op)) {
+			if (op)
+				return TKSHM_OK; /* nothing to write */
 			out->flags |=
 				flags |
 				(present ? TKSHM_DECISION_DEBT_RESTORED : 0);

@@ -40,6 +40,11 @@ struct tkshm_table {
 	tkshm_on_full on_full;
 	tkshm_policy policy;
 	struct tk_algo algo;
+	/* Concurrency tables: the monotonic ms before which this handle does
+	 * not look for dead holders again (permit.c); relaxed atomics. */
+	int64_t next_reap_ms;
+	/* A cell index to start an acquire's search from (permit.c). */
+	uint32_t cell_hint;
 };
 
 /* A key's fingerprint and window (I3). */
@@ -295,6 +300,15 @@ int tk_table_check_slow(struct tkshm_table *t, const struct tk_keyref *k,
 			const struct tk_where *w, double cost, double now,
 			tkshm_decision *out, struct tk_commit *commit,
 			unsigned retries);
+
+/* Runs a wide table's operation other than a check (a permit's acquire,
+ * release or reap, src/shaper/permit.c) on key k at `now`, inserting the
+ * key when the operation writes from the absent state.  TKSHM_OK, or
+ * TKSHM_EFULL, TKSHM_EBUSY, TKSHM_ECORRUPT; what the operation did is in
+ * its own context. */
+struct tk_wide_op;
+int tk_table_wide_op(struct tkshm_table *t, const struct tk_keyref *k,
+		     double now, const struct tk_wide_op *op);
 
 /* One check of key k at `now`; fills *commit (if not NULL) when it admits.
  * Inline: the common case (a present one-word key, an uncontended CAS) is

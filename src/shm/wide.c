@@ -163,24 +163,6 @@ tk_wide_write(struct tkshm_table *t, uint64_t index, unsigned rec, uint64_t g,
 	return true;
 }
 
-/* One transition of a wide key (W2-W4), generic over what it computes:
- * `step` sees the published state and says what to do with it. */
-enum tk_step {
-	TK_STEP_NONE,	/* write nothing: done */
-	TK_STEP_WRITE,	/* publish the words it filled */
-	TK_STEP_ABSENT, /* make the key absent (DEAD, I4) */
-};
-typedef enum tk_step (*tk_step_fn)(void *ctx, const struct tkshm_table *t,
-				   uint64_t index, uint64_t ctl, bool present,
-				   const uint64_t *cur, uint64_t *next);
-
-/* What a transition replaced and wrote, for a give-back (tk_commit). */
-struct tk_wide_done {
-	bool wrote;
-	bool prev_present;
-	uint64_t prev, next; /* control words */
-};
-
 /* A wide transition reads and writes a whole record, so a writer can lose
  * many races in a row to one that has the record in its cache (the one
  * that just published), not only to thousands of rivals.  It keeps trying,
@@ -200,7 +182,7 @@ tk_wide_gave_up(double *since)
 	return now - *since >= TK_WIDE_BUSY_MS;
 }
 
-static int
+int
 tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 		   tk_step_fn step, void *ctx, struct tk_wide_done *done)
 {

@@ -126,6 +126,40 @@ uint64_t tk_wide_fresh(struct tkshm_table *t, uint64_t index);
 /* tk_wide_apply's answer when the slot no longer holds the key. */
 #define TK_WIDE_GONE 1
 
+/* One transition of a wide key (W2-W4), generic over what it computes:
+ * `step` sees the published state (`present` false: FRESH, i.e. absent)
+ * and says what to do with it.  It may be called several times (after a
+ * lost race); the last call's answer is the one that took effect. */
+enum tk_step {
+	TK_STEP_NONE,	/* write nothing: done */
+	TK_STEP_WRITE,	/* publish the words it filled */
+	TK_STEP_ABSENT, /* make the key absent (DEAD, I4) */
+};
+typedef enum tk_step (*tk_step_fn)(void *ctx, const struct tkshm_table *t,
+				   uint64_t index, uint64_t ctl, bool present,
+				   const uint64_t *cur, uint64_t *next);
+
+/* What a transition replaced and wrote, for a give-back (tk_commit). */
+struct tk_wide_done {
+	bool wrote;
+	bool prev_present;
+	uint64_t prev, next; /* control words */
+};
+
+/* Runs `step` on the key whose REAL slot is at window position `pos`.
+ * TKSHM_OK (done->wrote says whether it published), TK_WIDE_GONE,
+ * TKSHM_EBUSY or TKSHM_ECORRUPT. */
+int tk_wide_transition(struct tkshm_table *t, const struct tk_where *w,
+		       int pos, tk_step_fn step, void *ctx,
+		       struct tk_wide_done *done);
+
+/* A transition other than a check (permits, src/shaper/permit.c), for
+ * tk_table_wide_op. */
+struct tk_wide_op {
+	tk_step_fn step;
+	void *ctx;
+};
+
 /* One check of the key whose REAL slot is at window position `pos`: W2-W4.
  * Returns TKSHM_OK with *out decided (and counted), TK_WIDE_GONE when the
  * slot stopped being the key's (look it up again), TKSHM_EBUSY or

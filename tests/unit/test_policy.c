@@ -682,7 +682,7 @@ test_policy_equal(void **state)
 /* The parameters of p's kind, read through the named members, in the
  * order of tkshm.h; returns how many.  Unknown kind: 0. */
 static size_t
-params_of(const tkshm_policy *p, double v[7])
+params_of(const tkshm_policy *p, double v[9])
 {
 	switch (p->kind) {
 	case TKSHM_KIND_GCRA:
@@ -720,6 +720,24 @@ params_of(const tkshm_policy *p, double v[7])
 		v[0] = p->u.token_budget.budget;
 		v[1] = p->u.token_budget.window_ms;
 		return 2;
+	case TKSHM_KIND_LEAKY_BUCKET:
+		v[0] = p->u.leaky_bucket.rate_per_sec;
+		v[1] = p->u.leaky_bucket.max_queue_ms;
+		return 2;
+	case TKSHM_KIND_CONCURRENCY:
+		v[0] = p->u.concurrency.limit;
+		return 1;
+	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
+		v[0] = p->u.adaptive.algorithm;
+		v[1] = p->u.adaptive.initial_limit;
+		v[2] = p->u.adaptive.min_limit;
+		v[3] = p->u.adaptive.max_limit;
+		v[4] = p->u.adaptive.smoothing;
+		v[5] = p->u.adaptive.tolerance;
+		v[6] = p->u.adaptive.rtt_window_ms;
+		v[7] = p->u.adaptive.backoff_ratio;
+		v[8] = p->u.adaptive.timeout_ms;
+		return 9;
 	}
 	return 0;
 }
@@ -756,7 +774,7 @@ static void
 assert_params(const char *what, const tkshm_policy *p, tkshm_kind kind,
 	      const double *want)
 {
-	double v[7];
+	double v[9];
 	size_t n;
 
 	if (p->kind != kind)
@@ -781,7 +799,7 @@ assert_params(const char *what, const tkshm_policy *p, tkshm_kind kind,
 static const struct {
 	const char *spec;
 	tkshm_kind kind;
-	double v[7];
+	double v[9];
 } accepted[] = {
 	/* ThrottleKit's golden-vector strategies, as policy strings */
 	{ "gcra:limit=10,periodMs=1000,burst=5",
@@ -1020,7 +1038,7 @@ assert_round_trip_any(const tkshm_policy *p)
 	if (!tkshm_policy_equal(p, &q) || !tkshm_policy_equal(&q, p))
 		fail_msg("\"%s\" parses to a different policy", buf);
 	if (p->kind != TKSHM_KIND_QUOTA) {
-		double v[7];
+		double v[9];
 
 		params_of(p, v);
 		assert_params(buf, &q, p->kind, v);
@@ -1302,7 +1320,7 @@ test_policy_equal_every_kind(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
 		tkshm_policy a = tkt_policy(specs[i]), b;
-		double v[7];
+		double v[9];
 		size_t n = params_of(&a, v);
 		unsigned reads =
 			a.kind == TKSHM_KIND_QUOTA ?

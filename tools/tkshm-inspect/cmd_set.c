@@ -147,6 +147,14 @@ ti_capacity(const tkshm_policy *p)
 		return p->u.quota.limit;
 	case TKSHM_KIND_TOKEN_BUDGET:
 		return floor(p->u.token_budget.budget);
+	case TKSHM_KIND_LEAKY_BUCKET:
+		/* The queue in cost-1 requests (src/algorithms/leaky_bucket.h). */
+		return floor(p->u.leaky_bucket.max_queue_ms /
+			     (1000 / p->u.leaky_bucket.rate_per_sec)) +
+		       1;
+	case TKSHM_KIND_CONCURRENCY:
+	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
+		break; /* permits are not set: TKSHM_ENOTSUP */
 	}
 	return NAN;
 }

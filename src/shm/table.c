@@ -492,7 +492,12 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 						return rc;
 					goto lost;
 				}
-				tk_commit_note(commit, w.fp, false, 0, nst);
+				/* The state decided from: the remembered
+				 * debt when the key restarted from it, so
+				 * a reservation's wait (src/shaper/
+				 * reserve.c) and a give-back start there. */
+				tk_commit_note(commit, w.fp, present, init_st,
+					       nst);
 				out->flags |=
 					flags |
 					(present ?

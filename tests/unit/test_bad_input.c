@@ -28,7 +28,7 @@ static const int all_codes[] = {
 	TKSHM_ECORRUPT,	 TKSHM_ESYMLINK,  TKSHM_ENOTFILE, TKSHM_EPERM,
 	TKSHM_ENOENT,	 TKSHM_EEXIST,	  TKSHM_ENOSPC,	  TKSHM_ENOMEM,
 	TKSHM_ESYSTEM,	 TKSHM_EFULL,	  TKSHM_EBUSY,	  TKSHM_EREADONLY,
-	TKSHM_ENOTSUP,
+	TKSHM_ENOTSUP,	 TKSHM_EINTR,	  TKSHM_ENOTHELD,
 };
 static const char *all_names[] = {
 	"TKSHM_OK",	   "TKSHM_ENULL",    "TKSHM_EINVAL",
@@ -39,9 +39,12 @@ static const char *all_names[] = {
 	"TKSHM_EPERM",	   "TKSHM_ENOENT",   "TKSHM_EEXIST",
 	"TKSHM_ENOSPC",	   "TKSHM_ENOMEM",   "TKSHM_ESYSTEM",
 	"TKSHM_EFULL",	   "TKSHM_EBUSY",    "TKSHM_EREADONLY",
-	"TKSHM_ENOTSUP",
+	"TKSHM_ENOTSUP",   "TKSHM_EINTR",    "TKSHM_ENOTHELD",
 };
 #define NCODES (sizeof all_codes / sizeof all_codes[0])
+_Static_assert(sizeof all_codes / sizeof all_codes[0] ==
+		       sizeof all_names / sizeof all_names[0],
+	       "one name per code");
 
 /* One table with one key in a known, partly consumed state. */
 struct fixture {
@@ -338,7 +341,7 @@ static void
 test_error_strings(void **state)
 {
 	static const int unknown[] = {
-		1,	-1,    -30899,		-30924,
+		1,	-1,    -30899,		-30926,
 		-30999, 30901, -2147483647 - 1, 2147483647
 	};
 
@@ -377,6 +380,22 @@ test_error_strings(void **state)
 		for (size_t j = 0; j < NCODES; j++)
 			assert_string_not_equal(n, all_names[j]);
 	}
+	/* Every code of the band that the library knows is in all_codes:
+	 * a code added to the enum (as TKSHM_EINTR and TKSHM_ENOTHELD were)
+	 * fails here until this test lists it. */
+	for (int c = -30999; c <= -30900; c++) {
+		bool listed = false;
+
+		for (size_t j = 0; j < NCODES; j++)
+			listed = listed || all_codes[j] == c;
+		if (!listed &&
+		    strcmp(tkshm_strerror(c), "unknown tkshm error") != 0)
+			fail_msg("code %d (%s) is not listed in all_codes", c,
+				 tkshm_error_name(c));
+	}
+	/* The codes are stable: the two added for permits and the shaper. */
+	assert_int_equal(TKSHM_EINTR, -30924);
+	assert_int_equal(TKSHM_ENOTHELD, -30925);
 }
 
 static void

@@ -155,7 +155,10 @@ static const struct {
 } refused[] = {
 	/* unknown kind; kind and option names are ThrottleKit's, exactly */
 	{ "leaky:limit=10,periodMs=1000", "leaky" },
-	{ "leakyBucket:ratePerSec=10,maxQueueMs=100", "leakyBucket" },
+	{ "leakybucket:ratePerSec=10,maxQueueMs=100", "leakybucket" },
+	{ "Concurrency:limit=16", "Concurrency" },
+	{ "adaptive:maxLimit=64", "adaptive" },
+	{ "adaptiveconcurrency:maxLimit=64", "adaptiveconcurrency" },
 	{ "tokenbucket:capacity=10,refillPerSec=5", "tokenbucket" },
 	{ "sliding_window:limit=10,windowMs=1000", "sliding_window" },
 	{ "slidingLog:limit=5,windowMs=1000", "slidingLog" },
@@ -177,6 +180,21 @@ static const struct {
 	{ "quota:limit=5,resetCadence=calendar-day,offsetMinute=60",
 	  "offsetMinute" },
 	{ "tokenBudget:budget=5,windowMs=1000,limit=5", "limit" },
+	{ "leakyBucket:ratePerSec=10,maxQueueMs=100,capacity=5", "capacity" },
+	{ "leakyBucket:rate=10,maxQueueMs=100", "rate" },
+	{ "concurrency:limit=16,maxLimit=20", "maxLimit" },
+	{ "concurrency:limit=16,algorithm=aimd", "algorithm" },
+	{ "adaptiveConcurrency:limit=16", "limit" },
+	{ "adaptiveConcurrency:maxlimit=16", "maxlimit" },
+	/* an adaptive algorithm that is not one of the two words */
+	{ "adaptiveConcurrency:algorithm=vegas", "algorithm" },
+	{ "adaptiveConcurrency:algorithm=vegas", "vegas" },
+	{ "adaptiveConcurrency:algorithm=Gradient2", "algorithm" },
+	{ "adaptiveConcurrency:algorithm=gradient", "algorithm" },
+	{ "adaptiveConcurrency:algorithm=AIMD", "algorithm" },
+	{ "adaptiveConcurrency:algorithm=1", "algorithm" },
+	{ "adaptiveConcurrency:algorithm=", "algorithm" },
+	{ "adaptiveConcurrency:algorithm=aimd gradient2", "algorithm" },
 	/* a cadence that is not one of ThrottleKit's words */
 	{ "quota:limit=5,resetCadence=monthly", "resetCadence" },
 	{ "quota:limit=5,resetCadence=monthly", "monthly" },
@@ -197,6 +215,11 @@ static const struct {
 	  "resetCadence" },
 	{ "slidingWindow:limit=10,windowMs=1000,buckets=10,buckets=10",
 	  "buckets" },
+	{ "leakyBucket:ratePerSec=1,maxQueueMs=0,maxQueueMs=0", "maxQueueMs" },
+	{ "concurrency:limit=16,limit=16", "limit" },
+	{ "adaptiveConcurrency:algorithm=aimd,algorithm=aimd", "algorithm" },
+	{ "adaptiveConcurrency:initialLimit=5,initialLimit=5",
+	  "initialLimit" },
 	/* missing required option */
 	{ "gcra:periodMs=1000", "limit" },
 	{ "gcra:limit=10", "periodMs" },
@@ -222,6 +245,11 @@ static const struct {
 	  "needs option periodMs" },
 	{ "tokenBudget:budget=100", "windowMs" },
 	{ "tokenBudget:windowMs=60000", "budget" },
+	{ "leakyBucket:ratePerSec=50", "maxQueueMs" },
+	{ "leakyBucket:maxQueueMs=2000", "ratePerSec" },
+	{ "leakyBucket", "ratePerSec" },
+	{ "concurrency", "limit" },
+	{ "concurrency:", "limit" },
 	/* malformed numbers */
 	{ "gcra:limit=1e,periodMs=1000", "limit" },
 	{ "gcra:limit=abc,periodMs=1000", "limit" },
@@ -249,6 +277,13 @@ static const struct {
 	{ "quota:limit=5,resetCadence=calendar-week,weekStartsOn=monday",
 	  "weekStartsOn" },
 	{ "tokenBudget:budget=1e999,windowMs=1000", "budget" },
+	{ "leakyBucket:ratePerSec=50,maxQueueMs=inf", "maxQueueMs" },
+	{ "leakyBucket:ratePerSec=50,maxQueueMs=1e999", "maxQueueMs" },
+	{ "leakyBucket:ratePerSec=fast,maxQueueMs=10", "ratePerSec" },
+	{ "concurrency:limit=sixteen", "limit" },
+	{ "concurrency:limit=0x10", "limit" },
+	{ "adaptiveConcurrency:maxLimit=nan", "maxLimit" },
+	{ "adaptiveConcurrency:timeoutMs=5s", "timeoutMs" },
 	/* structure */
 	{ "gcra:limit=10,periodMs=1000,", "," },
 	{ "gcra:limit=10,periodMs=1000, ", "," },
@@ -280,6 +315,55 @@ static const struct {
 	{ "tokenBudget:budget=0.5,windowMs=1000", "budget" },
 	{ "tokenBudget:budget=0,windowMs=1000", "budget" },
 	{ "tokenBudget:budget=100,windowMs=0", "windowMs" },
+	/* leakyBucket: ratePerSec > 0, maxQueueMs >= 0, both finite, and a
+	 * departure interval 1000/ratePerSec that keeps departures finite */
+	{ "leakyBucket:ratePerSec=0,maxQueueMs=2000", "ratePerSec" },
+	{ "leakyBucket:ratePerSec=-0,maxQueueMs=2000", "ratePerSec" },
+	{ "leakyBucket:ratePerSec=-50,maxQueueMs=2000", "ratePerSec" },
+	{ "leakyBucket:ratePerSec=50,maxQueueMs=-1", "maxQueueMs" },
+	{ "leakyBucket:ratePerSec=50,maxQueueMs=-1e-300", "maxQueueMs" },
+	{ "leakyBucket:ratePerSec=50,maxQueueMs=1e300", "maxQueueMs" },
+	{ "leakyBucket:ratePerSec=1e-320,maxQueueMs=0", "ratePerSec" },
+	{ "leakyBucket:ratePerSec=1e-300,maxQueueMs=0", "ratePerSec" },
+	/* concurrency: an integer 1..256 (one state word per permit) */
+	{ "concurrency:limit=0", "limit" },
+	{ "concurrency:limit=-1", "limit" },
+	{ "concurrency:limit=257", "limit" },
+	{ "concurrency:limit=2.5", "limit" },
+	{ "concurrency:limit=1e6", "limit" },
+	{ "concurrency:limit=0.999", "limit" },
+	/* adaptiveConcurrency: integer limits, 1 <= min <= initial <= max <=
+	 * 256; every option validated, read by the algorithm or not */
+	{ "adaptiveConcurrency:minLimit=0", "minLimit" },
+	{ "adaptiveConcurrency:minLimit=1.5", "minLimit" },
+	{ "adaptiveConcurrency:maxLimit=257", "maxLimit" },
+	{ "adaptiveConcurrency:maxLimit=63.5", "maxLimit" },
+	{ "adaptiveConcurrency:minLimit=10,maxLimit=5", "minLimit" },
+	{ "adaptiveConcurrency:minLimit=300", "minLimit" },
+	{ "adaptiveConcurrency:initialLimit=201", "initialLimit" },
+	{ "adaptiveConcurrency:initialLimit=0.5", "initialLimit" },
+	{ "adaptiveConcurrency:minLimit=30,initialLimit=20", "initialLimit" },
+	{ "adaptiveConcurrency:maxLimit=10,initialLimit=20", "initialLimit" },
+	{ "adaptiveConcurrency:smoothing=0", "smoothing" },
+	{ "adaptiveConcurrency:smoothing=1.5", "smoothing" },
+	{ "adaptiveConcurrency:smoothing=-0.2", "smoothing" },
+	{ "adaptiveConcurrency:tolerance=0.99", "tolerance" },
+	{ "adaptiveConcurrency:rttWindowMs=0", "rttWindowMs" },
+	{ "adaptiveConcurrency:rttWindowMs=1e15", "rttWindowMs" },
+	{ "adaptiveConcurrency:algorithm=aimd,backoffRatio=1", "backoffRatio" },
+	{ "adaptiveConcurrency:algorithm=aimd,backoffRatio=0.49",
+	  "backoffRatio" },
+	{ "adaptiveConcurrency:algorithm=aimd,timeoutMs=0", "timeoutMs" },
+	{ "adaptiveConcurrency:algorithm=aimd,timeoutMs=-5", "timeoutMs" },
+	/* options the algorithm does not read are still validated */
+	{ "adaptiveConcurrency:algorithm=gradient2,backoffRatio=2",
+	  "backoffRatio" },
+	{ "adaptiveConcurrency:backoffRatio=0.1", "backoffRatio" },
+	{ "adaptiveConcurrency:timeoutMs=0", "timeoutMs" },
+	{ "adaptiveConcurrency:algorithm=aimd,smoothing=0", "smoothing" },
+	{ "adaptiveConcurrency:algorithm=aimd,tolerance=0", "tolerance" },
+	{ "adaptiveConcurrency:algorithm=aimd,rttWindowMs=-1",
+	  "rttWindowMs" },
 	/* sliding window buckets: an integer 1..64 */
 	{ "slidingWindow:limit=10,windowMs=1000,buckets=0", "buckets" },
 	{ "slidingWindow:limit=10,windowMs=1000,buckets=65", "buckets" },
@@ -742,6 +826,43 @@ params_of(const tkshm_policy *p, double v[9])
 	return 0;
 }
 
+/* The parameters p's algorithm reads (tkshm.h, tkshm_policy_equal), bit i
+ * being parameter i of params_of: all of them, except that a quota reads
+ * what its cadence reads and an adaptive limit what its algorithm reads.
+ * Only these are formatted and compared. */
+static unsigned
+params_read(const tkshm_policy *p)
+{
+	double v[9];
+	size_t n = params_of(p, v);
+
+	if (p->kind == TKSHM_KIND_QUOTA) {
+		switch ((int)p->u.quota.reset_cadence) {
+		case TKSHM_QUOTA_CALENDAR_MONTH:
+		case TKSHM_QUOTA_CALENDAR_DAY:
+			return 0x07; /* limit, cadence, offsetMinutes */
+		case TKSHM_QUOTA_CALENDAR_WEEK:
+			return 0x0F; /* ... and weekStartsOn */
+		case TKSHM_QUOTA_FIXED:
+			return 0x33; /* limit, cadence, periodMs, anchor */
+		case TKSHM_QUOTA_ROLLING:
+			return 0x53; /* limit, cadence, periodMs, buckets */
+		}
+	}
+	if (p->kind == TKSHM_KIND_ADAPTIVE_CONCURRENCY) {
+		switch ((int)p->u.adaptive.algorithm) {
+		case TKSHM_ADAPTIVE_GRADIENT2:
+			/* algorithm, the three limits, smoothing, tolerance,
+			 * rttWindowMs */
+			return 0x7F;
+		case TKSHM_ADAPTIVE_AIMD:
+			/* algorithm, the limits, backoffRatio, timeoutMs */
+			return 0x18F;
+		}
+	}
+	return (1u << n) - 1;
+}
+
 /* Each member is its parameters and nothing else (no padding), so
  * u.reserved[i] is parameter i: the equality tests below rely on it. */
 static void
@@ -758,8 +879,13 @@ test_policy_layout(void **state)
 	assert_int_equal(sizeof p.u.sliding_log, 2 * sizeof(double));
 	assert_int_equal(sizeof p.u.quota, 7 * sizeof(double));
 	assert_int_equal(sizeof p.u.token_budget, 2 * sizeof(double));
+	assert_int_equal(sizeof p.u.leaky_bucket, 2 * sizeof(double));
+	assert_int_equal(sizeof p.u.concurrency, 1 * sizeof(double));
+	assert_int_equal(sizeof p.u.adaptive, 9 * sizeof(double));
 	assert_int_equal(offsetof(tkshm_policy, u.quota.buckets),
 			 offsetof(tkshm_policy, u.reserved[6]));
+	assert_int_equal(offsetof(tkshm_policy, u.adaptive.timeout_ms),
+			 offsetof(tkshm_policy, u.reserved[8]));
 	/* The public constants and cadence values. */
 	assert_int_equal(TKSHM_SLIDING_LOG_MAX_LIMIT, 128);
 	assert_int_equal(TKSHM_SLIDING_WINDOW_MAX_BUCKETS, 64);
@@ -768,11 +894,20 @@ test_policy_layout(void **state)
 	assert_int_equal(TKSHM_QUOTA_CALENDAR_DAY, 3);
 	assert_int_equal(TKSHM_QUOTA_FIXED, 4);
 	assert_int_equal(TKSHM_QUOTA_ROLLING, 5);
+	/* Kinds are stored in table headers and never reused. */
+	assert_int_equal(TKSHM_KIND_LEAKY_BUCKET, 8);
+	assert_int_equal(TKSHM_KIND_CONCURRENCY, 9);
+	assert_int_equal(TKSHM_KIND_ADAPTIVE_CONCURRENCY, 10);
+	assert_int_equal(TKSHM_CONCURRENCY_MAX_LIMIT, 256);
+	assert_int_equal(TKSHM_ADAPTIVE_GRADIENT2, 1);
+	assert_int_equal(TKSHM_ADAPTIVE_AIMD, 2);
 }
 
+/* The parameters of p in `mask` (bit i: parameter i) are bit for bit
+ * want[i]. */
 static void
-assert_params(const char *what, const tkshm_policy *p, tkshm_kind kind,
-	      const double *want)
+assert_params_in(const char *what, const tkshm_policy *p, tkshm_kind kind,
+		 const double *want, unsigned mask)
 {
 	double v[9];
 	size_t n;
@@ -782,9 +917,17 @@ assert_params(const char *what, const tkshm_policy *p, tkshm_kind kind,
 	n = params_of(p, v);
 	assert_true(n > 0);
 	for (size_t i = 0; i < n; i++)
-		if (!same_bits(v[i], want[i]))
+		if ((mask & (1u << i)) && !same_bits(v[i], want[i]))
 			fail_msg("%s: parameter %zu is %.17g, want %.17g", what,
 				 i, v[i], want[i]);
+}
+
+/* Every parameter of p, read or not, is bit for bit want[i]. */
+static void
+assert_params(const char *what, const tkshm_policy *p, tkshm_kind kind,
+	      const double *want)
+{
+	assert_params_in(what, p, kind, want, ~0u);
 }
 
 #define MONTH TKSHM_QUOTA_CALENDAR_MONTH
@@ -792,6 +935,8 @@ assert_params(const char *what, const tkshm_policy *p, tkshm_kind kind,
 #define DAY   TKSHM_QUOTA_CALENDAR_DAY
 #define FIXED TKSHM_QUOTA_FIXED
 #define ROLL  TKSHM_QUOTA_ROLLING
+#define G2    TKSHM_ADAPTIVE_GRADIENT2
+#define AIMD  TKSHM_ADAPTIVE_AIMD
 
 /* Accepted strings and every parameter they give, defaults included
  * (quota: limit, cadence, offsetMinutes, weekStartsOn, periodMs, anchor,
@@ -887,6 +1032,56 @@ static const struct {
 	{ "tokenBudget:budget=99.9,windowMs=1000",
 	  TKSHM_KIND_TOKEN_BUDGET,
 	  { 99.9, 1000 } },
+	/* the shaper: ratePerSec > 0, maxQueueMs >= 0 (0: no queue) */
+	{ "leakyBucket:ratePerSec=50,maxQueueMs=2000",
+	  TKSHM_KIND_LEAKY_BUCKET,
+	  { 50, 2000 } },
+	{ "leakyBucket:maxQueueMs=0,ratePerSec=0.5",
+	  TKSHM_KIND_LEAKY_BUCKET,
+	  { 0.5, 0 } },
+	{ "leakyBucket:ratePerSec=1e6,maxQueueMs=0.25",
+	  TKSHM_KIND_LEAKY_BUCKET,
+	  { 1e6, 0.25 } },
+	/* concurrency: whole permits 1..256 */
+	{ "concurrency:limit=16", TKSHM_KIND_CONCURRENCY, { 16 } },
+	{ "concurrency:limit=1", TKSHM_KIND_CONCURRENCY, { 1 } },
+	{ "concurrency:limit=256", TKSHM_KIND_CONCURRENCY, { 256 } },
+	{ " concurrency : limit = 2.56e2 ", TKSHM_KIND_CONCURRENCY, { 256 } },
+	/* adaptiveConcurrency (algorithm, initialLimit, minLimit, maxLimit,
+	 * smoothing, tolerance, rttWindowMs, backoffRatio, timeoutMs): every
+	 * default, and initialLimit's default 20 clamped into [min, max] */
+	{ "adaptiveConcurrency",
+	  TKSHM_KIND_ADAPTIVE_CONCURRENCY,
+	  { G2, 20, 1, 200, 0.2, 1.5, 10000, 0.9, 5000 } },
+	{ "adaptiveConcurrency:",
+	  TKSHM_KIND_ADAPTIVE_CONCURRENCY,
+	  { G2, 20, 1, 200, 0.2, 1.5, 10000, 0.9, 5000 } },
+	{ "adaptiveConcurrency:maxLimit=64",
+	  TKSHM_KIND_ADAPTIVE_CONCURRENCY,
+	  { G2, 20, 1, 64, 0.2, 1.5, 10000, 0.9, 5000 } },
+	{ "adaptiveConcurrency:algorithm=aimd,timeoutMs=250",
+	  TKSHM_KIND_ADAPTIVE_CONCURRENCY,
+	  { AIMD, 20, 1, 200, 0.2, 1.5, 10000, 0.9, 250 } },
+	{ "adaptiveConcurrency:maxLimit=10",
+	  TKSHM_KIND_ADAPTIVE_CONCURRENCY,
+	  { G2, 10, 1, 10, 0.2, 1.5, 10000, 0.9, 5000 } },
+	{ "adaptiveConcurrency:minLimit=30,maxLimit=64",
+	  TKSHM_KIND_ADAPTIVE_CONCURRENCY,
+	  { G2, 30, 30, 64, 0.2, 1.5, 10000, 0.9, 5000 } },
+	{ "adaptiveConcurrency:maxLimit=256,minLimit=256",
+	  TKSHM_KIND_ADAPTIVE_CONCURRENCY,
+	  { G2, 256, 256, 256, 0.2, 1.5, 10000, 0.9, 5000 } },
+	{ "adaptiveConcurrency:initialLimit=3.5,minLimit=2,maxLimit=8",
+	  TKSHM_KIND_ADAPTIVE_CONCURRENCY,
+	  { G2, 3.5, 2, 8, 0.2, 1.5, 10000, 0.9, 5000 } },
+	{ "adaptiveConcurrency:algorithm=gradient2,initialLimit=1,minLimit=1,"
+	  "maxLimit=1,smoothing=1,tolerance=1,rttWindowMs=0.5",
+	  TKSHM_KIND_ADAPTIVE_CONCURRENCY,
+	  { G2, 1, 1, 1, 1, 1, 0.5, 0.9, 5000 } },
+	{ "adaptiveConcurrency:timeoutMs=1000,backoffRatio=0.5,maxLimit=100,"
+	  "minLimit=2,initialLimit=100,algorithm=aimd",
+	  TKSHM_KIND_ADAPTIVE_CONCURRENCY,
+	  { AIMD, 100, 2, 100, 0.2, 1.5, 10000, 0.5, 1000 } },
 };
 
 static void
@@ -952,6 +1147,61 @@ test_parse_defaults(void **state)
 	assert_true(same_bits(p.u.quota.week_starts_on, 1));
 	assert_true(same_bits(p.u.quota.offset_minutes, 0));
 	assert_true(same_bits(p.u.quota.period_ms, 0));
+
+	/* adaptiveConcurrency: gradient2, limits 1..200 starting at 20, and
+	 * every option of both algorithms filled, read or not. */
+	p = poisoned();
+	assert_rc(tkshm_policy_parse("adaptiveConcurrency", &p, NULL, 0),
+		  TKSHM_OK);
+	assert_int_equal(p.kind, TKSHM_KIND_ADAPTIVE_CONCURRENCY);
+	assert_true(same_bits(p.u.adaptive.algorithm,
+			      TKSHM_ADAPTIVE_GRADIENT2));
+	assert_true(same_bits(p.u.adaptive.initial_limit, 20));
+	assert_true(same_bits(p.u.adaptive.min_limit, 1));
+	assert_true(same_bits(p.u.adaptive.max_limit, 200));
+	assert_true(same_bits(p.u.adaptive.smoothing, 0.2));
+	assert_true(same_bits(p.u.adaptive.tolerance, 1.5));
+	assert_true(same_bits(p.u.adaptive.rtt_window_ms, 10000));
+	assert_true(same_bits(p.u.adaptive.backoff_ratio, 0.9));
+	assert_true(same_bits(p.u.adaptive.timeout_ms, 5000));
+
+	/* initialLimit not given: 20 clamped into [minLimit, maxLimit], from
+	 * below and from above; given, it is taken as it is. */
+	{
+		static const struct {
+			const char *spec;
+			double initial;
+		} clamp[] = {
+			{ "adaptiveConcurrency:maxLimit=20", 20 },
+			{ "adaptiveConcurrency:maxLimit=19", 19 },
+			{ "adaptiveConcurrency:maxLimit=1", 1 },
+			{ "adaptiveConcurrency:minLimit=20", 20 },
+			{ "adaptiveConcurrency:minLimit=21", 21 },
+			{ "adaptiveConcurrency:minLimit=21,maxLimit=22", 21 },
+			{ "adaptiveConcurrency:minLimit=5,maxLimit=6", 6 },
+			{ "adaptiveConcurrency:maxLimit=6,minLimit=5", 6 },
+			{ "adaptiveConcurrency:minLimit=256,maxLimit=256", 256 },
+			{ "adaptiveConcurrency:algorithm=aimd,maxLimit=8", 8 },
+			{ "adaptiveConcurrency:initialLimit=7,maxLimit=8", 7 },
+			{ "adaptiveConcurrency:initialLimit=7.25", 7.25 },
+		};
+
+		for (size_t i = 0; i < sizeof clamp / sizeof clamp[0]; i++) {
+			char err[256] = "";
+
+			p = poisoned();
+			if (tkshm_policy_parse(clamp[i].spec, &p, err,
+					       sizeof err) != TKSHM_OK)
+				fail_msg("\"%s\" refused: %s", clamp[i].spec,
+					 err);
+			if (!same_bits(p.u.adaptive.initial_limit,
+				       clamp[i].initial))
+				fail_msg("\"%s\": initialLimit %.17g, want %g",
+					 clamp[i].spec,
+					 p.u.adaptive.initial_limit,
+					 clamp[i].initial);
+		}
+	}
 }
 
 /*
@@ -998,6 +1248,77 @@ test_parse_quota_ignored_options(void **state)
 	}
 }
 
+/*
+ * gradient2 reads smoothing, tolerance and rttWindowMs; aimd reads
+ * backoffRatio and timeoutMs.  The options an algorithm does not read are
+ * parsed, validated and kept, but neither formatted nor compared (P2), so
+ * two policies that adapt alike are equal.
+ */
+static void
+test_parse_adaptive_ignored_options(void **state)
+{
+	static const struct {
+		const char *spec, *same_as;
+	} cases[] = {
+		{ "adaptiveConcurrency:algorithm=aimd,smoothing=0.5,"
+		  "tolerance=3,rttWindowMs=1",
+		  "adaptiveConcurrency:algorithm=aimd" },
+		{ "adaptiveConcurrency:backoffRatio=0.5,timeoutMs=1",
+		  "adaptiveConcurrency" },
+		{ "adaptiveConcurrency:algorithm=gradient2,backoffRatio=0.75,"
+		  "timeoutMs=99,maxLimit=64",
+		  "adaptiveConcurrency:maxLimit=64" },
+		/* the default initialLimit, given */
+		{ "adaptiveConcurrency:initialLimit=20", "adaptiveConcurrency" },
+		{ "adaptiveConcurrency:maxLimit=8,initialLimit=8",
+		  "adaptiveConcurrency:maxLimit=8" },
+	};
+	tkshm_policy p, q;
+	char buf[TKSHM_POLICY_MAX];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char err[256] = "";
+		int rc = tkshm_policy_parse(cases[i].spec, &p, err, sizeof err);
+
+		if (rc != TKSHM_OK)
+			fail_msg("\"%s\" refused: %s (%s)", cases[i].spec,
+				 tkshm_error_name(rc), err);
+		q = tkt_policy(cases[i].same_as);
+		if (!tkshm_policy_equal(&p, &q) || !tkshm_policy_equal(&q, &p))
+			fail_msg("\"%s\" is not equal to \"%s\"", cases[i].spec,
+				 cases[i].same_as);
+	}
+	/* Kept as given (an operator reading the struct sees them). */
+	p = tkt_policy("adaptiveConcurrency:algorithm=aimd,smoothing=0.5,"
+		       "tolerance=3,rttWindowMs=1");
+	assert_true(same_bits(p.u.adaptive.smoothing, 0.5));
+	assert_true(same_bits(p.u.adaptive.tolerance, 3));
+	assert_true(same_bits(p.u.adaptive.rtt_window_ms, 1));
+	/* ... and not formatted. */
+	assert_true(tkshm_policy_format(&p, buf, sizeof buf) > 0);
+	assert_null(strstr(buf, "smoothing"));
+	assert_null(strstr(buf, "tolerance"));
+	assert_null(strstr(buf, "rttWindowMs"));
+	assert_non_null(strstr(buf, "backoffRatio=0.9"));
+	assert_non_null(strstr(buf, "timeoutMs=5000"));
+
+	/* What the algorithm reads still counts, and so does the algorithm:
+	 * the same options under the other algorithm are another policy. */
+	p = tkt_policy("adaptiveConcurrency:algorithm=aimd");
+	q = tkt_policy("adaptiveConcurrency:algorithm=gradient2");
+	assert_false(tkshm_policy_equal(&p, &q));
+	q = tkt_policy("adaptiveConcurrency:algorithm=aimd,timeoutMs=4999");
+	assert_false(tkshm_policy_equal(&p, &q));
+	q = tkt_policy("adaptiveConcurrency:algorithm=aimd,initialLimit=21");
+	assert_false(tkshm_policy_equal(&p, &q));
+	p = tkt_policy("adaptiveConcurrency");
+	q = tkt_policy("adaptiveConcurrency:smoothing=0.25");
+	assert_false(tkshm_policy_equal(&p, &q));
+	q = tkt_policy("adaptiveConcurrency:minLimit=2");
+	assert_false(tkshm_policy_equal(&p, &q));
+}
+
 /* The unknown-kind sentence lists the kinds there are. */
 static void
 test_parse_unknown_kind_lists_kinds(void **state)
@@ -1005,15 +1326,17 @@ test_parse_unknown_kind_lists_kinds(void **state)
 	static const char *kinds[] = {
 		"gcra",		 "tokenBucket",	     "fixedWindow",
 		"slidingWindow", "slidingWindowLog", "quota",
-		"tokenBudget",
+		"tokenBudget",	 "leakyBucket",	     "concurrency",
+		"adaptiveConcurrency",
 	};
 	tkshm_policy p;
 	char err[512] = "";
 
 	(void)state;
-	assert_rc(tkshm_policy_parse("leakyBucket:ratePerSec=1", &p, err,
+	assert_rc(tkshm_policy_parse("shaper:ratePerSec=1", &p, err,
 				     sizeof err),
 		  TKSHM_EPOLICY);
+	assert_non_null(strstr(err, "\"shaper\""));
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
 		if (!strstr(err, kinds[i]))
 			fail_msg("\"%s\" does not list %s", err, kinds[i]);
@@ -1037,11 +1360,13 @@ assert_round_trip_any(const tkshm_policy *p)
 		fail_msg("\"%s\" does not parse back: %s", buf, err);
 	if (!tkshm_policy_equal(p, &q) || !tkshm_policy_equal(&q, p))
 		fail_msg("\"%s\" parses to a different policy", buf);
-	if (p->kind != TKSHM_KIND_QUOTA) {
+	/* Bit for bit in what the algorithm reads; the rest (a quota's or an
+	 * adaptive limit's unread options) comes back as the default. */
+	{
 		double v[9];
 
 		params_of(p, v);
-		assert_params(buf, &q, p->kind, v);
+		assert_params_in(buf, &q, p->kind, v, params_read(p));
 	}
 }
 
@@ -1089,6 +1414,26 @@ test_format_every_kind(void **state)
 		  "buckets=10" },
 		{ "tokenBudget:windowMs=60000,budget=100",
 		  "tokenBudget:budget=100,windowMs=60000" },
+		{ "leakyBucket:maxQueueMs=2000,ratePerSec=50",
+		  "leakyBucket:ratePerSec=50,maxQueueMs=2000" },
+		{ "leakyBucket:ratePerSec=0.1,maxQueueMs=0",
+		  "leakyBucket:ratePerSec=0.1,maxQueueMs=0" },
+		{ "concurrency:limit=16", "concurrency:limit=16" },
+		{ "concurrency:limit=2.56e2", "concurrency:limit=256" },
+		/* The table's order (minLimit and maxLimit before the
+		 * initialLimit their defaults clamp), the algorithm as its
+		 * word, only the options the algorithm reads. */
+		{ "adaptiveConcurrency:maxLimit=64",
+		  "adaptiveConcurrency:algorithm=gradient2,minLimit=1,"
+		  "maxLimit=64,initialLimit=20,smoothing=0.2,tolerance=1.5,"
+		  "rttWindowMs=10000" },
+		{ "adaptiveConcurrency:algorithm=aimd,timeoutMs=250",
+		  "adaptiveConcurrency:algorithm=aimd,minLimit=1,maxLimit=200,"
+		  "initialLimit=20,backoffRatio=0.9,timeoutMs=250" },
+		{ "adaptiveConcurrency:algorithm=aimd,smoothing=0.5,"
+		  "maxLimit=8",
+		  "adaptiveConcurrency:algorithm=aimd,minLimit=1,maxLimit=8,"
+		  "initialLimit=8,backoffRatio=0.9,timeoutMs=5000" },
 	};
 
 	(void)state;
@@ -1149,12 +1494,12 @@ static void
 test_format_round_trip_every_kind(void **state)
 {
 	uint64_t r = 0x13198A2E03707344u;
-	unsigned tried[8] = { 0 }, kept[8] = { 0 };
+	unsigned tried[11] = { 0 }, kept[11] = { 0 };
 
 	(void)state;
-	for (int i = 0; i < 14000; i++) {
+	for (int i = 0; i < 18000; i++) {
 		tkshm_policy p;
-		tkshm_kind kind = (tkshm_kind)(2 + i % 6);
+		tkshm_kind kind = (tkshm_kind)(2 + i % 9);
 
 		memset(&p, 0, sizeof p);
 		p.kind = kind;
@@ -1196,6 +1541,42 @@ test_format_round_trip_every_kind(void **state)
 			p.u.token_budget.budget = 1 + random_positive(&r, -20);
 			p.u.token_budget.window_ms = random_positive(&r, -10);
 			break;
+		case TKSHM_KIND_LEAKY_BUCKET:
+			p.u.leaky_bucket.rate_per_sec =
+				random_positive(&r, -20);
+			/* One in eight without a queue (maxQueueMs 0). */
+			p.u.leaky_bucket.max_queue_ms =
+				xorshift(&r) % 8 == 0 ?
+					0 :
+					random_positive(&r, -20);
+			break;
+		case TKSHM_KIND_CONCURRENCY:
+			p.u.concurrency.limit = (double)(1 + xorshift(&r) % 256);
+			break;
+		case TKSHM_KIND_ADAPTIVE_CONCURRENCY: {
+			/* Whole limits lo <= hi; initialLimit anywhere in
+			 * [lo, hi] with a random mantissa; every option of
+			 * both algorithms random and valid. */
+			double lo = (double)(1 + xorshift(&r) % 256);
+			double hi = lo + (double)(xorshift(&r) % (257 - (uint64_t)lo));
+			double u = (double)(xorshift(&r) >> 11) * 0x1p-53;
+
+			p.u.adaptive.algorithm =
+				xorshift(&r) % 2 ? TKSHM_ADAPTIVE_GRADIENT2 :
+						   TKSHM_ADAPTIVE_AIMD;
+			p.u.adaptive.min_limit = lo;
+			p.u.adaptive.max_limit = hi;
+			p.u.adaptive.initial_limit = lo + u * (hi - lo);
+			p.u.adaptive.smoothing =
+				1 - (double)(xorshift(&r) >> 11) * 0x1p-53;
+			p.u.adaptive.tolerance = 1 + random_positive(&r, -30);
+			/* 2^-20..2^43: below the 1e15 cap */
+			p.u.adaptive.rtt_window_ms = random_positive(&r, -20);
+			p.u.adaptive.backoff_ratio =
+				0.5 + (double)(xorshift(&r) >> 12) * 0x1p-53;
+			p.u.adaptive.timeout_ms = random_positive(&r, -20);
+			break;
+		}
 		default:
 			break;
 		}
@@ -1206,7 +1587,7 @@ test_format_round_trip_every_kind(void **state)
 		kept[kind]++;
 	}
 	/* Most draws are valid, for every kind. */
-	for (int k = 2; k <= 7; k++)
+	for (int k = 2; k <= 10; k++)
 		if (kept[k] < tried[k] * 9 / 10)
 			fail_msg("kind %d: only %u of %u random policies valid",
 				 k, kept[k], tried[k]);
@@ -1257,6 +1638,51 @@ test_policy_validate_every_kind(void **state)
 		  "buckets" },
 		{ "tokenBudget:budget=100,windowMs=1000", 0, 0.5, "budget" },
 		{ "tokenBudget:budget=100,windowMs=1000", 1, -1, "windowMs" },
+		{ "leakyBucket:ratePerSec=50,maxQueueMs=2000", 0, 0,
+		  "ratePerSec" },
+		{ "leakyBucket:ratePerSec=50,maxQueueMs=2000", 0, NAN,
+		  "ratePerSec" },
+		{ "leakyBucket:ratePerSec=50,maxQueueMs=2000", 0, INFINITY,
+		  "ratePerSec" },
+		{ "leakyBucket:ratePerSec=50,maxQueueMs=2000", 1, -1,
+		  "maxQueueMs" },
+		{ "leakyBucket:ratePerSec=50,maxQueueMs=2000", 1, INFINITY,
+		  "maxQueueMs" },
+		{ "leakyBucket:ratePerSec=50,maxQueueMs=2000", 1, NAN,
+		  "maxQueueMs" },
+		{ "concurrency:limit=16", 0, 0, "limit" },
+		{ "concurrency:limit=16", 0, 257, "limit" },
+		{ "concurrency:limit=16", 0, 16.5, "limit" },
+		{ "concurrency:limit=16", 0, NAN, "limit" },
+		{ "concurrency:limit=16", 0, INFINITY, "limit" },
+		{ "adaptiveConcurrency", 0, 0, "algorithm" },
+		{ "adaptiveConcurrency", 0, 3, "algorithm" },
+		{ "adaptiveConcurrency", 0, 1.5, "algorithm" },
+		{ "adaptiveConcurrency", 0, NAN, "algorithm" },
+		{ "adaptiveConcurrency", 1, 0.5, "initialLimit" },
+		{ "adaptiveConcurrency", 1, 201, "initialLimit" },
+		{ "adaptiveConcurrency", 1, NAN, "initialLimit" },
+		{ "adaptiveConcurrency", 2, 0, "minLimit" },
+		{ "adaptiveConcurrency", 2, 1.5, "minLimit" },
+		{ "adaptiveConcurrency", 2, 201, "minLimit" },
+		{ "adaptiveConcurrency", 3, 257, "maxLimit" },
+		{ "adaptiveConcurrency", 3, NAN, "maxLimit" },
+		{ "adaptiveConcurrency", 4, 0, "smoothing" },
+		{ "adaptiveConcurrency", 4, 1.0000001, "smoothing" },
+		{ "adaptiveConcurrency", 5, 0.5, "tolerance" },
+		{ "adaptiveConcurrency", 5, INFINITY, "tolerance" },
+		{ "adaptiveConcurrency", 6, 0, "rttWindowMs" },
+		{ "adaptiveConcurrency", 6, INFINITY, "rttWindowMs" },
+		/* unread by gradient2, still validated */
+		{ "adaptiveConcurrency", 7, 1, "backoffRatio" },
+		{ "adaptiveConcurrency", 7, 0.25, "backoffRatio" },
+		{ "adaptiveConcurrency", 8, 0, "timeoutMs" },
+		{ "adaptiveConcurrency", 8, NAN, "timeoutMs" },
+		/* unread by aimd, still validated */
+		{ "adaptiveConcurrency:algorithm=aimd", 4, 2, "smoothing" },
+		{ "adaptiveConcurrency:algorithm=aimd", 5, 0, "tolerance" },
+		{ "adaptiveConcurrency:algorithm=aimd", 6, -1, "rttWindowMs" },
+		{ "adaptiveConcurrency:algorithm=aimd", 8, -1, "timeoutMs" },
 	};
 
 	(void)state;
@@ -1278,25 +1704,6 @@ test_policy_validate_every_kind(void **state)
 	}
 }
 
-/* The options each quota cadence reads (tkshm.h, tkshm_policy_equal):
- * bit i is parameter i. */
-static unsigned
-quota_reads(int cadence)
-{
-	switch (cadence) {
-	case MONTH:
-	case DAY:
-		return 0x07; /* limit, cadence, offsetMinutes */
-	case WEEK:
-		return 0x0F; /* ... and weekStartsOn */
-	case FIXED:
-		return 0x33; /* limit, cadence, periodMs, anchor */
-	case ROLL:
-		return 0x53; /* limit, cadence, periodMs, buckets */
-	}
-	return 0x7F;
-}
-
 /* Every parameter of every kind counts, down to one ulp, except the
  * options a quota's cadence ignores. */
 static void
@@ -1315,6 +1722,11 @@ test_policy_equal_every_kind(void **state)
 		"quota:limit=5,resetCadence=fixed,periodMs=1000,anchor=250",
 		"quota:limit=5,resetCadence=rolling,periodMs=1000,buckets=4",
 		"tokenBudget:budget=100,windowMs=60000",
+		"leakyBucket:ratePerSec=50,maxQueueMs=2000",
+		"leakyBucket:ratePerSec=50,maxQueueMs=0",
+		"concurrency:limit=16",
+		"adaptiveConcurrency:maxLimit=64",
+		"adaptiveConcurrency:algorithm=aimd,timeoutMs=250",
 	};
 
 	(void)state;
@@ -1322,10 +1734,7 @@ test_policy_equal_every_kind(void **state)
 		tkshm_policy a = tkt_policy(specs[i]), b;
 		double v[9];
 		size_t n = params_of(&a, v);
-		unsigned reads =
-			a.kind == TKSHM_KIND_QUOTA ?
-				quota_reads((int)a.u.quota.reset_cadence) :
-				(1u << n) - 1;
+		unsigned reads = params_read(&a);
 
 		b = tkt_policy(specs[i]);
 		assert_true(tkshm_policy_equal(&a, &b));
@@ -1380,9 +1789,22 @@ test_algo_words(void **state)
 		{ "quota:limit=5,resetCadence=rolling,periodMs=1000,buckets=3",
 		  8 },
 		{ "tokenBudget:budget=100,windowMs=60000", 2 },
+		/* the shaper: one departure time, kept in the slot word */
+		{ "leakyBucket:ratePerSec=50,maxQueueMs=2000", 1 },
+		/* permits: 6 head words and one cell per permit (the limit,
+		 * or an adaptive limit's maxLimit) */
+		{ "concurrency:limit=1", 7 },
+		{ "concurrency:limit=16", 22 },
+		{ "concurrency:limit=256", 262 },
+		{ "adaptiveConcurrency", 206 },
+		{ "adaptiveConcurrency:maxLimit=64", 70 },
+		{ "adaptiveConcurrency:minLimit=1,maxLimit=1", 7 },
+		{ "adaptiveConcurrency:algorithm=aimd,maxLimit=256", 262 },
 	};
 
 	(void)state;
+	/* The largest state is a concurrency limit of 256 permits. */
+	assert_int_equal(TK_ALGO_MAX_WORDS, 262);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		tkshm_policy p = tkt_policy(cases[i].spec);
 		struct tk_algo a;
@@ -1395,6 +1817,11 @@ test_algo_words(void **state)
 				 a.words, cases[i].words);
 		assert_true(a.words <= TK_ALGO_MAX_WORDS);
 		assert_true(tk_algo_is_wide(&a) == (cases[i].words > 1));
+		assert_true(tk_algo_is_limiter(&a) ==
+			    (p.kind < TKSHM_KIND_LEAKY_BUCKET));
+		assert_true(tk_algo_is_concurrency(&a) ==
+			    (p.kind == TKSHM_KIND_CONCURRENCY ||
+			     p.kind == TKSHM_KIND_ADAPTIVE_CONCURRENCY));
 	}
 	/* A refusal leaves *a as it was. */
 	{
@@ -1405,11 +1832,38 @@ test_algo_words(void **state)
 
 		memset(&a, 0x5A, sizeof a);
 		before = a;
+		/* Every state fits TK_ALGO_MAX_WORDS: the policies that would
+		 * need more are refused by their own kind's bounds (64
+		 * buckets, a log of 128, 256 permits), before the state size
+		 * is ever computed. */
 		p.u.sliding_window.buckets = 65;
 		assert_rc(tk_algo_init(&a, &p, err, sizeof err), TKSHM_EPOLICY);
 		assert_non_null(strstr(err, "buckets"));
 		assert_memory_equal(&a, &before, sizeof a);
-		p.kind = (tkshm_kind)8;
+		p = tkt_policy("slidingWindowLog:limit=128,windowMs=1000");
+		p.u.sliding_log.limit = 129;
+		err[0] = '\0';
+		assert_rc(tk_algo_init(&a, &p, err, sizeof err), TKSHM_EPOLICY);
+		assert_non_null(strstr(err, "limit"));
+		assert_memory_equal(&a, &before, sizeof a);
+		p = tkt_policy("concurrency:limit=256");
+		p.u.concurrency.limit = 257;
+		err[0] = '\0';
+		assert_rc(tk_algo_init(&a, &p, err, sizeof err), TKSHM_EPOLICY);
+		assert_non_null(strstr(err, "limit"));
+		assert_memory_equal(&a, &before, sizeof a);
+		p = tkt_policy("adaptiveConcurrency:maxLimit=256");
+		p.u.adaptive.max_limit = 257;
+		err[0] = '\0';
+		assert_rc(tk_algo_init(&a, &p, err, sizeof err), TKSHM_EPOLICY);
+		assert_non_null(strstr(err, "maxLimit"));
+		assert_memory_equal(&a, &before, sizeof a);
+		/* Kinds past the last one are unknown. */
+		p = tkt_policy("slidingWindow:limit=10,windowMs=1000");
+		p.kind = (tkshm_kind)11;
+		assert_rc(tk_algo_init(&a, &p, NULL, 0), TKSHM_EPOLICY);
+		assert_memory_equal(&a, &before, sizeof a);
+		p.kind = (tkshm_kind)0;
 		assert_rc(tk_algo_init(&a, &p, NULL, 0), TKSHM_EPOLICY);
 		assert_memory_equal(&a, &before, sizeof a);
 	}
@@ -1479,6 +1933,7 @@ main(void)
 		cmocka_unit_test(test_parse_every_kind),
 		cmocka_unit_test(test_parse_defaults),
 		cmocka_unit_test(test_parse_quota_ignored_options),
+		cmocka_unit_test(test_parse_adaptive_ignored_options),
 		cmocka_unit_test(test_parse_unknown_kind_lists_kinds),
 		cmocka_unit_test(test_format_every_kind),
 		cmocka_unit_test(test_format_round_trip_every_kind),

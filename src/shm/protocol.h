@@ -193,6 +193,14 @@
  *     its admission never happened).  Wide tables never evict: a full window
  *     refuses (TKSHM_EFULL), since a wide state has no one-word debt.
  *
+ * Permits (concurrency tables) are wide states like any other: a key's
+ * cells, one per permit, change only by W2-W4 transitions (acquire,
+ * release, reap), so their invariants C1-C4 (src/algorithms/concurrency.h)
+ * are properties of single transitions: the permits held never exceed the
+ * limit in force, a release frees only its own cell, a reap only the cells
+ * of processes found dead.  Concurrency tables never evict (W9) and their
+ * keys are idle, hence reclaimable, only with no permit held.
+ *
  * Wrap.  floor - F stays below 2^40 as long as fewer than 2^17 inserters of
  * one slot are stopped between their placeholder claim and their CAS to
  * REAL; g40 therefore identifies F.  Unit gens are 64-bit and never wrap.

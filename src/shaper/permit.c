@@ -22,6 +22,7 @@
 #include "algorithms/concurrency.h"
 #include "api/validate.h"
 #include "shaper/holder.h"
+#include "shaper/permit_local.h"
 #include "shm/table.h"
 #include "shm/wide.h"
 #include "tkshm.h"
@@ -247,6 +248,22 @@ tkshm_reap(tkshm_table *t, uint64_t *reaped)
  * Acquire and release
  * ---------------------------------------------------------------------- */
 
+/* Frees `cell` of the key if `holder` still holds it (no sample). */
+static void
+tk_release_cell(struct tkshm_table *t, uint64_t fp, uint64_t holder,
+		uint32_t cell, double now)
+{
+	struct tk_release_ctx r;
+	struct tk_wide_op op = { tk_release_step, &r };
+	struct tk_keyref k = { fp, NULL, 0 };
+
+	memset(&r, 0, sizeof r);
+	r.now = now;
+	r.holder = holder;
+	r.cell = cell;
+	(void)tk_table_wide_op(t, &k, now, &op);
+}
+
 int
 tkshm_acquire_at(tkshm_table *t, const void *key, size_t key_len,
 		 double now_ms, tkshm_permit *permit, tkshm_decision *out)
@@ -288,7 +305,6 @@ tkshm_acquire_at(tkshm_table *t, const void *key, size_t key_len,
 			tk_denial_note(t, a.index);
 		return TKSHM_OK;
 	}
-	tk_count(t, TK_C_ALLOWED, 1);
 	memset(permit, 0, sizeof *permit);
 	permit->fp_ = k.fp;
 	permit->seed_ = t->seed;
@@ -296,6 +312,14 @@ tkshm_acquire_at(tkshm_table *t, const void *key, size_t key_len,
 	/* Relaxed: a per-process serial; only its uniqueness matters. */
 	permit->serial_ =
 		__atomic_add_fetch(&tk_permit_serial, 1, __ATOMIC_RELAXED);
+	if (!tk_local_add(t->seed, k.fp, a.cell, permit->serial_)) {
+		/* Without its record the permit could never be released:
+		 * give it back now. */
+		tk_release_cell(t, k.fp, a.holder, a.cell, now_ms);
+		memset(permit, 0, sizeof *permit);
+		return TKSHM_ENOMEM;
+	}
+	tk_count(t, TK_C_ALLOWED, 1);
 	permit->acquired_ms_ = now_ms;
 	permit->acquired_mono_ = tk_mono_ms();
 	permit->cell_ = a.cell;
@@ -331,6 +355,12 @@ tk_release(tkshm_table *t, tkshm_permit *permit, double now, double rtt,
 		return TKSHM_EINVAL; /* another table's permit */
 	if (permit->holder_ != tk_holder_self())
 		return TKSHM_ENOTHELD; /* acquired by another process */
+	/* One release per acquisition, whichever copy or thread asks. */
+	if (!tk_local_take(permit->seed_, permit->fp_, permit->cell_,
+			   permit->serial_)) {
+		permit->state_ = TK_PERMIT_RELEASED;
+		return TKSHM_ENOTHELD;
+	}
 	memset(&r, 0, sizeof r);
 	r.now = now;
 	r.rtt = rtt;
@@ -341,8 +371,13 @@ tk_release(tkshm_table *t, tkshm_permit *permit, double now, double rtt,
 	k.fp = permit->fp_;
 	/* A release never inserts: from the absent state it writes nothing. */
 	rc = tk_table_wide_op(t, &k, now, &op);
-	if (rc != TKSHM_OK)
-		return rc; /* still held: the caller may release again */
+	if (rc != TKSHM_OK) {
+		/* Still held: the caller may release again.  Putting the
+		 * record back cannot fail: the array never shrinks. */
+		(void)tk_local_add(permit->seed_, permit->fp_, permit->cell_,
+				   permit->serial_);
+		return rc;
+	}
 	permit->state_ = TK_PERMIT_RELEASED;
 	if (!r.released)
 		return TKSHM_ENOTHELD;

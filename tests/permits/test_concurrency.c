@@ -378,6 +378,32 @@ test_table_acquire_release(void **state)
 	tkshm_close(t);
 }
 
+/* A stale copy of a released permit cannot free the cell this process
+ * took again since (permit_local.h): one release per acquisition. */
+static void
+test_stale_copy_after_reacquire(void **state)
+{
+	tkshm_table *t = tkt_anon("concurrency:limit=1", 64);
+	tkshm_permit p, q, copy;
+	tkshm_decision d;
+
+	(void)state;
+	assert_rc(tkshm_acquire_at(t, "k", 1, 10, &p, &d), TKSHM_OK);
+	assert_true(d.allowed);
+	copy = p;
+	assert_rc(tkshm_release_at(t, &p, 11, TKSHM_OUTCOME_SUCCESS), TKSHM_OK);
+	assert_rc(tkshm_acquire_at(t, "k", 1, 12, &q, &d), TKSHM_OK);
+	assert_true(d.allowed); /* the same cell, the same holder word */
+	assert_rc(tkshm_release_at(t, &copy, 13, TKSHM_OUTCOME_SUCCESS),
+		  TKSHM_ENOTHELD);
+	assert_rc(tkshm_peek_at(t, "k", 1, 14, &d), TKSHM_OK);
+	assert_int_equal(d.remaining, 0); /* q still holds it */
+	assert_rc(tkshm_release_at(t, &q, 15, TKSHM_OUTCOME_SUCCESS), TKSHM_OK);
+	assert_rc(tkshm_peek_at(t, "k", 1, 16, &d), TKSHM_OK);
+	assert_int_equal(d.remaining, 1);
+	tkshm_close(t);
+}
+
 /* A permit names its process: a forked child cannot release its parent's
  * permit, and the parent still can. */
 static void
@@ -504,6 +530,7 @@ main(void)
 		cmocka_unit_test(test_proc_stat_parse),
 		cmocka_unit_test(test_liveness),
 		cmocka_unit_test(test_table_acquire_release),
+		cmocka_unit_test(test_stale_copy_after_reacquire),
 		cmocka_unit_test(test_child_cannot_release),
 		cmocka_unit_test(test_dead_holder_reaped),
 		cmocka_unit_test(test_adaptive_table),

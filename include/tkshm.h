@@ -98,9 +98,9 @@ enum tkshm_error {
 					  bounded number of retries */
 	TKSHM_EREADONLY = -30922, /**< a write through a read-only handle */
 	TKSHM_ENOTSUP = -30923,	  /**< the table's algorithm cannot do this */
-	TKSHM_EINTR = -30924, /**< a signal interrupted a wait; what was
+	TKSHM_EINTR = -30924,	  /**< a signal interrupted a wait; what was
 				 reserved stands */
-	TKSHM_ENOTHELD = -30925, /**< the permit is not held: released
+	TKSHM_ENOTHELD = -30925,  /**< the permit is not held: released
 				    already, taken back after its holder
 				    died, or not this process's */
 };
@@ -291,7 +291,7 @@ typedef struct tkshm_policy {
 			double algorithm;
 			double initial_limit; /**< min..max (default 20) */
 			double min_limit;     /**< integer >= 1 (default 1) */
-			double max_limit;     /**< integer <= 256 (default 200) */
+			double max_limit; /**< integer <= 256 (default 200) */
 			/** gradient2: weight of a new estimate, in (0, 1]
 			 *  (default 0.2) */
 			double smoothing;
@@ -776,8 +776,8 @@ typedef struct tkshm_reservation {
  *  TKSHM_EFULL, TKSHM_EBUSY.
  *  Threads, Processes: safe; the departures of all processes are spaced
  *  T * cost apart (one CAS per reservation).  Crash: as tkshm_check_at(). */
-TKSHM_API int tkshm_reserve_at(tkshm_table *t, const void *key,
-			       size_t key_len, double cost, double now_ms,
+TKSHM_API int tkshm_reserve_at(tkshm_table *t, const void *key, size_t key_len,
+			       double cost, double now_ms,
 			       tkshm_reservation *out);
 
 /** tkshm_reserve_at() with now_ms = tkshm_now_ms(). */
@@ -794,8 +794,8 @@ TKSHM_API int tkshm_reserve(tkshm_table *t, const void *key, size_t key_len,
  *  wait; errors as tkshm_reserve_at().
  *  Threads: safe (each caller sleeps on its own).  Processes, Crash: as
  *  tkshm_reserve_at(). */
-TKSHM_API int tkshm_schedule_at(tkshm_table *t, const void *key,
-				size_t key_len, double cost, double now_ms,
+TKSHM_API int tkshm_schedule_at(tkshm_table *t, const void *key, size_t key_len,
+				double cost, double now_ms,
 				tkshm_reservation *out);
 
 /** tkshm_schedule_at() with now_ms = tkshm_now_ms(). */
@@ -858,9 +858,9 @@ typedef enum tkshm_outcome {
  *  force when each was granted, whatever the interleaving.
  *  Crash: a process killed in the call holds at most the permit it was
  *  taking, which is taken back as above. */
-TKSHM_API int tkshm_acquire_at(tkshm_table *t, const void *key,
-			       size_t key_len, double now_ms,
-			       tkshm_permit *permit, tkshm_decision *out);
+TKSHM_API int tkshm_acquire_at(tkshm_table *t, const void *key, size_t key_len,
+			       double now_ms, tkshm_permit *permit,
+			       tkshm_decision *out);
 
 /** tkshm_acquire_at() with now_ms = tkshm_now_ms(). */
 TKSHM_API int tkshm_acquire(tkshm_table *t, const void *key, size_t key_len,
@@ -925,10 +925,10 @@ typedef struct tkshm_stats {
 	uint64_t multi_rollbacks;
 	uint64_t claims_stolen; /**< wide states: claims taken over from a
 				   stopped or dead writer (W2) */
-	uint64_t releases; /**< permits given back by their holders (a
+	uint64_t releases;	/**< permits given back by their holders (a
 			      granted acquire counts in `allowed`, a refused
 			      one in `denied`) */
-	uint64_t reaped;   /**< permits taken back from dead holders */
+	uint64_t reaped;	/**< permits taken back from dead holders */
 	/* geometry (immutable) */
 	uint64_t slots, buckets, debt_cells, file_bytes;
 	double bytes_per_key; /**< file_bytes / slots */
@@ -1009,7 +1009,6 @@ typedef struct tkshm_entry {
 	double adaptive_limit;
 	double rtt_noload_ms;
 } tkshm_entry;
-
 
 /** Walks the keys of a table: fills *out with the first key whose slot
  *  index is >= *cursor and sets *cursor past it.  Start with *cursor = 0.

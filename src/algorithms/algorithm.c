@@ -111,10 +111,9 @@ tk_algo_init(struct tk_algo *a, const tkshm_policy *p, char *err,
 		tmp.words = TK_TOKEN_BUDGET_WORDS;
 		break;
 	case TKSHM_KIND_LEAKY_BUCKET:
-		rc = tk_leaky_bucket_init(&tmp.u.leaky_bucket,
-					  p->u.leaky_bucket.rate_per_sec,
-					  p->u.leaky_bucket.max_queue_ms, err,
-					  err_len);
+		rc = tk_leaky_bucket_init(
+			&tmp.u.leaky_bucket, p->u.leaky_bucket.rate_per_sec,
+			p->u.leaky_bucket.max_queue_ms, err, err_len);
 		tmp.words = 1;
 		break;
 	case TKSHM_KIND_CONCURRENCY:

@@ -65,8 +65,7 @@ struct tk_algo {
 static inline bool
 tk_algo_is_wide(const struct tk_algo *a)
 {
-	return a->kind != TKSHM_KIND_GCRA &&
-	       a->kind != TKSHM_KIND_LEAKY_BUCKET;
+	return a->kind != TKSHM_KIND_GCRA && a->kind != TKSHM_KIND_LEAKY_BUCKET;
 }
 
 /* True for the kinds checked with tkshm_check (the limiters); the shaper

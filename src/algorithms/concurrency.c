@@ -90,7 +90,7 @@ tk_conc_init_adaptive(struct tk_conc *c, const tkshm_policy *p, char *err,
 	c->timeout_ms = p->u.adaptive.timeout_ms;
 	c->forget_ms = TK_ADAPTIVE_FORGET_PERIODS *
 		       (c->algorithm == TKSHM_ADAPTIVE_AIMD ? c->timeout_ms :
-							       c->rtt_window_ms);
+							      c->rtt_window_ms);
 	return TKSHM_OK;
 }
 

@@ -260,7 +260,8 @@ tk_conc_release(const struct tk_conc *c, bool present, const uint64_t *st,
 	uint32_t held;
 
 	tk_conc_load(c, present, st, next);
-	if (cell >= c->cap || holder == 0 || next[TK_CONC_HEAD + cell] != holder)
+	if (cell >= c->cap || holder == 0 ||
+	    next[TK_CONC_HEAD + cell] != holder)
 		return false;
 	held = tk_conc_held(c, next);
 	next[TK_CONC_HEAD + cell] = 0;

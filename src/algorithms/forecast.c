@@ -313,8 +313,7 @@ tk_fc_spendable(const struct tk_algo *a, bool present, const uint64_t *st,
 		return tk_fc_walk(&t, dep > now ? dep : now, l->T * cost);
 	}
 	case TKSHM_KIND_CONCURRENCY:
-	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
-	{
+	case TKSHM_KIND_ADAPTIVE_CONCURRENCY: {
 		tkshm_decision d;
 
 		/* Permits are whole: the free ones, whatever the cost. */

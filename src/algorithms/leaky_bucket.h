@@ -92,8 +92,8 @@ tk_leaky_bucket_check(const struct tk_leaky_bucket *l, bool present,
 
 /* What a cost-1 reservation would decide now, writing nothing. */
 static inline void
-tk_leaky_bucket_peek(const struct tk_leaky_bucket *l, bool present,
-		     uint64_t st, double now, tkshm_decision *d)
+tk_leaky_bucket_peek(const struct tk_leaky_bucket *l, bool present, uint64_t st,
+		     double now, tkshm_decision *d)
 {
 	double dep = present ? tk_word_f64(st) : now;
 	double departure = dep > now ? dep : now;

@@ -30,11 +30,11 @@
 	  "the key's probe window is full and the table refuses to evict")   \
 	X(TKSHM_EBUSY, "contention did not settle within the retry bound")   \
 	X(TKSHM_EREADONLY, "the table was opened read-only")                 \
-	X(TKSHM_ENOTSUP, "the table's algorithm cannot do this")            \
+	X(TKSHM_ENOTSUP, "the table's algorithm cannot do this")             \
 	X(TKSHM_EINTR,                                                       \
 	  "a signal interrupted the wait; the reservation stands")           \
 	X(TKSHM_ENOTHELD,                                                    \
-	  "the permit is not held (released already, taken back from a "    \
+	  "the permit is not held (released already, taken back from a "     \
 	  "dead holder, or another process's)")
 
 const char *

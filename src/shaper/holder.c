@@ -65,8 +65,8 @@ tk_proc_stat_parse(const char *text, char *state, uint64_t *start)
 
 		errno = 0;
 		v = strtoull(p, &end, 10);
-		if (end == p || errno != 0 || (*end != ' ' && *end != '\n' &&
-					       *end != '\0'))
+		if (end == p || errno != 0 ||
+		    (*end != ' ' && *end != '\n' && *end != '\0'))
 			return false;
 		*start = v;
 	}

@@ -265,8 +265,8 @@ tk_release_cell(struct tkshm_table *t, uint64_t fp, uint64_t holder,
 }
 
 int
-tkshm_acquire_at(tkshm_table *t, const void *key, size_t key_len,
-		 double now_ms, tkshm_permit *permit, tkshm_decision *out)
+tkshm_acquire_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
+		 tkshm_permit *permit, tkshm_decision *out)
 {
 	struct tk_acquire_ctx a;
 	struct tk_wide_op op = { tk_acquire_step, &a };

@@ -54,7 +54,8 @@ tk_local_add(uint64_t seed, uint64_t fp, uint32_t cell, uint64_t serial)
 		}
 	}
 	if (ok)
-		tk_held[tk_held_n++] = (struct tk_held){ seed, fp, serial, cell };
+		tk_held[tk_held_n++] =
+			(struct tk_held){ seed, fp, serial, cell };
 	pthread_mutex_unlock(&tk_held_lock);
 	return ok;
 }

@@ -149,9 +149,8 @@ struct tk_wide_done {
 /* Runs `step` on the key whose REAL slot is at window position `pos`.
  * TKSHM_OK (done->wrote says whether it published), TK_WIDE_GONE,
  * TKSHM_EBUSY or TKSHM_ECORRUPT. */
-int tk_wide_transition(struct tkshm_table *t, const struct tk_where *w,
-		       int pos, tk_step_fn step, void *ctx,
-		       struct tk_wide_done *done);
+int tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
+		       tk_step_fn step, void *ctx, struct tk_wide_done *done);
 
 /* A transition other than a check (permits, src/shaper/permit.c), for
  * tk_table_wide_op. */

@@ -56,8 +56,8 @@ test_acquire_up_to_limit(void **state)
 		present = true;
 		assert_int_equal(tk_conc_held(c, st), i + 1);
 	}
-	assert_false(tk_conc_acquire(c, true, st, 1000, 0x999, 0, next, &cell,
-				     &d));
+	assert_false(
+		tk_conc_acquire(c, true, st, 1000, 0x999, 0, next, &cell, &d));
 	assert_false(d.allowed);
 	assert_int_equal(d.remaining, 0);
 	assert_int_equal(d.retry_after_ms, 0);
@@ -89,12 +89,12 @@ test_release_exactly(void **state)
 				     next));
 	assert_false(tk_conc_release(c, true, st, 6, 0xA, c2, false, 0, false,
 				     next));
-	assert_false(tk_conc_release(c, true, st, 6, 0xA, 3, false, 0, false,
+	assert_false(
+		tk_conc_release(c, true, st, 6, 0xA, 3, false, 0, false, next));
+	assert_false(
+		tk_conc_release(c, true, st, 6, 0, 2, false, 0, false, next));
+	assert_false(tk_conc_release(c, false, st, 6, 0xA, c1, false, 0, false,
 				     next));
-	assert_false(tk_conc_release(c, true, st, 6, 0, 2, false, 0, false,
-				     next));
-	assert_false(tk_conc_release(c, false, st, 6, 0xA, c1, false, 0,
-				     false, next));
 	assert_true(tk_conc_release(c, true, st, 6, 0xA, c1, false, 0, false,
 				    next));
 	memcpy(st, next, sizeof next);
@@ -139,8 +139,7 @@ test_reap_and_other_boot(void **state)
 	tk_conc_peek(&c, true, st, 1, &d);
 	assert_int_equal(d.remaining, 4);
 	assert_true(tk_conc_is_idle(&c, st, 1));
-	assert_true(tk_conc_acquire(&c, true, st, 1, 0x55, 0, next, &cell,
-				    &d));
+	assert_true(tk_conc_acquire(&c, true, st, 1, 0x55, 0, next, &cell, &d));
 	assert_int_equal(next[TK_CONC_W_HOST], 78);
 	assert_int_equal(tk_conc_held(&c, next), 1);
 }
@@ -149,9 +148,9 @@ test_reap_and_other_boot(void **state)
 static void
 test_gradient2_math(void **state)
 {
-	struct tk_algo a = algo_of(
-		"adaptiveConcurrency:initialLimit=10,maxLimit=50,"
-		"rttWindowMs=1000,smoothing=0.5,tolerance=1.5");
+	struct tk_algo a =
+		algo_of("adaptiveConcurrency:initialLimit=10,maxLimit=50,"
+			"rttWindowMs=1000,smoothing=0.5,tolerance=1.5");
 	const struct tk_conc *c = &a.u.conc;
 	uint64_t w[TK_CONC_MAX_WORDS];
 	double limit = 10, g, nl;
@@ -350,8 +349,7 @@ test_table_acquire_release(void **state)
 	/* Bad input changes nothing. */
 	assert_rc(tkshm_release_at(t, &p2, NAN, TKSHM_OUTCOME_SUCCESS),
 		  TKSHM_ENOW);
-	assert_rc(tkshm_release_at(t, &p2, 30, (tkshm_outcome)7),
-		  TKSHM_EINVAL);
+	assert_rc(tkshm_release_at(t, &p2, 30, (tkshm_outcome)7), TKSHM_EINVAL);
 	assert_rc(tkshm_release_at(NULL, &p2, 30, TKSHM_OUTCOME_SUCCESS),
 		  TKSHM_ENULL);
 	assert_rc(tkshm_acquire_at(t, "", 0, 30, &p1, &d), TKSHM_EKEYEMPTY);

@@ -57,9 +57,9 @@ inflight_enter(void)
 	uint32_t n = __atomic_add_fetch(&sh->inflight, 1, __ATOMIC_SEQ_CST);
 	uint32_t m = __atomic_load_n(&sh->max_inflight, __ATOMIC_SEQ_CST);
 
-	while (n > m && !__atomic_compare_exchange_n(&sh->max_inflight, &m, n,
-						     false, __ATOMIC_SEQ_CST,
-						     __ATOMIC_SEQ_CST))
+	while (n > m &&
+	       !__atomic_compare_exchange_n(&sh->max_inflight, &m, n, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 		;
 }
 
@@ -127,7 +127,10 @@ free_permits(void)
 static void
 test_inflight_never_exceeds(void **state)
 {
-	enum { PROCS = 16, LIMIT = 5 };
+	enum {
+		PROCS = 16,
+		LIMIT = 5
+	};
 	double t0;
 
 	(void)state;
@@ -189,7 +192,11 @@ doomed(void *arg)
 static void
 test_kill_holders(void **state)
 {
-	enum { LIMIT = 4, PER_ROUND = 8, ROUNDS = 25 };
+	enum {
+		LIMIT = 4,
+		PER_ROUND = 8,
+		ROUNDS = 25
+	};
 	uint64_t r = mp_seed();
 	double worst = 0, sum = 0;
 	unsigned kills = 0;
@@ -292,7 +299,10 @@ stopped_holder(void *arg)
 static void
 test_sigstop_holder(void **state)
 {
-	enum { WORKERS = 3, LIMIT = 3 };
+	enum {
+		WORKERS = 3,
+		LIMIT = 3
+	};
 	pid_t holder;
 	uint64_t reaped = 1;
 	pid_t workers[WORKERS];

@@ -39,10 +39,9 @@ run(void *arg)
 		 * release. */
 		n = __atomic_add_fetch(&inflight, 1, __ATOMIC_SEQ_CST);
 		m = __atomic_load_n(&max_inflight, __ATOMIC_SEQ_CST);
-		while (n > m &&
-		       !__atomic_compare_exchange_n(&max_inflight, &m, n, false,
-						    __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST))
+		while (n > m && !__atomic_compare_exchange_n(
+					&max_inflight, &m, n, false,
+					__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 			;
 		/* seq_cst: as above. */
 		__atomic_sub_fetch(&inflight, 1, __ATOMIC_SEQ_CST);

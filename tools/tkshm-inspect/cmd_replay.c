@@ -1,9 +1,13 @@
 /*
  * cmd_replay.c - `tkshm-inspect replay`: runs "NOW_MS KEY COST" lines from
  * standard input through a real table and prints each decision as one
- * ThrottleKit JSON object per line.
+ * ThrottleKit JSON object per line.  A limiter's line is a check
+ * (tkshm_check_at); a shaper's (leakyBucket) is a reservation
+ * (tkshm_reserve_at), printed as ThrottleKit's {accepted, delayMs} with
+ * tkshm's retry-after and exact wait.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,17 +30,26 @@ ti_usage_replay(FILE *f)
 	      "  {\"allowed\":true,\"limit\":5,\"remaining\":4,"
 	      "\"resetAt\":1100,\"retryAfterMs\":0}\n"
 	      "\n"
+	      "With a leakyBucket policy (the shaper) each line reserves a\n"
+	      "departure instead (tkshm_reserve_at) and prints ThrottleKit's\n"
+	      "shaper answer, then the retry-after and the exact wait in ms:\n"
+	      "  {\"accepted\":true,\"delayMs\":24,\"retryAfterMs\":0,"
+	      "\"waitMs\":23.25}\n"
+	      "delayMs is ceil(waitMs) when accepted; when rejected it is\n"
+	      "the wait beyond maxQueueMs, rounded up (then also\n"
+	      "retryAfterMs; waitMs is 0).\n"
+	      "\n"
 	      "Without --table the table is a fresh anonymous one that lives\n"
 	      "for this replay only.  With --table PATH the existing table is\n"
 	      "attached (never created) and must have the policy SPEC; several\n"
 	      "replays may share one table at once.\n"
 	      "\n"
 	      "A malformed line (wrong field count, bad number, a key or cost\n"
-	      "the library refuses), or a check the table cannot make (a full\n"
-	      "probe window on a table that refuses to evict), stops the\n"
-	      "replay with a message naming the line number on standard error\n"
-	      "and exit status 1, after the decisions of the lines before it\n"
-	      "were printed.\n"
+	      "the library refuses), or a check or reservation the table\n"
+	      "cannot make (a full probe window on a table that refuses to\n"
+	      "evict), stops the replay with a message naming the line number\n"
+	      "on standard error and exit status 1, after the decisions of the\n"
+	      "lines before it were printed.\n"
 	      "\n"
 	      "Options:\n"
 	      "  --policy SPEC     the policy, e.g.\n"
@@ -83,15 +96,51 @@ ti_short(const char *s, char *buf, size_t len)
 	return buf;
 }
 
+/* A reservation as one JSON line: ThrottleKit's shaper fields in its
+ * order, then tkshm's. */
+static void
+ti_json_reservation(FILE *f, const tkshm_reservation *r)
+{
+	fprintf(f,
+		"{\"accepted\":%s,\"delayMs\":%" PRId64
+		",\"retryAfterMs\":%" PRId64 ",\"waitMs\":",
+		r->accepted ? "true" : "false", r->delay_ms,
+		r->retry_after_ms);
+	ti_json_double(f, r->wait_ms);
+	fputs("}\n", f);
+}
+
+/* Checks (a limiter) or reserves (the shaper) one line's request and
+ * prints the outcome; the library's return code. */
+static int
+ti_replay_request(tkshm_table *t, bool shaper, const char *key, double cost,
+		  double now)
+{
+	tkshm_decision d;
+	tkshm_reservation r;
+	int rc;
+
+	if (shaper) {
+		rc = tkshm_reserve_at(t, key, strlen(key), cost, now, &r);
+		if (rc == TKSHM_OK)
+			ti_json_reservation(stdout, &r);
+		return rc;
+	}
+	rc = tkshm_check_at(t, key, strlen(key), cost, now, &d);
+	if (rc == TKSHM_OK)
+		ti_json_decision(stdout, &d);
+	return rc;
+}
+
 /* Runs one line; returns -1 to go on, or the exit code. */
 static int
-ti_replay_line(tkshm_table *t, unsigned long line, char *text, size_t len)
+ti_replay_line(tkshm_table *t, bool shaper, unsigned long line, char *text,
+	       size_t len)
 {
 	char *field[3], *save = NULL, *tok;
 	char sbuf[48];
 	unsigned nf = 0;
 	double now, cost;
-	tkshm_decision d;
 	int rc;
 
 	if (strlen(text) != len)
@@ -118,10 +167,9 @@ ti_replay_line(tkshm_table *t, unsigned long line, char *text, size_t len)
 	if (!ti_parse_decimal(field[2], &cost))
 		return ti_bad_line(line, "COST '%s' is not a decimal number",
 				   ti_short(field[2], sbuf, sizeof sbuf));
-	rc = tkshm_check_at(t, field[1], strlen(field[1]), cost, now, &d);
+	rc = ti_replay_request(t, shaper, field[1], cost, now);
 	switch (rc) {
 	case TKSHM_OK:
-		ti_json_decision(stdout, &d);
 		return -1;
 	case TKSHM_ENOW:
 		return ti_bad_line(line, "NOW_MS '%s' refused: %s",
@@ -137,7 +185,8 @@ ti_replay_line(tkshm_table *t, unsigned long line, char *text, size_t len)
 				   ti_short(field[1], sbuf, sizeof sbuf),
 				   tkshm_strerror(rc));
 	default:
-		return ti_bad_line(line, "check failed: %s (%s)",
+		return ti_bad_line(line, "%s failed: %s (%s)",
+				   shaper ? "reservation" : "check",
 				   tkshm_strerror(rc), tkshm_error_name(rc));
 	}
 }
@@ -176,6 +225,7 @@ ti_cmd_replay(int argc, char **argv)
 	size_t cap = 0;
 	ssize_t n;
 	unsigned long line = 0;
+	bool shaper;
 	int k, rc = -1;
 
 	c.no_operand = "input is read from standard input";
@@ -194,6 +244,8 @@ ti_cmd_replay(int argc, char **argv)
 	ro.t.o.flags = ro.table ? 0 : TKSHM_O_CREATE;
 	if ((k = ti_open(ro.table, &ro.t.o, &t)) != TI_EXIT_OK)
 		return k;
+	/* An attached table has the policy SPEC (ti_open checked it). */
+	shaper = ro.t.policy.kind == TKSHM_KIND_LEAKY_BUCKET;
 
 	while (rc < 0) {
 		errno = 0;
@@ -210,7 +262,7 @@ ti_cmd_replay(int argc, char **argv)
 			break;
 		}
 		line++;
-		rc = ti_replay_line(t, line, buf, (size_t)n);
+		rc = ti_replay_line(t, shaper, line, buf, (size_t)n);
 		if (rc < 0 && ferror(stdout))
 			rc = ti_finish_stdout(TI_EXIT_OK);
 	}

@@ -791,7 +791,8 @@ TKSHM_API int tkshm_reserve(tkshm_table *t, const void *key, size_t key_len,
  *  returns at once with out->accepted false and the retry-after.
  *  @return TKSHM_OK; TKSHM_EINTR when a signal handler interrupted the
  *  sleep: the reservation stands and out->wait_ms is the time still to
- *  wait; errors as tkshm_reserve_at().
+ *  wait; errors as tkshm_reserve_at(); TKSHM_ESYSTEM if the monotonic
+ *  clock cannot be read or slept on (the reservation stands).
  *  Threads: safe (each caller sleeps on its own).  Processes, Crash: as
  *  tkshm_reserve_at(). */
 TKSHM_API int tkshm_schedule_at(tkshm_table *t, const void *key, size_t key_len,

@@ -18,7 +18,11 @@
  * a Decision, for operators (tkshm-inspect, tkshm_peek) and for the
  * reservation's retry-after, with these meanings:
  *   limit       the queue in cost-1 requests: floor(maxQueueMs / T) + 1
- *   remaining   cost-1 requests accepted now in a row after this one
+ *   remaining   floor((maxQueueMs - wait) / T) + 1 with the wait after
+ *               this one: the cost-1 requests the queue has room for, in
+ *               real arithmetic (doubles can admit one or two more or fewer
+ *               near a rounding edge; forecast's spendable_now walks the
+ *               exact double recurrence)
  *   reset_at    ceil(the departure after this one): the queue is empty then
  *   retry_after rejected: ceil(delay - maxQueueMs) (ThrottleKit's delayMs);
  *               accepted: 0

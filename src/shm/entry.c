@@ -7,10 +7,19 @@
  * (label.c).  Whatever the segment holds, every index used is computed from
  * the handle's validated geometry, never read from shared memory, and a
  * state the algorithm does not accept is reported as such, not decoded.
+ *
+ * Concurrency kinds also show who holds the key's permits: the holder words
+ * of its cells (src/algorithms/concurrency.h), grouped by process.  A holder
+ * word names one process (pid and start time, src/shaper/holder.h), so two
+ * words with one pid (a dead holder and a newer process that reused its
+ * pid) are two processes.  Nothing here asks /proc whether they still run:
+ * the entry shows the table as it stands, and reaping is the writers' job.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "algorithms/forecast.h"
+#include "shaper/holder.h"
 #include "shm/table.h"
 #include "shm/wide.h"
 
@@ -59,6 +68,64 @@ tk_entry_state(const struct tkshm_table *t, uint64_t index, uint64_t fp,
 	return TK_ENTRY_GONE; /* kept moving: a busy key, seen next time */
 }
 
+/* Orders holder words by pid, then by the rest of the word (start time),
+ * so one process's cells are adjacent and holders[] goes up by pid. */
+static int
+tk_holder_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	pid_t px = tk_holder_pid(x), py = tk_holder_pid(y);
+
+	if (px != py)
+		return px < py ? -1 : 1;
+	return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/* The permit fields of *out for a concurrency kind, from the published
+ * state `words` (`present` false: FRESH, i.e. absent).  The state is read
+ * as an acquire would read it (tk_conc_load): an absent key has its fresh
+ * state, and cells written in another boot hold nobody. */
+static void
+tk_entry_permits(const struct tkshm_table *t, bool present,
+		 const uint64_t *words, tkshm_entry *out)
+{
+	const struct tk_conc *c = &t->algo.u.conc;
+	uint64_t w[TK_CONC_MAX_WORDS], held[TK_CONC_MAX_LIMIT];
+	uint32_t n = 0;
+
+	tk_conc_load(c, present, words, w);
+	for (uint32_t i = 0; i < c->cap; i++)
+		if (w[TK_CONC_HEAD + i] != 0)
+			held[n++] = w[TK_CONC_HEAD + i];
+	out->permits_held = n;
+	qsort(held, n, sizeof held[0], tk_holder_cmp);
+	for (uint32_t i = 0; i < n;) {
+		uint32_t j = i;
+
+		while (j < n && held[j] == held[i])
+			j++;
+		if (out->holders_n < TKSHM_ENTRY_HOLDERS) {
+			out->holders[out->holders_n].pid =
+				(int32_t)tk_holder_pid(held[i]);
+			out->holders[out->holders_n].permits = j - i;
+		}
+		out->holders_n++;
+		i = j;
+	}
+	if (c->adaptive) {
+		double prev = tk_word_f64(w[TK_CONC_W_PREV_MIN]);
+		double cur = tk_word_f64(w[TK_CONC_W_CUR_MIN]);
+
+		out->adaptive_limit = tk_word_f64(w[TK_CONC_W_LIMIT]);
+		/* The least latency of the two windows; 0 (none) is not a
+		 * latency (the state is valid: both are finite, >= 0). */
+		if (prev > 0 && (cur <= 0 || prev < cur))
+			out->rtt_noload_ms = prev;
+		else if (cur > 0)
+			out->rtt_noload_ms = cur;
+	}
+}
+
 /* Fills *out from the REAL slot `index` {fp, st}.  False when the slot
  * stopped being that key's while it was read. */
 static bool
@@ -103,6 +170,8 @@ tk_entry_fill(const struct tkshm_table *t, uint64_t index, uint64_t fp,
 		out->forecast.next_replenish_at = f.next_replenish_at;
 		out->forecast.full_at = f.full_at;
 	}
+	if (tk_algo_is_concurrency(&t->algo))
+		tk_entry_permits(t, present, words, out);
 	return true;
 }
 

@@ -218,8 +218,7 @@ static const struct {
 	{ "leakyBucket:ratePerSec=1,maxQueueMs=0,maxQueueMs=0", "maxQueueMs" },
 	{ "concurrency:limit=16,limit=16", "limit" },
 	{ "adaptiveConcurrency:algorithm=aimd,algorithm=aimd", "algorithm" },
-	{ "adaptiveConcurrency:initialLimit=5,initialLimit=5",
-	  "initialLimit" },
+	{ "adaptiveConcurrency:initialLimit=5,initialLimit=5", "initialLimit" },
 	/* missing required option */
 	{ "gcra:periodMs=1000", "limit" },
 	{ "gcra:limit=10", "periodMs" },
@@ -362,8 +361,7 @@ static const struct {
 	{ "adaptiveConcurrency:timeoutMs=0", "timeoutMs" },
 	{ "adaptiveConcurrency:algorithm=aimd,smoothing=0", "smoothing" },
 	{ "adaptiveConcurrency:algorithm=aimd,tolerance=0", "tolerance" },
-	{ "adaptiveConcurrency:algorithm=aimd,rttWindowMs=-1",
-	  "rttWindowMs" },
+	{ "adaptiveConcurrency:algorithm=aimd,rttWindowMs=-1", "rttWindowMs" },
 	/* sliding window buckets: an integer 1..64 */
 	{ "slidingWindow:limit=10,windowMs=1000,buckets=0", "buckets" },
 	{ "slidingWindow:limit=10,windowMs=1000,buckets=65", "buckets" },
@@ -1154,8 +1152,8 @@ test_parse_defaults(void **state)
 	assert_rc(tkshm_policy_parse("adaptiveConcurrency", &p, NULL, 0),
 		  TKSHM_OK);
 	assert_int_equal(p.kind, TKSHM_KIND_ADAPTIVE_CONCURRENCY);
-	assert_true(same_bits(p.u.adaptive.algorithm,
-			      TKSHM_ADAPTIVE_GRADIENT2));
+	assert_true(
+		same_bits(p.u.adaptive.algorithm, TKSHM_ADAPTIVE_GRADIENT2));
 	assert_true(same_bits(p.u.adaptive.initial_limit, 20));
 	assert_true(same_bits(p.u.adaptive.min_limit, 1));
 	assert_true(same_bits(p.u.adaptive.max_limit, 200));
@@ -1180,7 +1178,8 @@ test_parse_defaults(void **state)
 			{ "adaptiveConcurrency:minLimit=21,maxLimit=22", 21 },
 			{ "adaptiveConcurrency:minLimit=5,maxLimit=6", 6 },
 			{ "adaptiveConcurrency:maxLimit=6,minLimit=5", 6 },
-			{ "adaptiveConcurrency:minLimit=256,maxLimit=256", 256 },
+			{ "adaptiveConcurrency:minLimit=256,maxLimit=256",
+			  256 },
 			{ "adaptiveConcurrency:algorithm=aimd,maxLimit=8", 8 },
 			{ "adaptiveConcurrency:initialLimit=7,maxLimit=8", 7 },
 			{ "adaptiveConcurrency:initialLimit=7.25", 7.25 },
@@ -1269,7 +1268,8 @@ test_parse_adaptive_ignored_options(void **state)
 		  "timeoutMs=99,maxLimit=64",
 		  "adaptiveConcurrency:maxLimit=64" },
 		/* the default initialLimit, given */
-		{ "adaptiveConcurrency:initialLimit=20", "adaptiveConcurrency" },
+		{ "adaptiveConcurrency:initialLimit=20",
+		  "adaptiveConcurrency" },
 		{ "adaptiveConcurrency:maxLimit=8,initialLimit=8",
 		  "adaptiveConcurrency:maxLimit=8" },
 	};
@@ -1324,18 +1324,24 @@ static void
 test_parse_unknown_kind_lists_kinds(void **state)
 {
 	static const char *kinds[] = {
-		"gcra",		 "tokenBucket",	     "fixedWindow",
-		"slidingWindow", "slidingWindowLog", "quota",
-		"tokenBudget",	 "leakyBucket",	     "concurrency",
+		"gcra",
+		"tokenBucket",
+		"fixedWindow",
+		"slidingWindow",
+		"slidingWindowLog",
+		"quota",
+		"tokenBudget",
+		"leakyBucket",
+		"concurrency",
 		"adaptiveConcurrency",
 	};
 	tkshm_policy p;
 	char err[512] = "";
 
 	(void)state;
-	assert_rc(tkshm_policy_parse("shaper:ratePerSec=1", &p, err,
-				     sizeof err),
-		  TKSHM_EPOLICY);
+	assert_rc(
+		tkshm_policy_parse("shaper:ratePerSec=1", &p, err, sizeof err),
+		TKSHM_EPOLICY);
 	assert_non_null(strstr(err, "\"shaper\""));
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
 		if (!strstr(err, kinds[i]))
@@ -1551,14 +1557,16 @@ test_format_round_trip_every_kind(void **state)
 					random_positive(&r, -20);
 			break;
 		case TKSHM_KIND_CONCURRENCY:
-			p.u.concurrency.limit = (double)(1 + xorshift(&r) % 256);
+			p.u.concurrency.limit =
+				(double)(1 + xorshift(&r) % 256);
 			break;
 		case TKSHM_KIND_ADAPTIVE_CONCURRENCY: {
 			/* Whole limits lo <= hi; initialLimit anywhere in
 			 * [lo, hi] with a random mantissa; every option of
 			 * both algorithms random and valid. */
 			double lo = (double)(1 + xorshift(&r) % 256);
-			double hi = lo + (double)(xorshift(&r) % (257 - (uint64_t)lo));
+			double hi = lo + (double)(xorshift(&r) %
+						  (257 - (uint64_t)lo));
 			double u = (double)(xorshift(&r) >> 11) * 0x1p-53;
 
 			p.u.adaptive.algorithm =

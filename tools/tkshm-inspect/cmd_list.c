@@ -26,6 +26,18 @@ ti_usage_list(FILE *f)
 	      "as new), denials since the key was inserted and its position in\n"
 	      "its probe window.  No lock is taken and nothing is written.\n"
 	      "\n"
+	      "The columns follow the table's kind.  A leakyBucket table shows\n"
+	      "QUEUE-WAIT (ms a request reserved now would wait) where others\n"
+	      "show DEBT.  A concurrency table shows HELD (permits held / the\n"
+	      "limit in force), REMAINING, DENIALS (refused acquires), PROBE,\n"
+	      "STATE and HOLDERS: the processes holding permits, by pid, as\n"
+	      "PID\u00d7PERMITS (the first 8; \",+N more\" after them).  An\n"
+	      "adaptiveConcurrency table adds ADAPTIVE-LIMIT (the limit's value;\n"
+	      "HELD shows its floor) and RTT-NOLOAD (the least latency of the\n"
+	      "current and previous window; - before the first sample).  Holders\n"
+	      "are shown as the table names them: a process that died holding\n"
+	      "a permit stays listed until its permits are taken back.\n"
+	      "\n"
 	      "A key is shown escaped (bytes other than 0x21..0x7e as \\xNN, a\n"
 	      "backslash as \\\\), as show, reset and set take it.  The table\n"
 	      "keeps only a key's first 23 bytes: a longer key is shown as\n"
@@ -37,14 +49,16 @@ ti_usage_list(FILE *f)
 	      "  --where EXPR      keep keys where FIELD OP VALUE holds; several\n"
 	      "                    --where must all hold.  Numeric fields:\n"
 	      "                    remaining, limit, debt, denials, resetAt\n"
-	      "                    (or reset), retryAfter, probe, spendable;\n"
+	      "                    (or reset), retryAfter, probe, spendable,\n"
+	      "                    held (permits), holders (processes);\n"
 	      "                    operators < <= > >= = !=.  Keys: key=TEXT\n"
 	      "                    (exact), key!=TEXT, key^=TEXT (prefix, at\n"
 	      "                    most 23 bytes), TEXT escaped as shown.\n"
 	      "                    e.g. --where 'remaining<1' --where "
 	      "'debt>5000'\n"
 	      "  --sort FIELD      order by a numeric field or key (default\n"
-	      "                    debt); numbers descending, keys ascending\n"
+	      "                    debt; held for a concurrency table);\n"
+	      "                    numbers descending, keys ascending\n"
 	      "  --asc, --desc     sort ascending or descending (default:\n"
 	      "                    descending, ascending for key)\n"
 	      "  --limit N         show at most N keys (after sorting)\n"
@@ -60,7 +74,11 @@ ti_usage_list(FILE *f)
 	      "                    denials, idle, remaining, limit, resetAt,\n"
 	      "                    retryAfterMs, allowed, debtMs, spendableNow,\n"
 	      "                    nextReplenishAt, fullAt (null when the\n"
-	      "                    state is corrupt)\n"
+	      "                    state is corrupt); leakyBucket adds\n"
+	      "                    queueWaitMs; concurrency adds permitsHeld,\n"
+	      "                    holdersCount and holders ([{pid, permits}]);\n"
+	      "                    adaptiveConcurrency also adaptiveLimit and\n"
+	      "                    rttNoLoadMs (null before the first sample)\n"
 	      "  -h, --help        show this help\n"
 	      "\n",
 	      f);
@@ -71,6 +89,7 @@ struct ti_list_opts {
 	struct ti_where where[TI_WHERE_MAX];
 	size_t nwhere;
 	enum ti_field sort;
+	bool have_sort; /* --sort given (else the kind's default) */
 	int dir;	/* 0: the field's default, 1 ascending, -1 descending */
 	uint64_t limit; /* 0: no limit */
 	bool idle, json, have_now;
@@ -93,6 +112,7 @@ ti_list_opt(void *ctx, const char *cmd, const char *name, const char *value)
 		if (!ti_field_parse(value, &o->sort))
 			return ti_usage_error(cmd, "--sort: unknown field '%s'",
 					      value);
+		o->have_sort = true;
 	} else if (strcmp(name, "asc") == 0 || strcmp(name, "desc") == 0) {
 		o->dir = name[0] == 'a' ? 1 : -1;
 	} else if (strcmp(name, "limit") == 0) {
@@ -136,17 +156,70 @@ enum {
 	TI_COL_DENIALS,
 	TI_COL_PROBE,
 	TI_COL_STATE,
+	/* concurrency kinds */
+	TI_COL_HELD,
+	TI_COL_ADAPTIVE,
+	TI_COL_RTT,
+	TI_COL_HOLDERS,
 	TI_NCOLS
 };
 
 static const char *const ti_col_names[TI_NCOLS] = {
-	"KEY",	       "REMAINING", "LIMIT",   "RESET-AT", "IN",
-	"RETRY-AFTER", "DEBT",	    "DENIALS", "PROBE",	   "STATE",
+	"KEY",	       "REMAINING",	 "LIMIT",      "RESET-AT", "IN",
+	"RETRY-AFTER", "DEBT",		 "DENIALS",    "PROBE",	   "STATE",
+	"HELD",	       "ADAPTIVE-LIMIT", "RTT-NOLOAD", "HOLDERS",
 };
 
-#define TI_CELL 128
+/* The columns a table's kind shows, in order.  A permit has no time at
+ * which it comes back (reset-at is now, retry-after 0, debt 0), so a
+ * concurrency table shows who holds its permits instead; the holders go
+ * last, as the one column whose width has no bound worth aligning to. */
+static const int ti_cols_limiter[] = {
+	TI_COL_KEY,   TI_COL_REMAINING, TI_COL_LIMIT, TI_COL_RESET_AT,
+	TI_COL_IN,    TI_COL_RETRY,	TI_COL_DEBT,  TI_COL_DENIALS,
+	TI_COL_PROBE, TI_COL_STATE,
+};
+static const int ti_cols_conc[] = {
+	TI_COL_KEY,   TI_COL_HELD,  TI_COL_REMAINING, TI_COL_DENIALS,
+	TI_COL_PROBE, TI_COL_STATE, TI_COL_HOLDERS,
+};
+static const int ti_cols_adaptive[] = {
+	TI_COL_KEY,	 TI_COL_HELD,  TI_COL_REMAINING,
+	TI_COL_ADAPTIVE, TI_COL_RTT,   TI_COL_DENIALS,
+	TI_COL_PROBE,	 TI_COL_STATE, TI_COL_HOLDERS,
+};
 
-/* The cells of one row; those of a corrupt state are "-". */
+struct ti_cols {
+	const int *v;
+	size_t n;
+	/* leakyBucket: DEBT is the queue's wait (leaky_bucket.h: the debt
+	 * of a departure time is how long a request reserved now waits). */
+	const char *debt_name;
+};
+
+static struct ti_cols
+ti_cols_of(tkshm_kind kind)
+{
+	struct ti_cols c = { ti_cols_limiter,
+			     sizeof ti_cols_limiter / sizeof(int), "DEBT" };
+
+	if (kind == TKSHM_KIND_LEAKY_BUCKET) {
+		c.debt_name = "QUEUE-WAIT";
+	} else if (kind == TKSHM_KIND_CONCURRENCY) {
+		c.v = ti_cols_conc;
+		c.n = sizeof ti_cols_conc / sizeof(int);
+	} else if (kind == TKSHM_KIND_ADAPTIVE_CONCURRENCY) {
+		c.v = ti_cols_adaptive;
+		c.n = sizeof ti_cols_adaptive / sizeof(int);
+	}
+	return c;
+}
+
+/* TI_HOLDERS_TEXT: the widest cell. */
+#define TI_CELL TI_HOLDERS_TEXT
+
+/* The cells of one row (every column, whichever the kind shows); those of
+ * a corrupt state are "-". */
 static void
 ti_list_cells(const tkshm_entry *e, double now, char c[TI_NCOLS][TI_CELL])
 {
@@ -156,8 +229,10 @@ ti_list_cells(const tkshm_entry *e, double now, char c[TI_NCOLS][TI_CELL])
 	snprintf(c[TI_COL_STATE], TI_CELL, "%s%s", ti_entry_state(e),
 		 e->misplaced ? ",misplaced" : "");
 	if (!e->state_valid) {
-		for (int i = TI_COL_REMAINING; i <= TI_COL_DEBT; i++)
-			snprintf(c[i], TI_CELL, "-");
+		for (int i = 0; i < TI_NCOLS; i++)
+			if (i != TI_COL_KEY && i != TI_COL_DENIALS &&
+			    i != TI_COL_PROBE && i != TI_COL_STATE)
+				snprintf(c[i], TI_CELL, "-");
 		return;
 	}
 	snprintf(c[TI_COL_REMAINING], TI_CELL, "%" PRId64, e->peek.remaining);
@@ -166,47 +241,72 @@ ti_list_cells(const tkshm_entry *e, double now, char c[TI_NCOLS][TI_CELL])
 	ti_rel_time((double)e->peek.reset_at, now, c[TI_COL_IN], TI_CELL);
 	snprintf(c[TI_COL_RETRY], TI_CELL, "%" PRId64, e->peek.retry_after_ms);
 	snprintf(c[TI_COL_DEBT], TI_CELL, "%.0f", e->debt_ms);
+	snprintf(c[TI_COL_HELD], TI_CELL, "%" PRIu32 "/%" PRId64,
+		 e->permits_held, e->peek.limit);
+	/* Enough digits to see it move between samples, not all 17. */
+	snprintf(c[TI_COL_ADAPTIVE], TI_CELL, "%.2f", e->adaptive_limit);
+	if (e->rtt_noload_ms > 0)
+		snprintf(c[TI_COL_RTT], TI_CELL, "%.1fms", e->rtt_noload_ms);
+	else
+		snprintf(c[TI_COL_RTT], TI_CELL, "-");
+	ti_entry_holders_text(e, c[TI_COL_HOLDERS], TI_CELL);
+}
+
+/* Pads to `w` terminal columns, not bytes: a holder's "×" is two bytes. */
+static void
+ti_list_cell(const char *s, int w, bool left)
+{
+	int pad = w - ti_text_width(s);
+
+	if (!left)
+		printf("%*s", pad > 0 ? pad : 0, "");
+	fputs(s, stdout);
+	if (left)
+		printf("%*s", pad > 0 ? pad : 0, "");
 }
 
 static void
-ti_list_row(char c[TI_NCOLS][TI_CELL], const int *w)
+ti_list_row(const struct ti_cols *cols, char c[TI_NCOLS][TI_CELL], const int *w)
 {
-	for (int i = 0; i < TI_NCOLS; i++) {
-		/* The key and the state are words: left-aligned. */
-		bool left = i == TI_COL_KEY || i == TI_COL_STATE;
+	for (size_t k = 0; k < cols->n; k++) {
+		int i = cols->v[k];
+		/* Words are left-aligned: the key, the state, the holders. */
+		bool left = i == TI_COL_KEY || i == TI_COL_STATE ||
+			    i == TI_COL_HOLDERS;
 
-		printf(i ? "  %*s" : "%*s", left ? -w[i] : w[i], c[i]);
+		if (k)
+			fputs("  ", stdout);
+		/* The last column is not padded: no trailing blanks. */
+		ti_list_cell(c[i], k + 1 == cols->n ? 0 : w[i], left);
 	}
 	putchar('\n');
 }
 
 static void
 ti_list_text(const tkshm_entry *v, size_t n, const struct ti_entries *es,
-	     size_t matched, const struct ti_list_opts *o)
+	     size_t matched, const struct ti_list_opts *o, tkshm_kind kind)
 {
-	char c[TI_NCOLS][TI_CELL];
+	char c[TI_NCOLS][TI_CELL], rc[TI_NCOLS][TI_CELL];
+	struct ti_cols cols = ti_cols_of(kind);
 	int w[TI_NCOLS];
 
 	/* Two passes: widths first, so millions of rows need no cells
 	 * kept in memory. */
-	for (int i = 0; i < TI_NCOLS; i++) {
-		w[i] = (int)strlen(ti_col_names[i]);
+	for (int i = 0; i < TI_NCOLS; i++)
 		snprintf(c[i], TI_CELL, "%s", ti_col_names[i]);
-	}
+	snprintf(c[TI_COL_DEBT], TI_CELL, "%s", cols.debt_name);
+	for (int i = 0; i < TI_NCOLS; i++)
+		w[i] = ti_text_width(c[i]);
 	for (size_t r = 0; r < n; r++) {
-		char rc[TI_NCOLS][TI_CELL];
-
 		ti_list_cells(&v[r], o->now, rc);
 		for (int i = 0; i < TI_NCOLS; i++)
-			if ((int)strlen(rc[i]) > w[i])
-				w[i] = (int)strlen(rc[i]);
+			if (ti_text_width(rc[i]) > w[i])
+				w[i] = ti_text_width(rc[i]);
 	}
-	/* The last column is not padded: no trailing blanks. */
-	w[TI_COL_STATE] = 0;
-	ti_list_row(c, w);
+	ti_list_row(&cols, c, w);
 	for (size_t r = 0; r < n; r++) {
-		ti_list_cells(&v[r], o->now, c);
-		ti_list_row(c, w);
+		ti_list_cells(&v[r], o->now, rc);
+		ti_list_row(&cols, rc, w);
 	}
 	printf("%zu key%s shown of %" PRIu64 " live, %" PRIu64 " idle", n,
 	       n == 1 ? "" : "s", es->live, es->idle);
@@ -221,7 +321,8 @@ ti_list_text(const tkshm_entry *v, size_t n, const struct ti_entries *es,
 
 static void
 ti_list_json(const char *path, const tkshm_entry *v, size_t n,
-	     const struct ti_entries *es, size_t matched, double now)
+	     const struct ti_entries *es, size_t matched, double now,
+	     tkshm_kind kind)
 {
 	struct ti_json j;
 
@@ -233,7 +334,7 @@ ti_list_json(const char *path, const tkshm_entry *v, size_t n,
 	ti_json_begin_list(&j, "keys");
 	for (size_t i = 0; i < n; i++) {
 		ti_json_begin_row(&j, NULL);
-		ti_entry_json(&j, &v[i], NULL, 0);
+		ti_entry_json(&j, &v[i], kind, NULL, 0);
 		ti_json_end_obj(&j);
 	}
 	ti_json_end_arr(&j);
@@ -258,6 +359,7 @@ ti_cmd_list(int argc, char **argv)
 		TI_CMDLINE("list", ti_usage_list, opts, ti_list_opt, &lo);
 	struct ti_entries es = { 0 };
 	tkshm_table *t;
+	tkshm_kind kind;
 	char full[4200];
 	size_t m = 0, shown;
 	bool desc;
@@ -269,6 +371,11 @@ ti_cmd_list(int argc, char **argv)
 		return k;
 	if (!lo.have_now)
 		lo.now = tkshm_now_ms();
+	kind = ti_table_kind(t);
+	/* Permits have no debt (nothing frees them but a release): the
+	 * busiest keys are those holding the most. */
+	if (!lo.have_sort && ti_kind_has_permits(kind))
+		lo.sort = TI_F_HELD;
 	for (size_t i = 0; i < lo.nwhere; i++)
 		ti_where_resolve(&lo.where[i], t, lo.now);
 	rc = ti_entries_collect(t, lo.now, &es);
@@ -287,9 +394,9 @@ ti_cmd_list(int argc, char **argv)
 	ti_entries_sort(es.v, m, lo.sort, desc);
 	shown = lo.limit && lo.limit < m ? (size_t)lo.limit : m;
 	if (lo.json)
-		ti_list_json(c.path, es.v, shown, &es, m, lo.now);
+		ti_list_json(c.path, es.v, shown, &es, m, lo.now, kind);
 	else
-		ti_list_text(es.v, shown, &es, m, &lo);
+		ti_list_text(es.v, shown, &es, m, &lo, kind);
 	ti_entries_free(&es);
 	return ti_finish_stdout(TI_EXIT_OK);
 }

@@ -28,7 +28,11 @@ ti_usage_metrics(FILE *f)
 	      "  tkshm_debt_restores_total, tkshm_cas_retries_total,\n"
 	      "  tkshm_refusals_total, tkshm_duplicates_killed_total,\n"
 	      "  tkshm_resets_total, tkshm_multi_rollbacks_total,\n"
-	      "  tkshm_claims_stolen_total.\n"
+	      "  tkshm_claims_stolen_total; for concurrency and\n"
+	      "  adaptiveConcurrency tables also tkshm_releases_total\n"
+	      "  (permits given back by their holders) and tkshm_reaped_total\n"
+	      "  (permits taken back from dead holders); their acquires count\n"
+	      "  in tkshm_decisions_total.  A metric no table has is left out.\n"
 	      "Gauges: tkshm_slots, tkshm_keys{state=\"live\"|\"idle\"|\n"
 	      "\"placeholder\"|\"dead\"|\"empty\"}, tkshm_occupancy_ratio\n"
 	      "((live + idle + placeholders) / slots), tkshm_table_bytes,\n"
@@ -70,6 +74,8 @@ struct ti_metric {
 	const char *name, *type, *help, *json;
 	struct ti_series series[5];
 	size_t nseries;
+	/* The tables that have it; NULL: every table. */
+	bool (*has)(const struct ti_sample *s);
 };
 
 /* Counters: tkshm_stats' fields in ti_counter_at's order. */
@@ -82,9 +88,15 @@ ti_counter_at(const struct ti_sample *s, size_t i)
 		t->reclaims,	      t->evictions,   t->evictions_in_debt,
 		t->debt_restores,     t->cas_retries, t->refusals,
 		t->duplicates_killed, t->resets,      t->multi_rollbacks,
-		t->claims_stolen,
+		t->claims_stolen,     t->releases,    t->reaped,
 	};
 	return i < sizeof v / sizeof v[0] ? (double)v[i] : 0.0;
+}
+
+static bool
+ti_permits(const struct ti_sample *s)
+{
+	return ti_kind_has_permits(s->st.policy.kind);
 }
 
 static double
@@ -112,15 +124,22 @@ ti_gauge_at(const struct ti_sample *s, size_t i)
 	}
 }
 
-#define TI_COUNTER(n, j, i, h)                                  \
-	{                                                       \
-		"tkshm_" n "_total", "counter", h, j,           \
-			{ { NULL, NULL, ti_counter_at, i } }, 1 \
+#define TI_COUNTER(n, j, i, h)                                        \
+	{                                                             \
+		"tkshm_" n "_total", "counter", h, j,                 \
+			{ { NULL, NULL, ti_counter_at, i } }, 1, NULL \
+	}
+/* A counter only tables whose keys hold permits have (always 0 in the
+ * others, which keep the metrics they always had). */
+#define TI_PERMIT_COUNTER(n, j, i, h)                                       \
+	{                                                                   \
+		"tkshm_" n "_total", "counter", h, j,                       \
+			{ { NULL, NULL, ti_counter_at, i } }, 1, ti_permits \
 	}
 #define TI_GAUGE(n, j, i, h)                                                   \
 	{                                                                      \
 		"tkshm_" n, "gauge", h, j, { { NULL, NULL, ti_gauge_at, i } }, \
-			1                                                      \
+			1, NULL                                                \
 	}
 
 static const struct ti_metric ti_metrics[] = {
@@ -131,7 +150,8 @@ static const struct ti_metric ti_metrics[] = {
 	  "decisions",
 	  { { "decision", "allowed", ti_counter_at, 0 },
 	    { "decision", "denied", ti_counter_at, 1 } },
-	  2 },
+	  2,
+	  NULL },
 	TI_COUNTER("inserts", "inserts", 2,
 		   "Keys inserted, re-inserts included."),
 	TI_COUNTER("reclaims", "reclaims", 3,
@@ -155,6 +175,10 @@ static const struct ti_metric ti_metrics[] = {
 	TI_COUNTER("claims_stolen", "claimsStolen", 12,
 		   "Wide-state claims taken over from a stopped or dead "
 		   "writer."),
+	TI_PERMIT_COUNTER("releases", "releases", 13,
+			  "Permits given back by their holders."),
+	TI_PERMIT_COUNTER("reaped", "reaped", 14,
+			  "Permits taken back from holders that died."),
 	TI_GAUGE("slots", "slots", 0, "Capacity of the table in slots."),
 	{ "tkshm_keys",
 	  "gauge",
@@ -165,7 +189,8 @@ static const struct ti_metric ti_metrics[] = {
 	    { "state", "placeholder", ti_keys_at, 2 },
 	    { "state", "dead", ti_keys_at, 3 },
 	    { "state", "empty", ti_keys_at, 4 } },
-	  5 },
+	  5,
+	  NULL },
 	TI_GAUGE("occupancy_ratio", "occupancyRatio", 1,
 		 "(live + idle + placeholders) / slots."),
 	TI_GAUGE("table_bytes", "tableBytes", 2, "Size of the table file."),
@@ -205,15 +230,32 @@ ti_prom_value(FILE *f, double v)
 		fprintf(f, "%.17g", v);
 }
 
+/* Whether table s has metric mt. */
+static bool
+ti_metric_of(const struct ti_metric *mt, const struct ti_sample *s)
+{
+	return !mt->has || mt->has(s);
+}
+
 static void
 ti_metrics_text(const struct ti_sample *s, size_t n)
 {
 	for (size_t m = 0; m < TI_NMETRICS; m++) {
 		const struct ti_metric *mt = &ti_metrics[m];
+		bool any = !mt->has;
 
+		for (size_t k = 0; k < n && !any; k++)
+			any = ti_metric_of(mt, &s[k]);
+		/* A metric without a sample would only be noise (but the
+		 * metrics of every table are described even when no table
+		 * could be read, as they always were). */
+		if (!any)
+			continue;
 		printf("# HELP %s %s\n# TYPE %s %s\n", mt->name, mt->help,
 		       mt->name, mt->type);
 		for (size_t k = 0; k < n; k++) {
+			if (!ti_metric_of(mt, &s[k]))
+				continue;
 			for (size_t i = 0; i < mt->nseries; i++) {
 				const struct ti_series *se = &mt->series[i];
 
@@ -242,6 +284,8 @@ ti_metrics_json(const struct ti_sample *s, size_t n)
 		for (size_t m = 0; m < TI_NMETRICS; m++) {
 			const struct ti_metric *mt = &ti_metrics[m];
 
+			if (!ti_metric_of(mt, &s[k]))
+				continue;
 			if (mt->nseries == 1) {
 				ti_json_num(&j, mt->json,
 					    mt->series[0].get(&s[k],

@@ -27,6 +27,16 @@ ti_usage_show(FILE *f)
 	      "debt, denials since it was inserted, and its forecast for\n"
 	      "cost 1 (spendable now, next replenish at, full at).\n"
 	      "\n"
+	      "A key of a leakyBucket table also shows its queue wait (ms a\n"
+	      "request reserved now would wait).  A key of a concurrency table\n"
+	      "shows the permits held and the processes holding them, one\n"
+	      "\"holder: pid PID, N permits\" line each by ascending pid (the\n"
+	      "first 8), as the table names them: a holder that died stays\n"
+	      "until its permits are taken back.  An adaptiveConcurrency key\n"
+	      "adds its limit's value (the limit shown is its floor) and its\n"
+	      "rtt no-load (the least latency of the current and previous\n"
+	      "window).\n"
+	      "\n"
 	      "KEY is written as list shows it: bytes 0x21..0x7e as they are,\n"
 	      "a backslash as \\\\, any byte as \\xNN (a space is \\x20).\n"
 	      "\n"
@@ -39,8 +49,9 @@ ti_usage_show(FILE *f)
 	      "  --now MS          decode the state at this time (epoch ms;\n"
 	      "                    default: the system clock)\n"
 	      "  --json            print one JSON object: table, now, inTable,\n"
-	      "                    then list's fields (or, for an absent key,\n"
-	      "                    key, keyLength and peek)\n"
+	      "                    then list's fields, the kind's included\n"
+	      "                    (or, for an absent key, key, keyLength and\n"
+	      "                    peek)\n"
 	      "  -h, --help        show this help\n"
 	      "\n",
 	      f);
@@ -54,6 +65,7 @@ struct ti_show {
 	char key_canon[TI_KEY_TEXT_MAX]; /* the key escaped back */
 	bool json, have_now;
 	double now;
+	tkshm_kind kind; /* the table's */
 };
 
 static int
@@ -149,6 +161,46 @@ ti_show_head(const struct ti_show *s)
 	printf("\nkey: %s\n", s->key_canon);
 }
 
+/* What the table's kind adds to a key with a valid state. */
+static void
+ti_show_kind(const struct ti_show *s, const tkshm_entry *e)
+{
+	uint32_t listed = e->holders_n < TKSHM_ENTRY_HOLDERS ?
+				  e->holders_n :
+				  TKSHM_ENTRY_HOLDERS;
+
+	if (s->kind == TKSHM_KIND_LEAKY_BUCKET) {
+		/* The debt of a departure time (leaky_bucket.h). */
+		fputs("queue wait: ", stdout);
+		ti_json_double(stdout, e->debt_ms);
+		fputs(" ms\n", stdout);
+		return;
+	}
+	if (!ti_kind_has_permits(s->kind))
+		return;
+	printf("permits held: %" PRIu32 "\n", e->permits_held);
+	printf("holders: %" PRIu32 " process%s\n", e->holders_n,
+	       e->holders_n == 1 ? "" : "es");
+	for (uint32_t i = 0; i < listed; i++)
+		printf("holder: pid %" PRId32 ", %" PRIu32 " permit%s\n",
+		       e->holders[i].pid, e->holders[i].permits,
+		       e->holders[i].permits == 1 ? "" : "s");
+	if (e->holders_n > listed)
+		printf("holders not listed: %" PRIu32 "\n",
+		       e->holders_n - listed);
+	if (s->kind != TKSHM_KIND_ADAPTIVE_CONCURRENCY)
+		return;
+	fputs("adaptive limit: ", stdout);
+	ti_json_double(stdout, e->adaptive_limit);
+	if (e->rtt_noload_ms > 0) {
+		fputs("\nrtt no-load: ", stdout);
+		ti_json_double(stdout, e->rtt_noload_ms);
+		fputs(" ms\n", stdout);
+	} else {
+		fputs("\nrtt no-load: none yet\n", stdout);
+	}
+}
+
 static void
 ti_show_text(const struct ti_show *s, const tkshm_entry *e)
 {
@@ -181,6 +233,7 @@ ti_show_text(const struct ti_show *s, const tkshm_entry *e)
 	ti_show_time("next replenish at", e->forecast.next_replenish_at,
 		     s->now);
 	ti_show_time("full at", e->forecast.full_at, s->now);
+	ti_show_kind(s, e);
 }
 
 static void
@@ -193,7 +246,7 @@ ti_show_json(const struct ti_show *s, const tkshm_entry *e)
 	ti_json_string(&j, "table", s->path);
 	ti_json_num(&j, "now", s->now);
 	ti_json_bool(&j, "inTable", true);
-	ti_entry_json(&j, e, s->key_canon, s->key_len);
+	ti_entry_json(&j, e, s->kind, s->key_canon, s->key_len);
 	ti_json_end_obj(&j);
 }
 
@@ -258,6 +311,7 @@ ti_cmd_show(int argc, char **argv)
 		return k;
 	if (!s.have_now)
 		s.now = tkshm_now_ms();
+	s.kind = ti_table_kind(t);
 	for (int i = 0; i < TI_SHOW_TRIES && rc == TKSHM_EBUSY; i++)
 		rc = tkshm_entry_get_at(t, s.key, s.key_len, s.now, &e);
 	if (rc == TKSHM_ENOENT) {

@@ -20,7 +20,10 @@ ti_usage_stats(FILE *f)
 	      "behaviour, creation time, geometry (slots, buckets, debt cells,\n"
 	      "file bytes, bytes per key), its counters (allowed, denied,\n"
 	      "inserts, reclaims, evictions, evictions in debt, CAS retries,\n"
-	      "refusals, ...), the share of decisions that were denials, and\n"
+	      "refusals, ...; for a concurrency table also permit releases\n"
+	      "and permits reaped from dead holders), the share of decisions\n"
+	      "that were denials (a granted acquire is allowed, a refused one\n"
+	      "denied), and\n"
 	      "an occupancy scan: live, idle, empty, placeholder and dead\n"
 	      "slots, occupancy (live + idle + placeholders) / slots, the idle\n"
 	      "fraction idle / (live + idle), and the histogram of keys by\n"
@@ -77,7 +80,10 @@ struct ti_counter {
 	uint64_t v;
 };
 
-/* The counters in display order. */
+/* The counters in display order: the library's, and for a table whose
+ * keys hold permits the two that only permits move (left out elsewhere,
+ * where they are always 0). */
+#define TI_COUNTERS_MAX 16
 static size_t
 ti_counters(const tkshm_stats *s, struct ti_counter *c)
 {
@@ -97,16 +103,24 @@ ti_counters(const tkshm_stats *s, struct ti_counter *c)
 		{ "resets", "resets", s->resets },
 		{ "multi rollbacks", "multiRollbacks", s->multi_rollbacks },
 		{ "claims stolen", "claimsStolen", s->claims_stolen },
+		{ "permit releases", "releases", s->releases },
+		{ "permits reaped", "reaped", s->reaped },
 	};
-	memcpy(c, all, sizeof all);
-	return sizeof all / sizeof all[0];
+	size_t n = sizeof all / sizeof all[0];
+
+	_Static_assert(sizeof all / sizeof all[0] <= TI_COUNTERS_MAX,
+		       "ti_counters fits its callers' arrays");
+	if (!ti_kind_has_permits(s->policy.kind))
+		n -= 2;
+	memcpy(c, all, n * sizeof all[0]);
+	return n;
 }
 
 static void
 ti_stats_text(const char *path, const tkshm_stats *s, const char *policy,
 	      const tkshm_usage *u, double now)
 {
-	struct ti_counter c[16];
+	struct ti_counter c[TI_COUNTERS_MAX];
 	size_t nc = ti_counters(s, c);
 	char created[64], at[64];
 	struct ti_figures fg;
@@ -153,7 +167,7 @@ static void
 ti_stats_json(const char *path, const tkshm_stats *s, const char *policy,
 	      const tkshm_usage *u, double now)
 {
-	struct ti_counter c[16];
+	struct ti_counter c[TI_COUNTERS_MAX];
 	size_t nc = ti_counters(s, c);
 	struct ti_json j;
 	struct ti_figures fg;

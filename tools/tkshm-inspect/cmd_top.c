@@ -526,7 +526,7 @@ ti_top_json(const struct ti_top *tp, FILE *f, size_t shown)
 	ti_json_begin_arr(&j, "keys");
 	for (size_t i = 0; i < shown; i++) {
 		ti_json_begin_obj(&j, NULL);
-		ti_entry_json(&j, tp->rows[i].e, NULL, 0);
+		ti_entry_json(&j, tp->rows[i].e, tp->st.policy.kind, NULL, 0);
 		ti_json_num(&j, "deniedPerSec", tp->rows[i].rate);
 		ti_json_end_obj(&j);
 	}

@@ -34,11 +34,15 @@ static const struct {
 	{ "probe", TI_F_PROBE },
 	{ "spendable", TI_F_SPENDABLE },
 	{ "spendableNow", TI_F_SPENDABLE },
+	{ "held", TI_F_HELD },
+	{ "permitsHeld", TI_F_HELD },
+	{ "holders", TI_F_HOLDERS },
+	{ "holdersCount", TI_F_HOLDERS },
 };
 
 #define TI_FIELD_LIST                                                         \
 	"key, remaining, limit, debt, denials, resetAt (reset), retryAfter, " \
-	"probe, spendable"
+	"probe, spendable, held, holders"
 
 bool
 ti_field_parse(const char *name, enum ti_field *out)
@@ -71,6 +75,10 @@ ti_field_value(const tkshm_entry *e, enum ti_field f)
 		return (double)e->probe;
 	case TI_F_SPENDABLE:
 		return (double)e->forecast.spendable_now;
+	case TI_F_HELD:
+		return (double)e->permits_held;
+	case TI_F_HOLDERS:
+		return (double)e->holders_n;
 	case TI_F_KEY:
 		break;
 	}
@@ -450,6 +458,61 @@ ti_now_opt(const char *cmd, const char *value, double *now)
 	return TI_GO_ON;
 }
 
+/* --- what a table's kind adds --------------------------------------------- */
+
+tkshm_kind
+ti_table_kind(tkshm_table *t)
+{
+	tkshm_stats st;
+
+	/* Fails only for a NULL handle: then no kind adds anything. */
+	if (tkshm_stats_get(t, &st) != TKSHM_OK)
+		return (tkshm_kind)0;
+	return st.policy.kind;
+}
+
+bool
+ti_kind_has_permits(tkshm_kind k)
+{
+	return k == TKSHM_KIND_CONCURRENCY ||
+	       k == TKSHM_KIND_ADAPTIVE_CONCURRENCY;
+}
+
+void
+ti_entry_holders_text(const tkshm_entry *e, char *buf, size_t cap)
+{
+	uint32_t listed = e->holders_n < TKSHM_ENTRY_HOLDERS ?
+				  e->holders_n :
+				  TKSHM_ENTRY_HOLDERS;
+	size_t n = 0;
+
+	if (cap == 0)
+		return;
+	buf[0] = '\0';
+	if (e->holders_n == 0) {
+		snprintf(buf, cap, "-");
+		return;
+	}
+	for (uint32_t i = 0; i < listed && n < cap; i++)
+		n += (size_t)snprintf(
+			buf + n, cap - n, "%s%" PRId32 "\u00d7%" PRIu32,
+			i ? "," : "", e->holders[i].pid, e->holders[i].permits);
+	if (e->holders_n > listed && n < cap)
+		snprintf(buf + n, cap - n, ",+%" PRIu32 " more",
+			 e->holders_n - listed);
+}
+
+int
+ti_text_width(const char *s)
+{
+	int w = 0;
+
+	/* Every byte but a UTF-8 continuation byte starts a character. */
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xC0) != 0x80;
+	return w;
+}
+
 /* --- JSON ---------------------------------------------------------------- */
 
 /* The members that come from the key's state: null when it is corrupt,
@@ -481,9 +544,58 @@ ti_entry_json_state(struct ti_json *j, const tkshm_entry *e)
 	ti_json_i64(j, "fullAt", e->forecast.full_at);
 }
 
+/* What the table's kind adds: the shaper's queue wait, a concurrency key's
+ * permits and holders, an adaptive limit's value and rttNoLoad.  Null when
+ * the state is corrupt, as the state's other members. */
+static void
+ti_entry_json_kind(struct ti_json *j, const tkshm_entry *e, tkshm_kind kind)
+{
+	bool adaptive = kind == TKSHM_KIND_ADAPTIVE_CONCURRENCY;
+
+	if (kind == TKSHM_KIND_LEAKY_BUCKET) {
+		/* A request reserved now departs after this wait (the debt
+		 * of a departure time, leaky_bucket.h). */
+		if (e->state_valid)
+			ti_json_num(j, "queueWaitMs", e->debt_ms);
+		else
+			ti_json_null(j, "queueWaitMs");
+		return;
+	}
+	if (!ti_kind_has_permits(kind))
+		return;
+	if (!e->state_valid) {
+		ti_json_null(j, "permitsHeld");
+		ti_json_null(j, "holdersCount");
+		ti_json_null(j, "holders");
+		if (adaptive) {
+			ti_json_null(j, "adaptiveLimit");
+			ti_json_null(j, "rttNoLoadMs");
+		}
+		return;
+	}
+	ti_json_u64(j, "permitsHeld", e->permits_held);
+	ti_json_u64(j, "holdersCount", e->holders_n);
+	ti_json_begin_arr(j, "holders");
+	for (uint32_t i = 0; i < e->holders_n && i < TKSHM_ENTRY_HOLDERS; i++) {
+		ti_json_begin_row(j, NULL);
+		ti_json_i64(j, "pid", e->holders[i].pid);
+		ti_json_u64(j, "permits", e->holders[i].permits);
+		ti_json_end_obj(j);
+	}
+	ti_json_end_arr(j);
+	if (adaptive) {
+		ti_json_num(j, "adaptiveLimit", e->adaptive_limit);
+		/* 0 is "no sample yet", not a latency. */
+		if (e->rtt_noload_ms > 0)
+			ti_json_num(j, "rttNoLoadMs", e->rtt_noload_ms);
+		else
+			ti_json_null(j, "rttNoLoadMs");
+	}
+}
+
 void
-ti_entry_json(struct ti_json *j, const tkshm_entry *e, const char *key,
-	      size_t key_len)
+ti_entry_json(struct ti_json *j, const tkshm_entry *e, tkshm_kind kind,
+	      const char *key, size_t key_len)
 {
 	char label[TI_ENTRY_KEY_TEXT], fp[24];
 
@@ -507,4 +619,5 @@ ti_entry_json(struct ti_json *j, const tkshm_entry *e, const char *key,
 	ti_json_bool(j, "stateValid", e->state_valid);
 	ti_json_u64(j, "denials", e->denials);
 	ti_entry_json_state(j, e);
+	ti_entry_json_kind(j, e, kind);
 }

@@ -267,6 +267,8 @@ enum ti_field {
 	TI_F_RETRY_AFTER,
 	TI_F_PROBE,
 	TI_F_SPENDABLE,
+	TI_F_HELD,    /* concurrency kinds: permits held (0 for others) */
+	TI_F_HOLDERS, /* ... and the processes holding them */
 };
 /* A field by name ("debt", "resetAt", "reset", ...); false if unknown. */
 bool ti_field_parse(const char *name, enum ti_field *out);
@@ -330,13 +332,33 @@ const char *ti_entry_state(const tkshm_entry *e);
  * "+4d03h" (a past time with '-'). */
 void ti_rel_time(double at_ms, double now_ms, char *buf, size_t cap);
 
+/* --- what a table's kind adds (entry_out.c) ------------------------------ */
+
+/* The table's kind (from its stats; every handle can read them). */
+tkshm_kind ti_table_kind(tkshm_table *t);
+/* concurrency and adaptiveConcurrency: keys hold permits. */
+bool ti_kind_has_permits(tkshm_kind k);
+/* The longest holders text: TKSHM_ENTRY_HOLDERS "pid×count" and a tail. */
+#define TI_HOLDERS_TEXT (TKSHM_ENTRY_HOLDERS * 24 + 32)
+/* The processes holding a key's permits, by ascending pid: "4242×2,4250×1"
+ * (× is U+00D7), ",+N more" when more hold them than an entry lists, "-"
+ * when none does. */
+void ti_entry_holders_text(const tkshm_entry *e, char *buf, size_t cap);
+/* Columns on a terminal a UTF-8 string takes (one per character). */
+int ti_text_width(const char *s);
+
 /* The entry's members: key, keyLength, keyTruncated, fingerprint, slot,
  * probe, misplaced, stateValid, denials, idle, remaining, limit, resetAt,
  * retryAfterMs, allowed, debtMs, spendableNow, nextReplenishAt, fullAt (the
- * state's members null when it is corrupt).  `key` (escaped) and `key_len`
- * name the whole key when the caller knows it (show); NULL: the label. */
-void ti_entry_json(struct ti_json *j, const tkshm_entry *e, const char *key,
-		   size_t key_len);
+ * state's members null when it is corrupt), then what the table's `kind`
+ * adds: leakyBucket queueWaitMs; concurrency permitsHeld, holdersCount and
+ * holders ([{pid, permits}], by ascending pid, at most
+ * TKSHM_ENTRY_HOLDERS); adaptiveConcurrency also adaptiveLimit and
+ * rttNoLoadMs (null before the first sample).  `key` (escaped) and
+ * `key_len` name the whole key when the caller knows it (show); NULL: the
+ * label. */
+void ti_entry_json(struct ti_json *j, const tkshm_entry *e, tkshm_kind kind,
+		   const char *key, size_t key_len);
 
 /* --now MS: TI_GO_ON, or a usage error for anything but a time >= 0. */
 int ti_now_opt(const char *cmd, const char *value, double *now);

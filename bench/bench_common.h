@@ -142,6 +142,7 @@ void register_check_cases(const Config &cfg);
 void register_hashed_cases(const Config &cfg);
 void register_algo_cases(const Config &cfg);
 void register_multi_cases(const Config &cfg);
+void register_shaper_cases(const Config &cfg);
 
 } // namespace tkbench
 

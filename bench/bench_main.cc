@@ -50,6 +50,7 @@ main(int argc, char **argv)
 	tkbench::register_hashed_cases(cfg);
 	tkbench::register_algo_cases(cfg);
 	tkbench::register_multi_cases(cfg);
+	tkbench::register_shaper_cases(cfg);
 	benchmark::RunSpecifiedBenchmarks();
 	benchmark::Shutdown();
 	return 0;

@@ -359,8 +359,9 @@ TKSHM_API int tkshm_policy_validate(const tkshm_policy *p, char *err,
  *        "leakyBucket:ratePerSec=50,maxQueueMs=2000"
  *    concurrency       limit (an integer 1..256)
  *        "concurrency:limit=16"
- *    adaptiveConcurrency  algorithm [gradient2], initialLimit [20],
- *                      minLimit [1], maxLimit [200], smoothing [0.2],
+ *    adaptiveConcurrency  algorithm [gradient2], minLimit [1],
+ *                      maxLimit [200], initialLimit [20, within min..max],
+ *                      smoothing [0.2],
  *                      tolerance [1.5], rttWindowMs [10000],
  *                      backoffRatio [0.9], timeoutMs [5000]
  *        "adaptiveConcurrency:maxLimit=64"

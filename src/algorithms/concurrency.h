@@ -217,12 +217,13 @@ tk_conc_sample(const struct tk_conc *c, uint64_t *w, double now, double rtt,
 		double since = now - start;
 		double noload;
 
-		if (cur == 0 || !(since >= 0 && since < c->rtt_window_ms)) {
+		/* A caller whose `now` lags the window's start (clocks of
+		 * processes differ a little) samples into the current
+		 * window rather than erase the history. */
+		if (cur == 0 || since >= c->rtt_window_ms) {
 			/* A new window; the last one counts only if it was
 			 * the one just before. */
-			prev = since >= 0 && since < 2 * c->rtt_window_ms ?
-				       cur :
-				       0;
+			prev = since < 2 * c->rtt_window_ms ? cur : 0;
 			cur = rtt;
 			start = now;
 		} else if (rtt < cur) {
@@ -251,7 +252,8 @@ tk_conc_sample(const struct tk_conc *c, uint64_t *w, double now, double rtt,
 
 /* A release of cell `cell` by `holder`.  True when the permit was held
  * (C2): *next is the state without it, and for an adaptive limit with a
- * sample (rtt finite and > 0, `sample` true) the limit has moved. */
+ * sample (`sample` true and rtt finite and > 0, or an AIMD drop) the limit
+ * has moved. */
 static inline bool
 tk_conc_release(const struct tk_conc *c, bool present, const uint64_t *st,
 		double now, uint64_t holder, uint32_t cell, bool sample,
@@ -265,8 +267,15 @@ tk_conc_release(const struct tk_conc *c, bool present, const uint64_t *st,
 		return false;
 	held = tk_conc_held(c, next);
 	next[TK_CONC_HEAD + cell] = 0;
-	if (c->adaptive && sample && isfinite(rtt) && rtt > 0)
-		tk_conc_sample(c, next, now, rtt, held, dropped);
+	if (c->adaptive && sample) {
+		bool timed = isfinite(rtt) && rtt > 0;
+
+		/* gradient2 needs a latency; AIMD backs off on a drop even
+		 * when it came at once (an immediate 503). */
+		if (timed || (dropped && c->algorithm == TKSHM_ADAPTIVE_AIMD))
+			tk_conc_sample(c, next, now, timed ? rtt : 0, held,
+				       dropped);
+	}
 	return true;
 }
 

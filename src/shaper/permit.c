@@ -162,7 +162,9 @@ tk_reap_slot(struct tkshm_table *t, const struct tk_where *w, int pos,
 	case TK_WIDE_INVALID:
 		return TKSHM_ECORRUPT;
 	default:
-		return TKSHM_OK; /* absent, or moving: nothing to reap now */
+		/* Absent, or a record moving under us: another writer is
+		 * active, and the next refused acquire looks again. */
+		return TKSHM_OK;
 	}
 	r.ndead = tk_dead_holders(t, words, dead);
 	if (r.ndead == 0)
@@ -293,8 +295,13 @@ tkshm_acquire_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
 			return rc;
 		if (a.granted || attempt > 0 || !tk_reap_due(t))
 			break;
-		/* Refused: take back the permits of dead holders first. */
+		/* Refused: take back the permits of dead holders first.  A
+		 * reap that lost its races (EBUSY) leaves the refusal as it
+		 * is, to be tried again next interval; a corrupt state is
+		 * reported. */
 		rc = tk_reap_key(t, k.fp, &freed);
+		if (rc == TKSHM_ECORRUPT)
+			return rc;
 		if (rc != TKSHM_OK || freed == 0)
 			break;
 	}

@@ -43,8 +43,6 @@ struct tkshm_table {
 	/* Concurrency tables: the monotonic ms before which this handle does
 	 * not look for dead holders again (permit.c); relaxed atomics. */
 	int64_t next_reap_ms;
-	/* A cell index to start an acquire's search from (permit.c). */
-	uint32_t cell_hint;
 };
 
 /* A key's fingerprint and window (I3). */

@@ -177,6 +177,12 @@ test_gradient2_math(void **state)
 	nl = limit * 0.5 + sqrt(limit);
 	limit = limit * 0.5 + nl * 0.5;
 	assert_true(tk_word_f64(w[TK_CONC_W_LIMIT]) == limit);
+	/* A caller whose clock lags the window's start samples into the
+	 * current window; it erases nothing. */
+	tk_conc_sample(c, w, 50, 25, 20, false);
+	assert_true(tk_word_f64(w[TK_CONC_W_CUR_MIN]) == 20);
+	assert_true(tk_word_f64(w[TK_CONC_W_WIN_START]) == 100);
+	limit = tk_word_f64(w[TK_CONC_W_LIMIT]);
 	/* The window rolls: the old minimum stays one more window. */
 	tk_conc_sample(c, w, 1500, 40, 20, false);
 	assert_true(tk_word_f64(w[TK_CONC_W_PREV_MIN]) == 20);
@@ -236,6 +242,25 @@ test_aimd(void **state)
 	for (int i = 0; i < 100; i++)
 		tk_conc_sample(c, w, 7 + i, 10, 6, true);
 	assert_true(tk_word_f64(w[TK_CONC_W_LIMIT]) == 1); /* minLimit */
+
+	/* An immediate drop (latency 0, a 503 at once) still backs off; an
+	 * immediate success is no sample. */
+	{
+		uint64_t st[TK_CONC_MAX_WORDS], next[TK_CONC_MAX_WORDS];
+		tkshm_decision d;
+		uint32_t cell;
+
+		tk_conc_fresh(c, st);
+		assert_true(tk_conc_acquire(c, true, st, 50, 0x7, 0, next,
+					    &cell, &d));
+		memcpy(st, next, sizeof next);
+		assert_true(tk_conc_release(c, true, st, 50, 0x7, cell, true, 0,
+					    false, next));
+		assert_true(tk_word_f64(next[TK_CONC_W_LIMIT]) == 10);
+		assert_true(tk_conc_release(c, true, st, 50, 0x7, cell, true, 0,
+					    true, next));
+		assert_true(tk_word_f64(next[TK_CONC_W_LIMIT]) == 10 * 0.9);
+	}
 }
 
 /* /proc/PID/stat parsing survives a command name with spaces and ')'. */

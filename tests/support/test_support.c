@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -474,4 +475,43 @@ tkt_expect_num(const cJSON *obj, const char *key, double want, const char *what)
 	if (got != want)
 		fail_msg("%s: %s is %.17g, expected %.17g", what, key, got,
 			 want);
+}
+
+pid_t
+tkt_permit_holder(tkshm_table *t, const char *key, int n, double now_ms)
+{
+	int fds[2];
+	pid_t pid;
+	char ok;
+
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		tkshm_permit p;
+		tkshm_decision d;
+		char c = 'y';
+
+		close(fds[0]);
+		/* Never outlive the test, even one that fails before it
+		 * kills us. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(120);
+		for (int i = 0; i < n; i++)
+			if (tkshm_acquire_at(t, key, strlen(key),
+					     now_ms < 0 ? tkshm_now_ms() :
+							  now_ms,
+					     &p, &d) != TKSHM_OK ||
+			    !d.allowed)
+				c = 'n';
+		if (write(fds[1], &c, 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	if (read(fds[0], &ok, 1) != 1 || ok != 'y')
+		fail_msg("child %d could not acquire %d permits", (int)pid, n);
+	close(fds[0]);
+	return pid;
 }

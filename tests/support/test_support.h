@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
@@ -111,5 +112,10 @@ void tkt_expect_num(const cJSON *obj, const char *key, double want,
 		    const char *what);
 /* tkt_proc_start + tkt_proc_finish for one process; returns its status. */
 int tkt_run(struct tkt_proc *p, const char *const argv[], const char *input);
+
+/* Forks a child that acquires `n` permits of `key` through `t` (inherited)
+ * at now_ms (< 0: the system clock), reports through a pipe and holds them
+ * until it is killed (or its parent dies).  Fails the test if it cannot. */
+pid_t tkt_permit_holder(tkshm_table *t, const char *key, int n, double now_ms);
 
 #endif

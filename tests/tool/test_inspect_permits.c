@@ -38,46 +38,6 @@
 
 /* --- helpers ------------------------------------------------------------- */
 
-/* Forks a child that acquires `n` permits of `key` through `t` (a file
- * table's handle, inherited), reports through a pipe and holds them until
- * it is killed. */
-static pid_t
-holder_child(tkshm_table *t, const char *key, int n)
-{
-	int fds[2];
-	pid_t pid;
-	char ok;
-
-	assert_int_equal(pipe(fds), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		tkshm_permit p;
-		tkshm_decision d;
-		char c = 'y';
-
-		close(fds[0]);
-		/* Never outlive the test, even one that fails before it
-		 * kills us. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		alarm(120);
-		for (int i = 0; i < n; i++)
-			if (tkshm_acquire(t, key, strlen(key), &p, &d) !=
-				    TKSHM_OK ||
-			    !d.allowed)
-				c = 'n';
-		if (write(fds[1], &c, 1) != 1)
-			_exit(2);
-		for (;;)
-			pause();
-	}
-	close(fds[1]);
-	if (read(fds[0], &ok, 1) != 1 || ok != 'y')
-		fail_msg("child %d could not acquire %d permits", (int)pid, n);
-	close(fds[0]);
-	return pid;
-}
-
 static void
 kill_child(pid_t pid)
 {
@@ -225,8 +185,8 @@ test_concurrency_holders(void **state)
 	cJSON *j;
 
 	(void)state;
-	child = holder_child(t, "api", 2);
-	child_db = holder_child(t, "db", 1);
+	child = tkt_permit_holder(t, "api", 2, -1);
+	child_db = tkt_permit_holder(t, "db", 1, -1);
 	acquire(t, "api", tkshm_now_ms(), &mine);
 	acquire(t, "solo", tkshm_now_ms(), &solo);
 

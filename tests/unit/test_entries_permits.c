@@ -217,45 +217,6 @@ test_other_boot_holds_nobody(void **state)
 
 #define CHILDREN 10
 
-/* Forks a child that acquires `n` permits of `key`, reports through a pipe
- * and holds them until it is killed. */
-static pid_t
-holder_child(tkshm_table *t, const char *key, int n)
-{
-	int fds[2];
-	pid_t pid;
-	char ok;
-
-	assert_int_equal(pipe(fds), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		tkshm_permit p;
-		tkshm_decision d;
-		char c = 'y';
-
-		close(fds[0]);
-		/* Never outlive the test, even one that fails before it
-		 * kills us. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		alarm(60);
-		for (int i = 0; i < n; i++)
-			if (tkshm_acquire_at(t, key, strlen(key), NOW, &p,
-					     &d) != TKSHM_OK ||
-			    !d.allowed)
-				c = 'n';
-		if (write(fds[1], &c, 1) != 1)
-			_exit(2);
-		for (;;)
-			pause();
-	}
-	close(fds[1]);
-	if (read(fds[0], &ok, 1) != 1 || ok != 'y')
-		fail_msg("child %d could not acquire %d permits", (int)pid, n);
-	close(fds[0]);
-	return pid;
-}
-
 static int
 cmp_pid(const void *a, const void *b)
 {
@@ -281,7 +242,7 @@ test_holders_by_process(void **state)
 	all[0] = getpid();
 	/* Child i holds 1 + i % 3 permits. */
 	for (int i = 0; i < CHILDREN; i++) {
-		kids[i] = holder_child(t, "shared", 1 + i % 3);
+		kids[i] = tkt_permit_holder(t, "shared", 1 + i % 3, NOW);
 		all[i + 1] = kids[i];
 		total += 1 + (uint32_t)(i % 3);
 	}

@@ -62,6 +62,17 @@ tk_leaky_room(const struct tk_leaky_bucket *l, double delay)
 	return r == INT64_MAX ? r : r + 1;
 }
 
+/* max(state or now, now): the departure a request at `now` is given.  The
+ * wait of an accepted request is this minus now, from the state it was
+ * decided from (reserve.c recomputes it from the store's commit record). */
+static inline double
+tk_leaky_departure(bool present, uint64_t st, double now)
+{
+	double dep = present ? tk_word_f64(st) : now;
+
+	return dep > now ? dep : now;
+}
+
 /* One reservation.  True when accepted, with *st_out the next departure.
  * The wait of an accepted request is departure - now, where departure is
  * max(st, now) of the state it was decided from (the store returns that
@@ -71,8 +82,7 @@ tk_leaky_bucket_check(const struct tk_leaky_bucket *l, bool present,
 		      uint64_t st, double now, double cost, uint64_t *st_out,
 		      tkshm_decision *d)
 {
-	double dep = present ? tk_word_f64(st) : now;
-	double departure = dep > now ? dep : now;
+	double departure = tk_leaky_departure(present, st, now);
 	double delay = departure - now;
 	double next;
 
@@ -99,8 +109,7 @@ static inline void
 tk_leaky_bucket_peek(const struct tk_leaky_bucket *l, bool present, uint64_t st,
 		     double now, tkshm_decision *d)
 {
-	double dep = present ? tk_word_f64(st) : now;
-	double departure = dep > now ? dep : now;
+	double departure = tk_leaky_departure(present, st, now);
 	double delay = departure - now;
 
 	d->limit = l->limit_field;

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "algorithms/decision.h"
+#include "algorithms/leaky_bucket.h"
 #include "algorithms/words.h"
 #include "api/validate.h"
 #include "shaper/sleep.h"
@@ -38,18 +39,6 @@ tk_reserve_check_table(const tkshm_table *t)
 	if (t->readonly)
 		return TKSHM_EREADONLY;
 	return TKSHM_OK;
-}
-
-/* The wait of an accepted reservation, from the state it was decided from
- * (absent: none), with the transition's own expressions
- * (tk_leaky_bucket_check), so it is the same double. */
-static inline double
-tk_leaky_wait(bool present, uint64_t st, double now)
-{
-	double dep = present ? tk_word_f64(st) : now;
-	double departure = dep > now ? dep : now;
-
-	return departure - now;
 }
 
 /* One reservation of key k at `now` (arguments already valid). */
@@ -74,7 +63,7 @@ tk_reserve_ref(tkshm_table *t, const struct tk_keyref *k, double cost,
 		out->wait_ms = 0;
 		return TKSHM_OK;
 	}
-	wait = tk_leaky_wait(c.prev_present, c.prev, now);
+	wait = tk_leaky_departure(c.prev_present, c.prev, now) - now;
 	out->accepted = true;
 	out->delay_ms = tk_field_ceil(wait);
 	out->retry_after_ms = 0;

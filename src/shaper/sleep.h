@@ -30,9 +30,8 @@
 #define TK_NS_PER_MS  1000000
 
 /* The largest time_t (signed on every platform tkshm builds on). */
-#define TK_TIME_T_MAX                                          \
-	((time_t)(sizeof(time_t) == 8 ? (time_t)INT64_MAX : \
-					(time_t)INT32_MAX))
+#define TK_TIME_T_MAX \
+	((time_t)(sizeof(time_t) == 8 ? (time_t)INT64_MAX : (time_t)INT32_MAX))
 _Static_assert((time_t)-1 < 0, "time_t is signed");
 
 /* The largest timespec: the deadline of a wait that does not fit. */
@@ -79,8 +78,7 @@ tk_deadline_after(struct timespec start, double ms)
 	ns += (wms % 1000) * TK_NS_PER_MS + (uint64_t)start.tv_nsec;
 	sec = wms / 1000 + ns / TK_NS_PER_SEC;
 	ns %= TK_NS_PER_SEC;
-	if (start.tv_sec < 0 ||
-	    sec > (uint64_t)(TK_TIME_T_MAX - start.tv_sec))
+	if (start.tv_sec < 0 || sec > (uint64_t)(TK_TIME_T_MAX - start.tv_sec))
 		return tk_timespec_max();
 	d.tv_sec = start.tv_sec + (time_t)sec;
 	d.tv_nsec = (long)ns;

@@ -397,8 +397,8 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 		int pos = tk_find_real(t, &w, &ctl);
 
 		if (pos >= 0) {
-			int rc = tk_wide_run(t, &w, pos, now, cost, out,
-					     commit, op);
+			int rc = tk_wide_run(t, &w, pos, now, cost, out, commit,
+					     op);
 			if (rc != TK_WIDE_GONE)
 				return rc;
 			retries = 1;
@@ -417,8 +417,8 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 				tk_retire(t, &w, sc.mine, mine_st);
 			mine_st = 0;
 			if (t->wide) {
-				int rc = tk_wide_run(t, &w, sc.real, now,
-						     cost, out, commit, op);
+				int rc = tk_wide_run(t, &w, sc.real, now, cost,
+						     out, commit, op);
 				if (rc != TK_WIDE_GONE)
 					return rc;
 				goto lost;

@@ -203,11 +203,11 @@ step_pure(const struct tk_leaky_bucket *l, struct model *m, double now,
 static void
 pick_policy(uint64_t *s, bool exact, double *rate, double *max_queue)
 {
-	static const double exact_rates[] = { 1,  2,   4,   5,	 8,  10,
-					      20, 25,  40,  50,	 100, 125,
+	static const double exact_rates[] = { 1,   2,	4,   5,	  8,   10,
+					      20,  25,	40,  50,  100, 125,
 					      200, 250, 500, 1000 };
-	static const double rates[] = { 3, 7, 0.3, 123.456, 1000.0 / 3, 1e6,
-					0.001, 60 };
+	static const double rates[] = { 3,	    7,	 0.3,	123.456,
+					1000.0 / 3, 1e6, 0.001, 60 };
 
 	if (exact) {
 		*rate = exact_rates[below(s, 16)];
@@ -402,7 +402,8 @@ test_peek(void **state)
 
 			tk_leaky_bucket_peek(&l, m.present, st, now, &p);
 			assert_int_equal(p.limit, model_limit(&m));
-			assert_int_equal(p.remaining, model_room(&m, dep - now));
+			assert_int_equal(p.remaining,
+					 model_room(&m, dep - now));
 			assert_true(p.allowed == (p.remaining >= 1));
 			assert_int_equal(p.reset_at, (int64_t)ceil(dep));
 			assert_int_equal(p.retry_after_ms,
@@ -509,9 +510,8 @@ test_table_timelines(void **state)
 			rejected += !o.accepted;
 			assert_rc(tkshm_peek_at(t, key, strlen(key), now, &p),
 				  TKSHM_OK);
-			assert_int_equal(
-				p.reset_at,
-				(int64_t)ceil(fmax(m[k].state, now)));
+			assert_int_equal(p.reset_at,
+					 (int64_t)ceil(fmax(m[k].state, now)));
 			/* Forward only: a caller whose now lags another's
 			 * may find a key reclaimed as idle at the later now
 			 * and see it start afresh (tkshm_check_at's
@@ -530,8 +530,8 @@ test_table_timelines(void **state)
 static void
 test_table_rejection_writes_nothing(void **state)
 {
-	tkshm_table *t = tkt_anon("leakyBucket:ratePerSec=100,maxQueueMs=50",
-				  64);
+	tkshm_table *t =
+		tkt_anon("leakyBucket:ratePerSec=100,maxQueueMs=50", 64);
 	tkshm_entry e0, e1;
 	tkshm_reservation r;
 
@@ -649,8 +649,8 @@ test_table_debt_restored_wait(void **state)
 static void
 test_enotsup(void **state)
 {
-	tkshm_table *lb = tkt_anon("leakyBucket:ratePerSec=10,maxQueueMs=100",
-				   64);
+	tkshm_table *lb =
+		tkt_anon("leakyBucket:ratePerSec=10,maxQueueMs=100", 64);
 	tkshm_table *g = tkt_anon("gcra:limit=10,periodMs=1000", 64);
 	tkshm_table *c = tkt_anon("concurrency:limit=4", 64);
 	tkshm_request req = { "k", 1, 1 };
@@ -667,11 +667,11 @@ test_enotsup(void **state)
 	assert_rc(tkshm_check_many_at(lb, &req, 1, 1000, &d, &done),
 		  TKSHM_ENOTSUP);
 	assert_int_equal(done, 0);
-	assert_rc(tkshm_check_multi_at(TKSHM_MULTI_ALL, &dim, 1, 1000, &d,
-				       each, &binding),
+	assert_rc(tkshm_check_multi_at(TKSHM_MULTI_ALL, &dim, 1, 1000, &d, each,
+				       &binding),
 		  TKSHM_ENOTSUP);
-	assert_rc(tkshm_check_multi_at(TKSHM_MULTI_ANY, &dim, 1, 1000, &d,
-				       each, &binding),
+	assert_rc(tkshm_check_multi_at(TKSHM_MULTI_ANY, &dim, 1, 1000, &d, each,
+				       &binding),
 		  TKSHM_ENOTSUP);
 	assert_rc(tkshm_key_hash(lb, "k", 1, &hk), TKSHM_OK);
 	assert_rc(tkshm_check_hashed_at(lb, &hk, 1, 1000, &d), TKSHM_ENOTSUP);
@@ -697,8 +697,8 @@ test_enotsup(void **state)
 static void
 test_bad_input(void **state)
 {
-	tkshm_table *lb = tkt_anon("leakyBucket:ratePerSec=10,maxQueueMs=100",
-				   64);
+	tkshm_table *lb =
+		tkt_anon("leakyBucket:ratePerSec=10,maxQueueMs=100", 64);
 	tkshm_table *g = tkt_anon("gcra:limit=10,periodMs=1000", 64);
 	static char long_key[TKSHM_KEY_MAX + 1];
 	const double nan_ = NAN, inf = INFINITY;
@@ -776,8 +776,7 @@ test_readonly(void **state)
 	o.flags = TKSHM_O_RDONLY;
 	assert_rc(tkshm_open(path, &o, &ro), TKSHM_OK);
 	assert_rc(tkshm_reserve_at(ro, "k", 1, 1, 1000, &r), TKSHM_EREADONLY);
-	assert_rc(tkshm_schedule_at(ro, "k", 1, 1, 1000, &r),
-		  TKSHM_EREADONLY);
+	assert_rc(tkshm_schedule_at(ro, "k", 1, 1, 1000, &r), TKSHM_EREADONLY);
 	assert_rc(tkshm_reserve(ro, "k", 1, 1, &r), TKSHM_EREADONLY);
 	/* Peek works read-only, and sees the one reservation. */
 	assert_rc(tkshm_peek_at(ro, "k", 1, 1000, &p), TKSHM_OK);
@@ -917,13 +916,13 @@ test_deadline(void **state)
 	expect_ts(tk_deadline_after(ts(5, 999999999), 1999.5), 7, 999499999,
 		  "carry ms");
 	/* Long waits: no truncation to 32 bits anywhere. */
-	expect_ts(tk_deadline_after(s0, 4294967296.0), 100 + 4294967,
-		  296000000, "2^32 ms");
-	expect_ts(tk_deadline_after(s0, 4294967296000.0), 100 + 4294967296,
-		  0, "2^32 s");
+	expect_ts(tk_deadline_after(s0, 4294967296.0), 100 + 4294967, 296000000,
+		  "2^32 ms");
+	expect_ts(tk_deadline_after(s0, 4294967296000.0), 100 + 4294967296, 0,
+		  "2^32 s");
 	expect_ts(tk_deadline_after(s0, 1e13), 100 + 10000000000, 0, "1e13");
-	expect_ts(tk_deadline_after(s0, 1e13 + 0.25), 100 + 10000000000,
-		  250000, "1e13 + 0.25");
+	expect_ts(tk_deadline_after(s0, 1e13 + 0.25), 100 + 10000000000, 250000,
+		  "1e13 + 0.25");
 	/* 2^60 ms: exact (an integer), 1152921504606846 s + 976 ms. */
 	expect_ts(tk_deadline_after(s0, 0x1p60), 100 + 1152921504606846,
 		  976000000, "2^60");
@@ -952,8 +951,8 @@ test_deadline(void **state)
 	 * or after it. */
 	for (int i = 0; i < 200000; i++) {
 		double ms = exp2(-20 + unit(&s) * 73); /* 1e-6 .. 9e15 */
-		struct timespec st =
-			ts((time_t)below(&s, 4000000000u), (long)below(&s, 1000000000));
+		struct timespec st = ts((time_t)below(&s, 4000000000u),
+					(long)below(&s, 1000000000));
 
 		if (i % 4 == 0 && ms >= 1)
 			ms = floor(ms) + (double)below(&s, 1000) / 1000;

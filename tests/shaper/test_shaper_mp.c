@@ -109,8 +109,8 @@ pace_child(void *arg)
 		MP_REQUIRE(rc == TKSHM_OK, "schedule: %s",
 			   tkshm_error_name(rc));
 		MP_REQUIRE(r.accepted, "rejected with a 60 s queue");
-		MP_REQUIRE(r.wait_ms >= 0 && r.wait_ms < 60000,
-			   "wait %.17g", r.wait_ms);
+		MP_REQUIRE(r.wait_ms >= 0 && r.wait_ms < 60000, "wait %.17g",
+			   r.wait_ms);
 		rec->wait = r.wait_ms;
 		n++;
 		/* Stop a little past the window, so every completion in it
@@ -237,11 +237,10 @@ burst_child(void *arg)
 		return 1;
 	for (int i = 0; i < BURST_EACH; i++) {
 		tkshm_reservation r;
-		int rc = tkshm_reserve_at(burst_table, "b", 1, 1, BURST_NOW,
-					  &r);
+		int rc =
+			tkshm_reserve_at(burst_table, "b", 1, 1, BURST_NOW, &r);
 
-		MP_REQUIRE(rc == TKSHM_OK, "reserve: %s",
-			   tkshm_error_name(rc));
+		MP_REQUIRE(rc == TKSHM_OK, "reserve: %s", tkshm_error_name(rc));
 		burst->o[me][i].accepted = r.accepted;
 		burst->o[me][i].wait = r.wait_ms;
 		burst->o[me][i].delay_ms = r.delay_ms;
@@ -353,9 +352,9 @@ test_burst_past_queue(void **state)
 		  TKSHM_OK);
 	assert_true(e0.debt_ms == 60);
 	for (int i = 0; i < 10; i++) {
-		assert_rc(tkshm_reserve_at(burst_table, "b", 1, 1, BURST_NOW,
-					   &r),
-			  TKSHM_OK);
+		assert_rc(
+			tkshm_reserve_at(burst_table, "b", 1, 1, BURST_NOW, &r),
+			TKSHM_OK);
 		assert_false(r.accepted);
 	}
 	assert_rc(tkshm_entry_get_at(burst_table, "b", 1, BURST_NOW, &e1),
@@ -482,9 +481,8 @@ test_long_wait_interrupted(void **state)
 
 	pid = mp_spawn(long_child, NULL);
 	/* Acquire: pairs with the child's release of `entered`. */
-	for (int i = 0; i < 10000 && !__atomic_load_n(&lw->entered,
-						      __ATOMIC_ACQUIRE);
-	     i++)
+	for (int i = 0;
+	     i < 10000 && !__atomic_load_n(&lw->entered, __ATOMIC_ACQUIRE); i++)
 		sleep_ms(1);
 	/* Acquire: as above. */
 	assert_true(__atomic_load_n(&lw->entered, __ATOMIC_ACQUIRE));
@@ -539,8 +537,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_pacing_never_early,
-					  mp_teardown),
+		cmocka_unit_test_teardown(test_pacing_never_early, mp_teardown),
 		cmocka_unit_test_teardown(test_burst_past_queue, mp_teardown),
 		cmocka_unit_test_teardown(test_long_wait_interrupted,
 					  mp_teardown),

@@ -102,10 +102,10 @@ test_replay_shaper_by_hand(void **state)
 			    "1000 b 1\n"   /* 1075: 75 - 30 = 45 */
 			    "2000 b 1\n";  /* idle again */
 	const tkshm_reservation want[] = {
-		resv(true, 0, 0, 0),	 resv(true, 24, 0, 23.25),
-		resv(false, 19, 19, 0),	 resv(true, 30, 0, 30),
-		resv(false, 25, 25, 0),	 resv(true, 0, 0, 0),
-		resv(false, 45, 45, 0),	 resv(true, 0, 0, 0),
+		resv(true, 0, 0, 0),	resv(true, 24, 0, 23.25),
+		resv(false, 19, 19, 0), resv(true, 30, 0, 30),
+		resv(false, 25, 25, 0), resv(true, 0, 0, 0),
+		resv(false, 45, 45, 0), resv(true, 0, 0, 0),
 	};
 	const size_t nwant = sizeof want / sizeof want[0];
 	struct tkt_proc p;
@@ -141,7 +141,9 @@ test_replay_shaper_matches_library(void **state)
 
 	(void)state;
 	for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
-		enum { N = 300 };
+		enum {
+			N = 300
+		};
 		tkshm_table *t = tkt_anon(specs[k], 64);
 		tkshm_reservation want[N];
 		double now = 1.7e12 + 0.375;

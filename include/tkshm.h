@@ -103,6 +103,13 @@ enum tkshm_error {
 	TKSHM_ENOTHELD = -30925,  /**< the permit is not held: released
 				    already, taken back after its holder
 				    died, or not this process's */
+	TKSHM_ENOREDIS = -30926,  /**< a strict table has no Redis
+				    connection (tkshm_redis_attach) */
+	TKSHM_EUNAVAILABLE = -30927, /**< Redis did not answer: refused,
+				       timed out, connection lost, or the
+				       circuit breaker is open */
+	TKSHM_EREDIS = -30928, /**< Redis answered with an error (a
+				 script error, WRONGTYPE, NOPERM...) */
 };
 
 /** A sentence describing `err` (a tkshm code, or TKSHM_OK).  Unknown codes get
@@ -181,6 +188,57 @@ typedef enum tkshm_quota_cadence {
 	 *  slidingWindow({limit, windowMs: periodMs, buckets}). */
 	TKSHM_QUOTA_ROLLING = 5,
 } tkshm_quota_cadence;
+
+/** How a table's limits hold across hosts (the policy string's `mode`). */
+typedef enum tkshm_global_mode {
+	/** "local": this host only; no Redis (the default). */
+	TKSHM_MODE_LOCAL = 0,
+	/** "strict": every decision is one atomic Lua script on Redis,
+	 *  exact across hosts; denials are cached in the table (an exact
+	 *  negative cache) and repeated checks of a denied key stay local. */
+	TKSHM_MODE_STRICT = 1,
+	/** "lease": tkshm-syncd leases budget from Redis ahead of need and
+	 *  workers spend it in the table; a check never waits on Redis.
+	 *  gcra and fixedWindow policies only. */
+	TKSHM_MODE_LEASE = 2,
+} tkshm_global_mode;
+
+/** What a strict or lease table decides while Redis cannot be reached
+ *  (the policy string's `failure`). */
+typedef enum tkshm_failure_policy {
+	/** "safe-share" (the default): a local limit of limit/N on this
+	 *  host, N being the last known number of hosts (the policy's
+	 *  `hosts` until Redis has told). */
+	TKSHM_FAILURE_SAFE_SHARE = 0,
+	/** "fail-open": admit, and count it. */
+	TKSHM_FAILURE_OPEN = 1,
+	/** "fail-closed": deny. */
+	TKSHM_FAILURE_CLOSED = 2,
+} tkshm_failure_policy;
+
+/** The longest Redis key prefix of a table (bytes, without the NUL). */
+#define TKSHM_PREFIX_MAX 63
+
+/** The longest key of a lease table: the sync agent names the key in
+ *  Redis, so the table keeps each key whole (in a per-slot record). */
+#define TKSHM_LEASE_KEY_MAX 240
+
+/** The cross-host part of a policy.  All zero is "local". */
+typedef struct tkshm_global {
+	tkshm_global_mode mode;
+	tkshm_failure_policy failure;
+	/** safe-share: the number of hosts assumed until Redis has told
+	 *  (an integer >= 1; default 1). */
+	double hosts;
+	/** lease mode with gcra: how long leased tokens may be spent,
+	 *  measured from before the lease was asked for (> 0; default
+	 *  1000).  The over-admission bound is r * leaseMs (README). */
+	double lease_ms;
+	/** The Redis key prefix: a key k is stored as "prefix:k"
+	 *  (ThrottleKit's limiter prefix); empty: k itself.  Letters,
+	 *  digits and _ - . : { } only. */
+	char prefix[TKSHM_PREFIX_MAX + 1];
+} tkshm_global;
 
 /** A validated policy: an algorithm and its parameters, in ThrottleKit's
  *  units (milliseconds, requests).  Build one with tkshm_policy_gcra() or
@@ -312,6 +370,8 @@ typedef struct tkshm_policy {
 		double reserved
 			[16]; /**< room for the parameters of later kinds */
 	} u;
+	/** How the limit holds across hosts; all zero: local. */
+	tkshm_global global;
 } tkshm_policy;
 
 /** Builds a GCRA policy: `limit` requests per `period_ms`, with a burst of
@@ -542,6 +602,13 @@ TKSHM_API int tkshm_close(tkshm_table *t);
 	0x2u /**< the key was absent and started
 						from debt remembered from an
 						eviction */
+/** Strict: denied by the table's negative cache, without asking Redis. */
+#define TKSHM_DECISION_CACHED 0x4u
+/** Strict or lease: decided by the failure policy (Redis unreachable). */
+#define TKSHM_DECISION_FALLBACK 0x8u
+/** Lease: the key had no leased budget left (yet); denied locally while
+ *  tkshm-syncd leases more. */
+#define TKSHM_DECISION_NO_LEASE 0x10u
 
 /** The result of one check, with ThrottleKit's fields, all integers. */
 typedef struct tkshm_decision {
@@ -931,6 +998,30 @@ typedef struct tkshm_stats {
 			      granted acquire counts in `allowed`, a refused
 			      one in `denied`) */
 	uint64_t reaped;	/**< permits taken back from dead holders */
+	/** The cross-host tier (zero for local tables). */
+	struct {
+		uint64_t redis_calls;	   /**< commands sent to Redis */
+		uint64_t redis_errors;	   /**< ... that failed: refused,
+					     timed out, lost, error reply */
+		uint64_t noscript_reloads; /**< scripts reloaded on NOSCRIPT */
+		uint64_t breaker_opens;	   /**< times the circuit opened */
+		uint64_t cache_denials;	   /**< strict: denied from the
+					     negative cache */
+		uint64_t fallback_allowed; /**< admitted by the failure policy */
+		uint64_t fallback_denied;  /**< denied by the failure policy */
+		uint64_t no_lease;	   /**< lease: denied for want of
+					     leased budget */
+		uint64_t leases;	   /**< lease: grants written */
+		uint64_t lease_units;	   /**< lease: units granted */
+		uint64_t lease_round_trips; /**< lease: the agent's round
+					     trips to Redis */
+		uint64_t lease_units_expired; /**< lease: units unspent when
+						their lease ended */
+		uint64_t hosts; /**< last known number of hosts, 0: unknown */
+		bool redis_up;	/**< the last exchange with Redis worked */
+		int64_t agent_pid; /**< tkshm-syncd serving the table, 0: none */
+		double agent_beat_ms; /**< its last heartbeat (epoch ms) */
+	} global;
 	/* geometry (immutable) */
 	uint64_t slots, buckets, debt_cells, file_bytes;
 	double bytes_per_key; /**< file_bytes / slots */

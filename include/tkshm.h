@@ -221,7 +221,7 @@ typedef enum tkshm_failure_policy {
 
 /** The longest key of a lease table: the sync agent names the key in
  *  Redis, so the table keeps each key whole (in a per-slot record). */
-#define TKSHM_LEASE_KEY_MAX 240
+#define TKSHM_LEASE_KEY_MAX 224
 
 /** The cross-host part of a policy.  All zero is "local". */
 typedef struct tkshm_global {

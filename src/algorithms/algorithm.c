@@ -15,6 +15,7 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/param_check.h"
 #include "algorithms/rounding.h"
+#include "api/policy_global.h"
 
 /* The public constants and cadence values are the algorithms' own. */
 _Static_assert(TKSHM_SLIDING_LOG_MAX_LIMIT == TK_SLIDING_LOG_MAX_LIMIT,
@@ -128,6 +129,20 @@ tk_algo_init(struct tk_algo *a, const tkshm_policy *p, char *err,
 	}
 	if (rc != TKSHM_OK)
 		return rc;
+	rc = tk_global_validate(p, err, err_len);
+	if (rc != TKSHM_OK)
+		return rc;
+	if (p->global.mode == TKSHM_MODE_LEASE) {
+		/* Validated: the base is a GCRA or a fixed window. */
+		tmp.leased = true;
+		tmp.lease.base = p->kind;
+		tmp.lease.gcra = tmp.u.gcra;
+		tmp.lease.fixed_window = tmp.u.fixed_window;
+		tmp.lease.capacity = p->kind == TKSHM_KIND_GCRA
+					     ? tmp.u.gcra.burst
+					     : tmp.u.fixed_window.limit;
+		tmp.words = TK_LEASE_WORDS;
+	}
 	/* Every state fits the largest one the store is built for. */
 	if (tmp.words < 1 || tmp.words > TK_ALGO_MAX_WORDS) {
 		TK_ERR("policy needs %u state words, more than %u", tmp.words,
@@ -168,6 +183,8 @@ tk_algo_capacity(const struct tk_algo *a)
 bool
 tk_algo_blocked_state(const struct tk_algo *a, double until, uint64_t *st)
 {
+	if (a->leased)
+		return false; /* a lease state has no "blocked" form */
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA: {
 		/* A cost-1 check at now' admits iff now' >= max(TAT, now') +

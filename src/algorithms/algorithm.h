@@ -24,6 +24,7 @@
 #include "algorithms/fixed_window.h"
 #include "algorithms/gcra.h"
 #include "algorithms/leaky_bucket.h"
+#include "algorithms/lease.h"
 #include "algorithms/quota.h"
 #include "algorithms/sliding_log.h"
 #include "algorithms/sliding_window.h"
@@ -57,6 +58,11 @@ struct tk_algo {
 		struct tk_leaky_bucket leaky_bucket;
 		struct tk_conc conc; /* both concurrency kinds */
 	} u;
+	/* Lease mode (tkshm_global_mode): the key's state is a lease state
+	 * (lease.h) over the base kind in `kind`; `words` is
+	 * TK_LEASE_WORDS. */
+	bool leased;
+	struct tk_lease lease;
 };
 
 /* True when the state is kept in the slot's wide records (src/shm/wide.h):
@@ -65,7 +71,8 @@ struct tk_algo {
 static inline bool
 tk_algo_is_wide(const struct tk_algo *a)
 {
-	return a->kind != TKSHM_KIND_GCRA && a->kind != TKSHM_KIND_LEAKY_BUCKET;
+	return a->leased || (a->kind != TKSHM_KIND_GCRA &&
+			     a->kind != TKSHM_KIND_LEAKY_BUCKET);
 }
 
 /* True for the kinds checked with tkshm_check (the limiters); the shaper
@@ -211,6 +218,16 @@ static inline bool
 tk_algo_check_w(const struct tk_algo *a, bool present, const uint64_t *st,
 		double now, double cost, uint64_t *st_out, tkshm_decision *d)
 {
+	if (a->leased) {
+		/* Lease tables are checked through the lease path
+		 * (src/global/lease_check.c), which knows whether Redis is
+		 * up; here, as if it were. */
+		static const struct tk_lease_env up = { false, 0, 1, 1 };
+		enum tk_lease_how how;
+
+		return tk_lease_spend(&a->lease, present, st, now, cost, &up,
+				      st_out, d, &how);
+	}
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
 		return tk_gcra_check(&a->u.gcra, present, present ? st[0] : 0,
@@ -252,6 +269,10 @@ static inline void
 tk_algo_peek_w(const struct tk_algo *a, bool present, const uint64_t *st,
 	       double now, tkshm_decision *d)
 {
+	if (a->leased) {
+		tk_lease_peek(&a->lease, present, st, now, d);
+		return;
+	}
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
 		tk_gcra_peek(&a->u.gcra, present, present ? st[0] : 0, now, d);
@@ -289,6 +310,8 @@ tk_algo_peek_w(const struct tk_algo *a, bool present, const uint64_t *st,
 static inline bool
 tk_algo_is_idle_w(const struct tk_algo *a, const uint64_t *st, double now)
 {
+	if (a->leased)
+		return tk_lease_is_idle(&a->lease, st, now);
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
 		return tk_gcra_is_idle(st[0], now);
@@ -316,6 +339,8 @@ tk_algo_is_idle_w(const struct tk_algo *a, const uint64_t *st, double now)
 static inline double
 tk_algo_debt_w(const struct tk_algo *a, const uint64_t *st, double now)
 {
+	if (a->leased)
+		return tk_lease_debt(&a->lease, st, now);
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
 		return tk_gcra_debt(st[0], now);
@@ -344,6 +369,8 @@ tk_algo_debt_w(const struct tk_algo *a, const uint64_t *st, double now)
 static inline bool
 tk_algo_state_valid_w(const struct tk_algo *a, const uint64_t *st)
 {
+	if (a->leased)
+		return tk_lease_state_valid(&a->lease, st);
 	switch (a->kind) {
 	case TKSHM_KIND_GCRA:
 		return tk_gcra_state_valid(st[0]);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "api/validate.h"
+#include "global/route.h"
 #include "shm/table.h"
 #include "tkshm.h"
 
@@ -164,6 +165,33 @@ tk_multi_any(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 	return TKSHM_OK;
 }
 
+/* Every dimension strict, on one Redis connection, with a kind the multi
+ * script runs (ThrottleKit's: gcra, tokenBucket, fixedWindow): one
+ * script decides and commits them all.  Lease tables spend local
+ * credits that a multi-key commit could not undo: refused. */
+static int
+tk_multi_strict(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
+		double now, tkshm_decision *d)
+{
+	const struct tkshm_table *t0 = dims[0].table;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct tkshm_table *t = dims[i].table;
+		tkshm_kind kind = t->algo.kind;
+
+		if (t->policy.global.mode != TKSHM_MODE_STRICT ||
+		    (kind != TKSHM_KIND_GCRA &&
+		     kind != TKSHM_KIND_TOKEN_BUCKET &&
+		     kind != TKSHM_KIND_FIXED_WINDOW))
+			return TKSHM_ENOTSUP;
+		if (!t->strict)
+			return TKSHM_ENOREDIS;
+		if (t->redis != t0->redis)
+			return TKSHM_ENOTSUP; /* one script, one server */
+	}
+	return t0->strict->multi(mode, dims, n, now, d);
+}
+
 int
 tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 		     size_t n, double now_ms, tkshm_decision *out,
@@ -194,7 +222,21 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 		if (dims[i].table->readonly)
 			return TKSHM_EREADONLY;
 	}
+	if (tk_is_global(dims[0].table)) {
+		rc = tk_multi_strict(mode, dims, n, now_ms, d);
+		if (rc != TKSHM_OK)
+			return rc;
+		b = tk_binding(mode, d, n);
+		*out = d[b];
+		if (each)
+			memcpy(each, d, sizeof(tkshm_decision) * n);
+		if (binding)
+			*binding = b;
+		return TKSHM_OK;
+	}
 	for (size_t i = 0; i < n; i++) {
+		if (tk_is_global(dims[i].table))
+			return TKSHM_ENOTSUP; /* local and strict mixed */
 		k.key[i] = tk_keyref_of(dims[i].table, dims[i].key,
 					dims[i].key_len);
 		k.made[i] = false;

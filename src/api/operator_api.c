@@ -53,6 +53,10 @@ tk_check_override(const tkshm_table *t, const void *key, size_t key_len,
 	 * an operator writes could name their holders. */
 	if (tk_algo_is_concurrency(&t->algo))
 		return TKSHM_ENOTSUP;
+	/* A cross-host limit's state is in Redis; this host's table holds
+	 * only a lease or a cached denial. */
+	if (t->policy.global.mode != TKSHM_MODE_LOCAL)
+		return TKSHM_ENOTSUP;
 	return t->readonly ? TKSHM_EREADONLY : TKSHM_OK;
 }
 

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "algorithms/algorithm.h"
+#include "api/policy_global.h"
 #include "tkshm.h"
 
 #define TK_SAY(...)                                          \
@@ -489,6 +490,35 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 
 	if (!spec || !out)
 		return TKSHM_ENULL;
+	/* The cross-host part, after a ';', is parsed on its own; the kind's
+	 * options end there. */
+	{
+		const char *semi = strchr(spec, ';');
+		size_t klen = semi ? (size_t)(semi - spec) : strlen(spec);
+
+		if (semi) {
+			char head[TKSHM_POLICY_MAX * 2];
+
+			if (klen >= sizeof head) {
+				TK_SAY("policy string is too long");
+				return TKSHM_EPOLICY;
+			}
+			memcpy(head, spec, klen);
+			head[klen] = '\0';
+			rc = tkshm_policy_parse(head, &p, err, err_len);
+			if (rc != TKSHM_OK)
+				return rc;
+			tk_global_defaults(&p.global);
+			rc = tk_global_parse(semi + 1, strlen(semi + 1),
+					     &p.global, err, err_len);
+			if (rc != TKSHM_OK)
+				return rc;
+			rc = tkshm_policy_validate(&p, err, err_len);
+			if (rc == TKSHM_OK)
+				*out = p;
+			return rc;
+		}
+	}
 	s = tk_skip_space(spec);
 	colon = strchr(s, ':');
 	{
@@ -517,6 +547,7 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 	}
 	memset(&p, 0, sizeof p);
 	p.kind = k->kind;
+	tk_global_defaults(&p.global);
 	s = colon ? colon + 1 : s + strlen(s);
 	while (*(s = tk_skip_space(s)) != '\0') {
 		const char *comma = strchr(s, ',');
@@ -632,6 +663,8 @@ tkshm_policy_format(const tkshm_policy *p, char *buf, size_t len)
 		memcpy(out + used, val, nlen);
 		used += nlen;
 	}
+	if (!tk_global_format(&p->global, out, &used, sizeof out))
+		return TKSHM_EINVAL;
 	out[used] = '\0';
 	if (used >= len) {
 		memcpy(buf, out, len - 1);
@@ -647,7 +680,8 @@ tkshm_policy_equal(const tkshm_policy *a, const tkshm_policy *b)
 {
 	const struct tk_kind_desc *k;
 
-	if (!a || !b || a->kind != b->kind || !(k = tk_kind_by_id(a->kind)))
+	if (!a || !b || a->kind != b->kind || !(k = tk_kind_by_id(a->kind)) ||
+	    !tk_global_equal(&a->global, &b->global))
 		return false;
 	/* The selector comes before the options it governs, so once it is
 	 * equal both policies read the same options. */

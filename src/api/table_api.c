@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "api/validate.h"
+#include "global/lease_check.h"
+#include "global/route.h"
 #include "shm/table.h"
 #include "tkshm.h"
 
@@ -85,6 +87,8 @@ tkshm_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 		return rc;
 	if ((rc = tk_check_limiter(t)) != TKSHM_OK)
 		return rc;
+	if (tk_is_global(t))
+		return tk_global_check(t, key, key_len, cost, now_ms, out);
 	if (t->readonly)
 		return TKSHM_EREADONLY;
 	return tk_table_check(t, key, key_len, cost, now_ms, out, NULL);
@@ -110,6 +114,8 @@ tkshm_check(tkshm_table *t, const void *key, size_t key_len, double cost,
 		return rc;
 	if ((rc = tk_check_limiter(t)) != TKSHM_OK)
 		return rc;
+	if (tk_is_global(t))
+		return tk_global_check(t, key, key_len, cost, now, out);
 	if (t->readonly)
 		return TKSHM_EREADONLY;
 	return tk_table_check_ref(t, &k, cost, now, out, NULL);
@@ -153,6 +159,10 @@ tkshm_check_hashed_at(tkshm_table *t, const tkshm_key *key, double cost,
 		return rc;
 	if ((rc = tk_check_limiter(t)) != TKSHM_OK)
 		return rc;
+	/* Redis and the lease agent need the key's bytes, which a hashed
+	 * key does not keep. */
+	if (tk_is_global(t))
+		return TKSHM_ENOTSUP;
 	if (t->readonly)
 		return TKSHM_EREADONLY;
 	k.fp = key->fp_;
@@ -194,6 +204,17 @@ tkshm_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
 			return rc;
 	if ((rc = tk_check_limiter(t)) != TKSHM_OK)
 		return rc;
+	if (tk_is_global(t)) {
+		for (size_t i = 0; i < n; i++) {
+			rc = tk_global_check(t, reqs[i].key, reqs[i].key_len,
+					     reqs[i].cost, now_ms, &out[i]);
+			if (rc != TKSHM_OK)
+				return rc;
+			if (done)
+				*done = i + 1;
+		}
+		return TKSHM_OK;
+	}
 	if (t->readonly)
 		return TKSHM_EREADONLY;
 	for (size_t base = 0; base < n; base += TK_BATCH) {
@@ -242,6 +263,8 @@ tkshm_peek_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
 	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK ||
 	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
 		return rc;
+	if (tk_is_global(t))
+		return tk_global_peek(t, key, key_len, now_ms, out);
 	return tk_table_peek(t, key, key_len, now_ms, out);
 }
 
@@ -257,6 +280,10 @@ tkshm_forecast_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 	    (rc = tk_check_cost(t, cost)) != TKSHM_OK ||
 	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
 		return rc;
+	/* The table holds a lease or a cached denial, not the limit's state
+	 * (that is in Redis). */
+	if (tk_is_global(t))
+		return TKSHM_ENOTSUP;
 	return tk_table_forecast(t, key, key_len, cost, now_ms, out);
 }
 
@@ -290,6 +317,56 @@ tkshm_reset(tkshm_table *t, const void *key, size_t key_len)
 	return tk_table_reset(t, key, key_len);
 }
 
+/* The cross-host tier's counters and state (global_shm.h). */
+static void
+tk_global_stats(const tkshm_table *t, tkshm_stats *out)
+{
+	struct tk_global_shm *g = t->global;
+	uint64_t c[TK_G_COUNT];
+	double now = tk_mono_coarse_ms();
+
+	if (!tk_is_global(t))
+		return;
+	for (int i = 0; i < TK_G_COUNT; i++)
+		/* Relaxed: a statistics snapshot. */
+		c[i] = atomic_load_explicit(&g->c[i], memory_order_relaxed);
+	out->global.redis_calls = c[TK_G_REDIS_CALLS];
+	out->global.redis_errors = c[TK_G_REDIS_ERRORS];
+	out->global.noscript_reloads = c[TK_G_NOSCRIPT_RELOADS];
+	/* Relaxed (every load below): a statistics snapshot. */
+	out->global.breaker_opens =
+		atomic_load_explicit(&g->breaker.opens, memory_order_relaxed);
+	out->global.cache_denials = c[TK_G_CACHE_DENIALS];
+	out->global.fallback_allowed = c[TK_G_FALLBACK_ALLOWED];
+	out->global.fallback_denied = c[TK_G_FALLBACK_DENIED];
+	out->global.no_lease = c[TK_G_NO_LEASE];
+	out->global.leases = c[TK_G_LEASES];
+	out->global.lease_units = c[TK_G_LEASE_UNITS];
+	out->global.lease_round_trips = c[TK_G_LEASE_ROUND_TRIPS];
+	out->global.lease_units_expired = c[TK_G_LEASE_EXPIRED];
+	out->global.hosts =
+		atomic_load_explicit(&g->hosts, memory_order_relaxed);
+	out->global.agent_pid = (int64_t)atomic_load_explicit(
+		&g->agent_pid, memory_order_relaxed);
+	if (t->policy.global.mode == TKSHM_MODE_LEASE) {
+		struct tk_lease_env env;
+
+		tk_lease_env_of(t, &env);
+		out->global.redis_up = !env.redis_down;
+	} else {
+		/* Strict: up while the shared breaker is closed. */
+		out->global.redis_up = atomic_load_explicit(
+					       &g->breaker.open_until,
+					       memory_order_relaxed) == 0;
+	}
+	/* The heartbeat is monotonic; shown as the epoch ms it was. */
+	if (out->global.agent_pid) {
+		double beat = tk_word_f64(atomic_load_explicit(
+			&g->agent_beat, memory_order_relaxed));
+		out->global.agent_beat_ms = tkshm_now_ms() - (now - beat);
+	}
+}
+
 int
 tkshm_stats_get(tkshm_table *t, tkshm_stats *out)
 {
@@ -314,6 +391,7 @@ tkshm_stats_get(tkshm_table *t, tkshm_stats *out)
 	out->claims_stolen = c[TK_C_CLAIMS_STOLEN];
 	out->releases = c[TK_C_RELEASES];
 	out->reaped = c[TK_C_REAPED];
+	tk_global_stats(t, out);
 	out->slots = t->nbuckets * TK_SLOTS_PER_BUCKET;
 	out->buckets = t->nbuckets;
 	out->debt_cells = t->ndebt;

@@ -25,6 +25,7 @@
 #include "algorithms/leaky_bucket.h"
 #include "algorithms/words.h"
 #include "api/validate.h"
+#include "global/route.h"
 #include "shaper/sleep.h"
 #include "shm/table.h"
 #include "tkshm.h"
@@ -85,6 +86,8 @@ tkshm_reserve_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 	    (rc = tk_check_now(now_ms)) != TKSHM_OK ||
 	    (rc = tk_reserve_check_table(t)) != TKSHM_OK)
 		return rc;
+	if (tk_is_global(t))
+		return tk_global_reserve(t, key, key_len, cost, now_ms, out);
 	k = tk_keyref_of(t, key, key_len);
 	return tk_reserve_ref(t, &k, cost, now_ms, out);
 }

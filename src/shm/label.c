@@ -16,6 +16,62 @@
 #include "shm/atomic.h"
 #include "shm/table.h"
 
+/* A lease table's whole key, seqlock-style (layout.h, tk_keyrec): two
+ * inserters racing on one slot leave an odd or changed seq, which readers
+ * refuse, and the next insert rewrites the record. */
+static void
+tk_keyrec_write(struct tk_keyrec *r, uint64_t fp, const void *key, size_t len)
+{
+	uint64_t seq = tk_load_relaxed(&r->seq);
+
+	/* Relaxed + release fence: a reader that sees any byte below also
+	 * sees the odd seq (the fence orders this store before them). */
+	tk_store_relaxed(&r->seq, seq | 1);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	/* Relaxed: published by the release store of seq below. */
+	tk_store_relaxed(&r->fp, fp);
+	tk_store_relaxed(&r->len, (uint64_t)len);
+	for (size_t i = 0; i < len; i++)
+		/* Relaxed byte stores: validated by the seq around them. */
+		__atomic_store_n(&r->key[i], ((const unsigned char *)key)[i],
+				 __ATOMIC_RELAXED);
+	/* Release: the record is complete before seq turns even. */
+	tk_store_release(&r->seq, (seq | 1) + 1);
+}
+
+bool
+tk_keyrec_read(const struct tkshm_table *t, uint64_t index, uint64_t fp,
+	       unsigned char *out, size_t *len)
+{
+	const struct tk_keyrec *r;
+	uint64_t s1, s2, n;
+
+	if (!t->keyrecs || fp == 0)
+		return false;
+	r = &t->keyrecs[index];
+	/* Acquire: pairs with the writer's release of an even seq. */
+	s1 = tk_load_acquire(&r->seq);
+	if (s1 & 1)
+		return false;
+	/* Relaxed: validated by the second read of seq. */
+	if (tk_load_relaxed(&r->fp) != fp)
+		return false;
+	n = tk_load_relaxed(&r->len);
+	if (n == 0 || n > TKSHM_LEASE_KEY_MAX) /* bounds, before any copy */
+		return false;
+	for (uint64_t i = 0; i < n; i++)
+		/* Relaxed: validated by the second read of seq. */
+		out[i] = __atomic_load_n(&r->key[i], __ATOMIC_RELAXED);
+	/* Acquire fence, then the second read: the copies above happen
+	 * before it. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	s2 = tk_load_relaxed(&r->seq);
+	if (s2 != s1)
+		return false;
+	*len = (size_t)n;
+	return true;
+}
+
 void
 tk_label_write(struct tkshm_table *t, uint64_t index, uint64_t fp,
 	       const void *key, size_t len)
@@ -41,6 +97,8 @@ tk_label_write(struct tkshm_table *t, uint64_t index, uint64_t fp,
 		tk_store_relaxed(&l->w[i], w[i]);
 	/* Release: the words are visible before the fp that validates them. */
 	tk_store_release(&l->fp, fp);
+	if (t->keyrecs && len <= TKSHM_LEASE_KEY_MAX)
+		tk_keyrec_write(&t->keyrecs[index], fp, key, len);
 }
 
 bool

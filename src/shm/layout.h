@@ -11,6 +11,10 @@
  *   debt     ndebt 8-byte cells remembering the debt of evicted keys (I8)
  *   wide     wide tables only: per slot, a 16-byte head and two records of
  *            wide_units 16-byte units (protocol.h, W1-W9)
+ *   global   one page: the cross-host tier's shared region
+ *            (src/global/global_shm.h)
+ *   keys     lease tables only: per slot, the whole key (a tk_keyrec), so
+ *            the sync agent can name the key in Redis
  *
  * The header stores the geometry (nbuckets, ndebt, nshards) and every offset;
  * attach recomputes the offsets from the geometry with overflow checks and
@@ -26,7 +30,7 @@
 #include "tkshm.h"
 
 /* Bumped whenever any byte of the segment changes meaning. */
-#define TK_LAYOUT_VERSION 4u
+#define TK_LAYOUT_VERSION 5u
 
 /* "TKSHM", NUL, CR, LF: the CR LF catches text-mode mangling. */
 #define TK_MAGIC     "TKSHM\0\r\n"
@@ -93,6 +97,18 @@ struct tk_label {
 	uint64_t w[3];
 };
 
+/* Lease tables: the whole key of the slot with the same index, written
+ * seqlock-style after an insert (label.c, with the label): `seq` is odd
+ * while the record is written; a reader accepts the key only if seq was
+ * even and unchanged around its copy and `fp` matches the slot's. */
+struct tk_keyrec {
+	_Alignas(64) uint64_t seq;
+	uint64_t fp;
+	uint64_t len; /* <= TKSHM_LEASE_KEY_MAX */
+	uint64_t reserved;
+	unsigned char key[TKSHM_LEASE_KEY_MAX];
+};
+
 /* Per-shard counters, indexed by enum tk_counter.  The last shard is not
  * given to threads: its last word is the table's reset epoch, bumped by
  * every reset before it clears the key, so that a multi-dimension give-back
@@ -129,6 +145,15 @@ struct tk_policy_wire {
 	double p[TK_POLICY_PARAMS];
 };
 
+/* The cross-host part of the policy as stored (tkshm_global). */
+struct tk_global_wire {
+	uint32_t mode;
+	uint32_t failure;
+	double hosts;
+	double lease_ms;
+	char prefix[TKSHM_PREFIX_MAX + 1];
+};
+
 #define TK_HDR_ANONYMOUS 0x1u
 
 struct tk_header {
@@ -153,8 +178,11 @@ struct tk_header {
 	uint64_t debt_off;
 	uint64_t wide_off;   /* 0 when wide_units is 0 */
 	uint32_t wide_units; /* state words per record; 0: one-word states */
-	uint32_t reserved;
+	uint32_t key_records; /* 1: a keys region (lease tables), else 0 */
+	uint64_t global_off;  /* the cross-host region's page */
+	uint64_t keys_off;    /* 0 when key_records is 0 */
 	struct tk_policy_wire policy;
+	struct tk_global_wire global;
 	uint64_t checksum; /* XXH64 of every byte before this field */
 };
 
@@ -164,6 +192,7 @@ _Static_assert(sizeof(struct tk_label) == 32, "label is 32 bytes");
 _Static_assert(sizeof(struct tk_shard) == 128, "shard is two cache lines");
 _Static_assert(sizeof(struct tk_unit) == 16, "unit is 16 bytes");
 _Static_assert(sizeof(struct tk_wide_head) == 16, "wide head is 16 bytes");
+_Static_assert(sizeof(struct tk_keyrec) == 256, "key record is 256 bytes");
 _Static_assert(TK_C_COUNT <= TK_SHARD_COUNTERS, "counters fit a shard");
 _Static_assert(TK_C_COUNT <= TK_EPOCH_WORD, "the epoch is no counter");
 _Static_assert(sizeof(struct tk_header) <= TK_PAGE, "header fits one page");
@@ -183,14 +212,15 @@ tk_layout_abi(void)
 			  sizeof(struct tk_label) << 14 |
 			  sizeof(struct tk_shard) << 20 |
 			  sizeof(struct tk_unit) << 26) ^
-	       (uint32_t)sizeof(struct tk_header) << 8;
+	       (uint32_t)sizeof(struct tk_header) << 8 ^
+	       (uint32_t)sizeof(struct tk_keyrec) << 16;
 }
 
 /* The offsets and size a geometry implies. */
 struct tk_geometry {
-	uint64_t nbuckets, ndebt, nshards, wide_units;
+	uint64_t nbuckets, ndebt, nshards, wide_units, key_records;
 	uint64_t shards_off, buckets_off, labels_off, denials_off, debt_off;
-	uint64_t wide_off;
+	uint64_t wide_off, global_off, keys_off;
 	uint64_t file_size;
 };
 

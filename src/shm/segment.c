@@ -111,6 +111,8 @@ tk_geometry_compute(struct tk_geometry *g)
 	g->debt_off = tk_align_page(g->denials_off +
 				    g->nbuckets * TK_SLOTS_PER_BUCKET *
 					    sizeof(uint32_t));
+	if (g->key_records > 1)
+		return -1;
 	g->wide_off = 0;
 	g->file_size = tk_align_page(g->debt_off + g->ndebt * sizeof(uint64_t));
 	if (g->wide_units) {
@@ -118,6 +120,15 @@ tk_geometry_compute(struct tk_geometry *g)
 		g->file_size = tk_align_page(
 			g->wide_off + g->nbuckets * TK_SLOTS_PER_BUCKET *
 					      tk_wide_stride(g->wide_units));
+	}
+	g->global_off = g->file_size;
+	g->file_size = g->global_off + TK_PAGE;
+	g->keys_off = 0;
+	if (g->key_records) {
+		g->keys_off = g->file_size;
+		g->file_size = tk_align_page(g->keys_off +
+					     g->nbuckets * TK_SLOTS_PER_BUCKET *
+						     sizeof(struct tk_keyrec));
 	}
 	return 0;
 }
@@ -142,6 +153,7 @@ tk_geometry_for_slots(uint64_t slots, const struct tk_algo *algo,
 	g->ndebt = nb * TK_SLOTS_PER_BUCKET;
 	g->nshards = TK_SHARDS;
 	g->wide_units = tk_algo_is_wide(algo) ? algo->words : 0;
+	g->key_records = algo->leased ? 1 : 0;
 	return tk_geometry_compute(g);
 }
 
@@ -152,19 +164,35 @@ _Static_assert(sizeof(((tkshm_policy *)0)->u) ==
 	       "the policy union is the wire's parameter array");
 
 static void
-tk_policy_to_wire(const tkshm_policy *p, struct tk_policy_wire *w)
+tk_policy_to_wire(const tkshm_policy *p, struct tk_policy_wire *w,
+		  struct tk_global_wire *gw)
 {
 	memset(w, 0, sizeof *w);
 	w->kind = (uint32_t)p->kind;
 	memcpy(w->p, p->u.reserved, sizeof w->p);
+	memset(gw, 0, sizeof *gw);
+	gw->mode = (uint32_t)p->global.mode;
+	gw->failure = (uint32_t)p->global.failure;
+	gw->hosts = p->global.hosts;
+	gw->lease_ms = p->global.lease_ms;
+	memcpy(gw->prefix, p->global.prefix, sizeof gw->prefix);
+	gw->prefix[TKSHM_PREFIX_MAX] = '\0';
 }
 
+/* The stored policy.  Values are not trusted here: tk_algo_init validates
+ * them (an unterminated prefix or an unknown mode is refused there). */
 static void
-tk_policy_from_wire(const struct tk_policy_wire *w, tkshm_policy *p)
+tk_policy_from_wire(const struct tk_policy_wire *w,
+		    const struct tk_global_wire *gw, tkshm_policy *p)
 {
 	memset(p, 0, sizeof *p);
 	p->kind = (tkshm_kind)w->kind;
 	memcpy(p->u.reserved, w->p, sizeof w->p);
+	p->global.mode = (tkshm_global_mode)gw->mode;
+	p->global.failure = (tkshm_failure_policy)gw->failure;
+	p->global.hosts = gw->hosts;
+	p->global.lease_ms = gw->lease_ms;
+	memcpy(p->global.prefix, gw->prefix, sizeof p->global.prefix);
 }
 
 static uint64_t
@@ -190,6 +218,9 @@ tk_handle_fill(struct tkshm_table *t, const struct tk_header *h,
 	t->wide = h->wide_units ? base + h->wide_off : NULL;
 	t->wide_units = h->wide_units;
 	t->wide_stride = tk_wide_stride(h->wide_units);
+	t->global = (struct tk_global_shm *)(base + h->global_off);
+	t->keyrecs = h->key_records ? (struct tk_keyrec *)(base + h->keys_off)
+				    : NULL;
 	t->nshards = h->nshards;
 	t->nbuckets = h->nbuckets;
 	t->bucket_mask = h->nbuckets - 1;
@@ -198,7 +229,7 @@ tk_handle_fill(struct tkshm_table *t, const struct tk_header *h,
 	t->seed = h->seed;
 	t->created_ms = h->created_ms;
 	t->on_full = (tkshm_on_full)h->on_full;
-	tk_policy_from_wire(&h->policy, &t->policy);
+	tk_policy_from_wire(&h->policy, &h->global, &t->policy);
 	t->algo = *algo;
 	/* Permits name a process of this boot (concurrency.h, C3). */
 	if (tk_algo_is_concurrency(&t->algo))
@@ -233,7 +264,10 @@ tk_header_build(struct tk_header *h, const struct tk_geometry *g,
 	h->debt_off = g->debt_off;
 	h->wide_off = g->wide_off;
 	h->wide_units = (uint32_t)g->wide_units;
-	tk_policy_to_wire(p, &h->policy);
+	h->key_records = (uint32_t)g->key_records;
+	h->global_off = g->global_off;
+	h->keys_off = g->keys_off;
+	tk_policy_to_wire(p, &h->policy, &h->global);
 	h->checksum = tk_header_checksum(h);
 	return TKSHM_OK;
 }
@@ -285,10 +319,12 @@ tk_header_validate(const struct tk_header *h, uint64_t file_size,
 	g.ndebt = h->ndebt;
 	g.nshards = h->nshards;
 	g.wide_units = h->wide_units;
+	g.key_records = h->key_records;
 	if (tk_geometry_compute(&g) != 0 || g.shards_off != h->shards_off ||
 	    g.buckets_off != h->buckets_off || g.labels_off != h->labels_off ||
 	    g.denials_off != h->denials_off || g.debt_off != h->debt_off ||
-	    g.wide_off != h->wide_off || g.file_size != h->file_size) {
+	    g.wide_off != h->wide_off || g.global_off != h->global_off ||
+	    g.keys_off != h->keys_off || g.file_size != h->file_size) {
 		tk_say(o, "header geometry is inconsistent");
 		return TKSHM_ECORRUPT;
 	}
@@ -296,7 +332,7 @@ tk_header_validate(const struct tk_header *h, uint64_t file_size,
 		tk_say(o, "header on-full policy %u is unknown", h->on_full);
 		return TKSHM_ECORRUPT;
 	}
-	tk_policy_from_wire(&h->policy, &p);
+	tk_policy_from_wire(&h->policy, &h->global, &p);
 	if (tk_algo_init(algo, &p, why, sizeof why) != TKSHM_OK) {
 		tk_say(o, "stored policy is invalid: %s", why);
 		return TKSHM_ECORRUPT;
@@ -305,6 +341,11 @@ tk_header_validate(const struct tk_header *h, uint64_t file_size,
 	if (h->wide_units != (tk_algo_is_wide(algo) ? algo->words : 0)) {
 		tk_say(o, "header wide units %u do not fit the policy",
 		       h->wide_units);
+		return TKSHM_ECORRUPT;
+	}
+	if (h->key_records != (algo->leased ? 1u : 0u)) {
+		tk_say(o, "header key records %u do not fit the policy",
+		       h->key_records);
 		return TKSHM_ECORRUPT;
 	}
 	return TKSHM_OK;
@@ -366,7 +407,7 @@ tk_attach_fd(int fd, const tkshm_options *o, const struct tk_geometry *want,
 		return rc;
 	if (o->policy) {
 		tkshm_policy stored;
-		tk_policy_from_wire(&h.policy, &stored);
+		tk_policy_from_wire(&h.policy, &h.global, &stored);
 		if (!tkshm_policy_equal(o->policy, &stored)) {
 			tk_say_policy_mismatch(o, &stored, o->policy);
 			return TKSHM_EMISMATCH;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "algorithms/algorithm.h"
+#include "global/global_shm.h"
 #include "shm/atomic.h"
 #include "shm/layout.h"
 #include "shm/protocol.h"
@@ -32,6 +33,8 @@ struct tkshm_table {
 	uint8_t *wide;	      /* wide area, NULL for one-word states */
 	uint32_t wide_units;  /* state words per record (algo.words), or 0 */
 	uint64_t wide_stride; /* bytes per slot in the wide area */
+	struct tk_global_shm *global; /* the cross-host region (one page) */
+	struct tk_keyrec *keyrecs;    /* lease tables: whole keys, or NULL */
 	uint64_t nbuckets, bucket_mask;
 	uint64_t ndebt, debt_mask;
 	uint32_t nshards;
@@ -43,6 +46,10 @@ struct tkshm_table {
 	/* Concurrency tables: the monotonic ms before which this handle does
 	 * not look for dead holders again (permit.c); relaxed atomics. */
 	int64_t next_reap_ms;
+	/* Strict tables: the Redis connection decisions go through
+	 * (tkshm_redis_attach), or NULL. */
+	struct tkshm_redis *redis;
+	const struct tk_strict_ops *strict; /* its operations (route.h) */
 };
 
 /* A key's fingerprint and window (I3). */
@@ -251,6 +258,10 @@ void tk_label_write(struct tkshm_table *t, uint64_t index, uint64_t fp,
  * torn: *key_len is the key's length (255: 255 or more), the first
  * min(*key_len, TK_LABEL_PREFIX) bytes go to out[].  Returns false when
  * the slot has no intact label for fp. */
+/* Lease tables: the whole key of slot `index` if its record is intact and
+ * names `fp` (copied to out, TKSHM_LEASE_KEY_MAX bytes); false otherwise. */
+bool tk_keyrec_read(const struct tkshm_table *t, uint64_t index, uint64_t fp,
+		    unsigned char *out, size_t *len);
 bool tk_label_read(const struct tkshm_table *t, uint64_t index, uint64_t fp,
 		   unsigned char out[TK_LABEL_PREFIX], unsigned *key_len);
 

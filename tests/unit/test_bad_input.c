@@ -28,7 +28,8 @@ static const int all_codes[] = {
 	TKSHM_ECORRUPT,	 TKSHM_ESYMLINK,  TKSHM_ENOTFILE, TKSHM_EPERM,
 	TKSHM_ENOENT,	 TKSHM_EEXIST,	  TKSHM_ENOSPC,	  TKSHM_ENOMEM,
 	TKSHM_ESYSTEM,	 TKSHM_EFULL,	  TKSHM_EBUSY,	  TKSHM_EREADONLY,
-	TKSHM_ENOTSUP,	 TKSHM_EINTR,	  TKSHM_ENOTHELD,
+	TKSHM_ENOTSUP,	 TKSHM_EINTR,	  TKSHM_ENOTHELD, TKSHM_ENOREDIS,
+	TKSHM_EUNAVAILABLE, TKSHM_EREDIS,
 };
 static const char *all_names[] = {
 	"TKSHM_OK",	   "TKSHM_ENULL",    "TKSHM_EINVAL",
@@ -40,6 +41,7 @@ static const char *all_names[] = {
 	"TKSHM_ENOSPC",	   "TKSHM_ENOMEM",   "TKSHM_ESYSTEM",
 	"TKSHM_EFULL",	   "TKSHM_EBUSY",    "TKSHM_EREADONLY",
 	"TKSHM_ENOTSUP",   "TKSHM_EINTR",    "TKSHM_ENOTHELD",
+	"TKSHM_ENOREDIS",  "TKSHM_EUNAVAILABLE", "TKSHM_EREDIS",
 };
 #define NCODES (sizeof all_codes / sizeof all_codes[0])
 _Static_assert(sizeof all_codes / sizeof all_codes[0] ==
@@ -341,7 +343,7 @@ static void
 test_error_strings(void **state)
 {
 	static const int unknown[] = {
-		1,	-1,    -30899,		-30926,
+		1,	-1,    -30899,		-30929,
 		-30999, 30901, -2147483647 - 1, 2147483647
 	};
 
@@ -396,6 +398,10 @@ test_error_strings(void **state)
 	/* The codes are stable: the two added for permits and the shaper. */
 	assert_int_equal(TKSHM_EINTR, -30924);
 	assert_int_equal(TKSHM_ENOTHELD, -30925);
+	/* ... and the three of the Redis tier. */
+	assert_int_equal(TKSHM_ENOREDIS, -30926);
+	assert_int_equal(TKSHM_EUNAVAILABLE, -30927);
+	assert_int_equal(TKSHM_EREDIS, -30928);
 }
 
 static void

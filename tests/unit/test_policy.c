@@ -263,7 +263,8 @@ static const struct {
 	{ "gcra:limit=10,periodMs=", "periodMs" },
 	{ "gcra:limit=10,periodMs=1000,burst=", "burst" },
 	{ "gcra:limit=10 5,periodMs=1000", "limit" },
-	{ "gcra:limit=10;periodMs=1000", "limit" },
+	/* After a ";" comes the cross-host part: the kind lacks periodMs. */
+	{ "gcra:limit=10;periodMs=1000", "periodMs" },
 	{ "gcra:limit=1.2.3,periodMs=1000", "limit" },
 	{ "gcra:limit=10,periodMs=1e999", "periodMs" },
 	{ "gcra:limit=10ms,periodMs=1000", "limit" },

@@ -1,0 +1,282 @@
+/*
+ * policy_global.c - the cross-host part of a policy (policy_global.h).
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/policy_global.h"
+
+#define TK_SAY(...)                                          \
+	do {                                                 \
+		if (err && err_len)                          \
+			snprintf(err, err_len, __VA_ARGS__); \
+	} while (0)
+
+/* The most hosts safe-share divides by, and the longest lease. */
+#define TK_GLOBAL_MAX_HOSTS    1000000.0
+#define TK_GLOBAL_MAX_LEASE_MS 86400000.0
+
+static const char *const tk_modes[] = { "local", "strict", "lease" };
+static const char *const tk_failures[] = { "safe-share", "fail-open",
+					   "fail-closed" };
+
+const char *
+tk_global_mode_name(tkshm_global_mode m)
+{
+	return (unsigned)m < 3 ? tk_modes[m] : "?";
+}
+
+const char *
+tk_global_failure_name(tkshm_failure_policy f)
+{
+	return (unsigned)f < 3 ? tk_failures[f] : "?";
+}
+
+void
+tk_global_defaults(tkshm_global *g)
+{
+	memset(g, 0, sizeof *g);
+	g->mode = TKSHM_MODE_LOCAL;
+	g->failure = TKSHM_FAILURE_SAFE_SHARE;
+	g->hosts = 1;
+	g->lease_ms = 1000;
+}
+
+static bool
+tk_prefix_char(int c)
+{
+	return isalnum(c) || strchr("_-.:{}", c) != NULL;
+}
+
+int
+tk_global_validate(const tkshm_policy *p, char *err, size_t err_len)
+{
+	const tkshm_global *g = &p->global;
+	size_t n;
+
+	if ((unsigned)g->mode > TKSHM_MODE_LEASE) {
+		TK_SAY("mode %d is not local (0), strict (1) or lease (2)",
+		       (int)g->mode);
+		return TKSHM_EPOLICY;
+	}
+	if (g->mode == TKSHM_MODE_LOCAL)
+		return TKSHM_OK; /* the rest is not read */
+	if ((unsigned)g->failure > TKSHM_FAILURE_CLOSED) {
+		TK_SAY("failure %d is not safe-share (0), fail-open (1) or "
+		       "fail-closed (2)",
+		       (int)g->failure);
+		return TKSHM_EPOLICY;
+	}
+	if (!(g->hosts >= 1 && g->hosts <= TK_GLOBAL_MAX_HOSTS) ||
+	    g->hosts != floor(g->hosts)) {
+		TK_SAY("hosts must be an integer 1..%.0f (got %g)",
+		       TK_GLOBAL_MAX_HOSTS, g->hosts);
+		return TKSHM_EPOLICY;
+	}
+	n = strnlen(g->prefix, sizeof g->prefix);
+	if (n == sizeof g->prefix) {
+		TK_SAY("prefix is longer than %d bytes", TKSHM_PREFIX_MAX);
+		return TKSHM_EPOLICY;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!tk_prefix_char((unsigned char)g->prefix[i])) {
+			TK_SAY("prefix: character %zu is not a letter, digit "
+			       "or one of _ - . : { }",
+			       i + 1);
+			return TKSHM_EPOLICY;
+		}
+	if (g->mode == TKSHM_MODE_STRICT) {
+		switch (p->kind) {
+		case TKSHM_KIND_GCRA:
+		case TKSHM_KIND_TOKEN_BUCKET:
+		case TKSHM_KIND_FIXED_WINDOW:
+		case TKSHM_KIND_SLIDING_WINDOW:
+		case TKSHM_KIND_SLIDING_LOG:
+		case TKSHM_KIND_QUOTA:
+		case TKSHM_KIND_LEAKY_BUCKET:
+			return TKSHM_OK;
+		default:
+			TK_SAY("mode=strict: ThrottleKit runs no Redis script "
+			       "for this kind (strict takes gcra, "
+			       "tokenBucket, fixedWindow, slidingWindow, "
+			       "slidingWindowLog, quota, leakyBucket)");
+			return TKSHM_EPOLICY;
+		}
+	}
+	if (p->kind != TKSHM_KIND_GCRA && p->kind != TKSHM_KIND_FIXED_WINDOW) {
+		TK_SAY("mode=lease takes gcra (token leases) or fixedWindow "
+		       "(window-coupled leases)");
+		return TKSHM_EPOLICY;
+	}
+	if (!(g->lease_ms > 0 && g->lease_ms <= TK_GLOBAL_MAX_LEASE_MS)) {
+		TK_SAY("leaseMs must be > 0 and at most %.0f (got %g)",
+		       TK_GLOBAL_MAX_LEASE_MS, g->lease_ms);
+		return TKSHM_EPOLICY;
+	}
+	return TKSHM_OK;
+}
+
+/* The index of the word `s` (n bytes) in `words`, or -1. */
+static int
+tk_word_index(const char *const *words, int nwords, const char *s, size_t n)
+{
+	for (int i = 0; i < nwords; i++)
+		if (strlen(words[i]) == n && memcmp(words[i], s, n) == 0)
+			return i;
+	return -1;
+}
+
+static bool
+tk_parse_num(const char *s, size_t n, double *v)
+{
+	char buf[64], *end;
+
+	if (n == 0 || n >= sizeof buf)
+		return false;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	/* Decimal only, as the kind's options: no hex, inf or nan. */
+	for (size_t i = 0; i < n; i++)
+		if (!isdigit((unsigned char)buf[i]) &&
+		    !strchr("+-.eE", buf[i]))
+			return false;
+	*v = strtod(buf, &end);
+	return *end == '\0' && isfinite(*v);
+}
+
+static void
+tk_trim(const char **s, const char **e)
+{
+	while (*s < *e && isspace((unsigned char)**s))
+		(*s)++;
+	while (*e > *s && isspace((unsigned char)(*e)[-1]))
+		(*e)--;
+}
+
+int
+tk_global_parse(const char *s, size_t len, tkshm_global *g, char *err,
+		size_t err_len)
+{
+	static const char *const names[] = { "mode", "failure", "hosts",
+					     "leaseMs", "prefix" };
+	const char *end = s + len;
+	bool given[5] = { false };
+
+	for (;;) {
+		const char *comma = memchr(s, ',', (size_t)(end - s));
+		const char *oe = comma ? comma : end;
+		const char *eq = memchr(s, '=', (size_t)(oe - s));
+		const char *ns = s, *ne, *vs, *ve;
+		int which, w;
+		double v = 0;
+
+		if (!eq) {
+			TK_SAY("option \"%.*s\" has no '=value'", (int)(oe - s),
+			       s);
+			return TKSHM_EPOLICY;
+		}
+		ne = eq;
+		vs = eq + 1;
+		ve = oe;
+		tk_trim(&ns, &ne);
+		tk_trim(&vs, &ve);
+		which = tk_word_index(names, 5, ns, (size_t)(ne - ns));
+		if (which < 0) {
+			TK_SAY("no cross-host option \"%.*s\" (mode, failure, "
+			       "hosts, leaseMs, prefix)",
+			       (int)(ne - ns), ns);
+			return TKSHM_EPOLICY;
+		}
+		if (given[which]) {
+			TK_SAY("option %s is given twice", names[which]);
+			return TKSHM_EPOLICY;
+		}
+		given[which] = true;
+		switch (which) {
+		case 0:
+			w = tk_word_index(tk_modes, 3, vs, (size_t)(ve - vs));
+			if (w < 0) {
+				TK_SAY("mode must be local, strict or lease "
+				       "(got \"%.*s\")",
+				       (int)(ve - vs), vs);
+				return TKSHM_EPOLICY;
+			}
+			g->mode = (tkshm_global_mode)w;
+			break;
+		case 1:
+			w = tk_word_index(tk_failures, 3, vs,
+					  (size_t)(ve - vs));
+			if (w < 0) {
+				TK_SAY("failure must be safe-share, fail-open "
+				       "or fail-closed (got \"%.*s\")",
+				       (int)(ve - vs), vs);
+				return TKSHM_EPOLICY;
+			}
+			g->failure = (tkshm_failure_policy)w;
+			break;
+		case 2:
+		case 3:
+			if (!tk_parse_num(vs, (size_t)(ve - vs), &v)) {
+				TK_SAY("option %s: \"%.*s\" is not a finite "
+				       "decimal number",
+				       names[which], (int)(ve - vs), vs);
+				return TKSHM_EPOLICY;
+			}
+			if (which == 2)
+				g->hosts = v;
+			else
+				g->lease_ms = v;
+			break;
+		default:
+			if ((size_t)(ve - vs) > TKSHM_PREFIX_MAX) {
+				TK_SAY("prefix is longer than %d bytes",
+				       TKSHM_PREFIX_MAX);
+				return TKSHM_EPOLICY;
+			}
+			memset(g->prefix, 0, sizeof g->prefix);
+			memcpy(g->prefix, vs, (size_t)(ve - vs));
+			break;
+		}
+		if (!comma)
+			return TKSHM_OK;
+		s = comma + 1;
+	}
+}
+
+bool
+tk_global_format(const tkshm_global *g, char *out, size_t *used, size_t cap)
+{
+	char part[256];
+	int n;
+
+	if (g->mode == TKSHM_MODE_LOCAL)
+		return true;
+	/* hosts and leaseMs are integers or short decimals; %.17g keeps
+	 * any double exact. */
+	n = snprintf(part, sizeof part,
+		     ";mode=%s,failure=%s,hosts=%.17g,leaseMs=%.17g%s%s",
+		     tk_global_mode_name(g->mode),
+		     tk_global_failure_name(g->failure), g->hosts, g->lease_ms,
+		     g->prefix[0] ? ",prefix=" : "", g->prefix);
+	if (n < 0 || (size_t)n >= sizeof part || *used + (size_t)n >= cap)
+		return false;
+	memcpy(out + *used, part, (size_t)n);
+	*used += (size_t)n;
+	return true;
+}
+
+bool
+tk_global_equal(const tkshm_global *a, const tkshm_global *b)
+{
+	if (a->mode != b->mode)
+		return false;
+	if (a->mode == TKSHM_MODE_LOCAL)
+		return true;
+	return a->failure == b->failure &&
+	       memcmp(&a->hosts, &b->hosts, sizeof a->hosts) == 0 &&
+	       memcmp(&a->lease_ms, &b->lease_ms, sizeof a->lease_ms) == 0 &&
+	       strncmp(a->prefix, b->prefix, sizeof a->prefix) == 0;
+}

@@ -1,0 +1,65 @@
+/*
+ * global_shm.h - a table's shared region for the cross-host tier.
+ *
+ * One page per table (layout.h: global_off), written by the host's sync
+ * agent, by workers deciding in strict mode, and read by everyone:
+ *
+ *   agent_pid    the tkshm-syncd process serving the table (0: none)
+ *   agent_beat   its last round's end (f64 bits, epoch ms)
+ *   redis_up     1 while the agent's last exchange with Redis worked
+ *   hosts        the live host count the agent last read from Redis
+ *                (0: never read; safe-share then uses the policy's hosts)
+ *   poll_ms      the agent's round period (f64 bits): a worker without
+ *                credit is told to retry after it
+ *   breaker      strict mode's circuit breaker, shared by the workers
+ *   c[]          the tier's counters (enum tk_gcounter)
+ *
+ * Every field is a plain number read and written with atomics (no
+ * pointers); a hostile value can make workers fall back or deny, never
+ * crash: readers clamp what they use (tk_global_env in lease_check.c).
+ */
+#ifndef TKSHM_GLOBAL_GLOBAL_SHM_H
+#define TKSHM_GLOBAL_GLOBAL_SHM_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "redis/breaker.h"
+
+enum tk_gcounter {
+	TK_G_REDIS_CALLS,
+	TK_G_REDIS_ERRORS,
+	TK_G_NOSCRIPT_RELOADS,
+	TK_G_CACHE_DENIALS,
+	TK_G_FALLBACK_ALLOWED,
+	TK_G_FALLBACK_DENIED,
+	TK_G_NO_LEASE,
+	TK_G_LEASES,
+	TK_G_LEASE_UNITS,
+	TK_G_LEASE_ROUND_TRIPS,
+	TK_G_LEASE_EXPIRED,
+	TK_G_COUNT
+};
+
+struct tk_global_shm {
+	_Alignas(64) _Atomic uint64_t agent_pid;
+	_Atomic uint64_t agent_beat;
+	_Atomic uint64_t redis_up;
+	_Atomic uint64_t hosts;
+	_Atomic uint64_t poll_ms;
+	_Alignas(64) struct tk_breaker breaker;
+	_Alignas(64) _Atomic uint64_t c[TK_G_COUNT];
+};
+
+_Static_assert(sizeof(struct tk_global_shm) <= 4096,
+	       "the region fits its page");
+
+/* Counters are statistics: relaxed, as the table's shard counters. */
+static inline void
+tk_gcount(struct tk_global_shm *g, enum tk_gcounter c, uint64_t n)
+{
+	/* relaxed: a tally; nothing is ordered by it. */
+	atomic_fetch_add_explicit(&g->c[c], n, memory_order_relaxed);
+}
+
+#endif /* TKSHM_GLOBAL_GLOBAL_SHM_H */

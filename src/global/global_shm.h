@@ -11,6 +11,11 @@
  *                (0: never read; safe-share then uses the policy's hosts)
  *   poll_ms      the agent's round period (f64 bits): a worker without
  *                credit is told to retry after it
+ *   hosts_at     when `hosts` was last read (f64 bits, monotonic ms):
+ *                strict workers take turns registering the host
+ *   offset       strict: Redis's clock minus this host's, as last
+ *                measured from a reply (f64 bits; an upper bound, so
+ *                the negative cache never ages a state too little)
  *   breaker      strict mode's circuit breaker, shared by the workers
  *   c[]          the tier's counters (enum tk_gcounter)
  *
@@ -47,6 +52,8 @@ struct tk_global_shm {
 	_Atomic uint64_t redis_up;
 	_Atomic uint64_t hosts;
 	_Atomic uint64_t poll_ms;
+	_Atomic uint64_t hosts_at;
+	_Atomic uint64_t offset;
 	_Alignas(64) struct tk_breaker breaker;
 	_Alignas(64) _Atomic uint64_t c[TK_G_COUNT];
 };

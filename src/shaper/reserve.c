@@ -42,8 +42,9 @@ tk_reserve_check_table(const tkshm_table *t)
 	return TKSHM_OK;
 }
 
-/* One reservation of key k at `now` (arguments already valid). */
-static int
+/* One reservation of key k at `now` in this table (arguments already
+ * valid; also the strict shaper's safe share, src/redis/strict.c). */
+int
 tk_reserve_ref(tkshm_table *t, const struct tk_keyref *k, double cost,
 	       double now, tkshm_reservation *out)
 {

@@ -1,0 +1,240 @@
+/*
+ * redis_api.c - the tkshm_redis handle (tkshm_redis.h): options, attach,
+ * key naming, and one guarded exchange with Redis for a table.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "global/route.h"
+#include "redis/breaker.h"
+#include "redis/redis_handle.h"
+#include "redis/state_codec.h"
+#include "redis/strict.h"
+
+static bool
+tk_copy_opt(char *dst, size_t cap, const char *src)
+{
+	size_t n;
+
+	if (!src)
+		return true;
+	n = strlen(src);
+	if (n >= cap)
+		return false;
+	memcpy(dst, src, n + 1);
+	return true;
+}
+
+int
+tkshm_redis_open(const tkshm_redis_options *o, tkshm_redis **out)
+{
+	struct tkshm_redis *r;
+	int rc;
+
+	if (!o || !out)
+		return TKSHM_ENULL;
+	if (o->size != sizeof *o || o->port < 0 || o->port > 65535 ||
+	    o->db < 0 || !(o->connect_timeout_ms >= 0) ||
+	    !(o->command_timeout_ms >= 0) || !(o->breaker_open_ms >= 0) ||
+	    o->connect_timeout_ms > 3600000 ||
+	    o->command_timeout_ms > 3600000 || o->breaker_open_ms > 3600000)
+		return TKSHM_EINVAL;
+	r = calloc(1, sizeof *r);
+	if (!r)
+		return TKSHM_ENOMEM;
+	tk_redis_conf_init(&r->conf);
+	if (!tk_copy_opt(r->conf.host, sizeof r->conf.host, o->host) ||
+	    !tk_copy_opt(r->conf.unix_path, sizeof r->conf.unix_path,
+			 o->unix_path) ||
+	    !tk_copy_opt(r->conf.username, sizeof r->conf.username,
+			 o->username) ||
+	    !tk_copy_opt(r->conf.password, sizeof r->conf.password,
+			 o->password)) {
+		free(r);
+		return TKSHM_EINVAL;
+	}
+	if (o->port)
+		r->conf.port = o->port;
+	r->conf.db = o->db;
+	if (o->connect_timeout_ms > 0)
+		r->conf.connect_timeout_ms = o->connect_timeout_ms;
+	if (o->command_timeout_ms > 0)
+		r->conf.command_timeout_ms = o->command_timeout_ms;
+	r->server_time = o->server_time;
+	r->breaker_failures = o->breaker_failures ? o->breaker_failures : 3;
+	r->breaker_open_ms = o->breaker_open_ms > 0 ? o->breaker_open_ms
+						     : 1000;
+	if (gethostname(r->host_id, sizeof r->host_id - 1) != 0)
+		strcpy(r->host_id, "localhost");
+	r->host_id[sizeof r->host_id - 1] = '\0';
+	rc = tk_conn_new(&r->conf, &r->conn);
+	if (rc != TKSHM_OK) {
+		free(r);
+		return rc;
+	}
+	*out = r;
+	return TKSHM_OK;
+}
+
+void
+tkshm_redis_close(tkshm_redis *r)
+{
+	if (!r)
+		return;
+	tk_conn_free(r->conn);
+	free(r);
+}
+
+int
+tkshm_redis_attach(tkshm_table *t, tkshm_redis *r)
+{
+	if (!t)
+		return TKSHM_ENULL;
+	if (t->policy.global.mode != TKSHM_MODE_STRICT)
+		return TKSHM_ENOTSUP;
+	t->redis = r;
+	t->strict = r ? &tk_strict_ops : NULL;
+	return TKSHM_OK;
+}
+
+size_t
+tk_redis_key_of(const struct tkshm_table *t, const void *key, size_t len,
+		char *buf, size_t cap)
+{
+	size_t p = strnlen(t->policy.global.prefix, TKSHM_PREFIX_MAX);
+	size_t n = p ? p + 1 + len : len;
+
+	if (n >= cap)
+		return 0;
+	if (p) {
+		memcpy(buf, t->policy.global.prefix, p);
+		buf[p] = ':';
+	}
+	memcpy(buf + (p ? p + 1 : 0), key, len);
+	buf[n] = '\0';
+	return n;
+}
+
+size_t
+tk_redis_multi_key_of(const struct tkshm_table *t, const void *key,
+		      size_t len, char *buf, size_t cap)
+{
+	const char *k = key;
+	const char *open = memchr(k, '{', len);
+	bool tagged = open && memchr(open, '}', len - (size_t)(open - k));
+	size_t p = strnlen(t->policy.global.prefix, TKSHM_PREFIX_MAX);
+	size_t n = (p ? p + 1 : 0) + len + (tagged ? 0 : 2), at = 0;
+
+	if (n >= cap)
+		return 0;
+	if (p) {
+		memcpy(buf, t->policy.global.prefix, p);
+		buf[p] = ':';
+		at = p + 1;
+	}
+	if (!tagged)
+		buf[at++] = '{';
+	memcpy(buf + at, key, len);
+	at += len;
+	if (!tagged)
+		buf[at++] = '}';
+	buf[at] = '\0';
+	return n;
+}
+
+int
+tkshm_redis_key(const tkshm_table *t, const void *key, size_t key_len,
+		char *buf, size_t len)
+{
+	size_t n;
+
+	if (!t || !key || !buf)
+		return TKSHM_ENULL;
+	if (key_len == 0 || key_len > TKSHM_KEY_MAX)
+		return key_len ? TKSHM_EKEYLONG : TKSHM_EKEYEMPTY;
+	n = tk_redis_key_of(t, key, key_len, buf, len);
+	return n ? (int)n : TKSHM_EINVAL;
+}
+
+int
+tk_redis_call(struct tkshm_table *t, enum tk_script_id id,
+	      const struct tk_args *keys, const struct tk_args *args,
+	      redisReply **reply)
+{
+	struct tkshm_redis *r = t->redis;
+	struct tk_global_shm *g = t->global;
+	struct tk_conn_stats before, after;
+	double now = tk_mono_ms();
+	/* A probe may take a connect and a command. */
+	double probe_ms = r->conf.connect_timeout_ms +
+			  2 * r->conf.command_timeout_ms;
+	int rc;
+
+	if (!tk_breaker_allow(&g->breaker, now, probe_ms))
+		return TKSHM_EUNAVAILABLE;
+	tk_conn_stats_get(r->conn, &before);
+	rc = tk_conn_eval(r->conn, id, keys, args, reply, NULL, 0);
+	tk_conn_stats_get(r->conn, &after);
+	tk_gcount(g, TK_G_REDIS_CALLS, after.calls - before.calls);
+	tk_gcount(g, TK_G_NOSCRIPT_RELOADS,
+		  after.noscript_reloads - before.noscript_reloads);
+	if (rc == TKSHM_OK) {
+		tk_breaker_success(&g->breaker);
+		return TKSHM_OK;
+	}
+	tk_gcount(g, TK_G_REDIS_ERRORS, 1);
+	if (rc == TKSHM_EUNAVAILABLE)
+		(void)tk_breaker_failure(&g->breaker, tk_mono_ms(),
+					 r->breaker_failures,
+					 r->breaker_open_ms);
+	else
+		tk_breaker_success(&g->breaker); /* it answered */
+	return rc;
+}
+
+void
+tk_redis_hosts_tick(struct tkshm_table *t)
+{
+	struct tk_global_shm *g = t->global;
+	double now = tk_mono_ms();
+	/* Relaxed: a schedule; the CAS below decides who registers. */
+	uint64_t at = atomic_load_explicit(&g->hosts_at, memory_order_relaxed);
+	char key[TKSHM_PREFIX_MAX + 32], now_s[32], ttl_s[32];
+	const char *kv[1] = { key }, *av[3] = { now_s, NULL, ttl_s };
+	size_t kl[1], al[3];
+	struct tk_args keys = { 1, kv, kl }, args = { 3, av, al };
+	redisReply *reply = NULL;
+
+	if (now < tk_word_f64(at) + 1000.0)
+		return;
+	/* Relaxed CAS: one worker per second wins the turn; nothing else
+	 * is published through it. */
+	if (!atomic_compare_exchange_strong_explicit(
+		    &g->hosts_at, &at, tk_f64_word(now), memory_order_relaxed,
+		    memory_order_relaxed))
+		return;
+	kl[0] = (size_t)snprintf(key, sizeof key, "tkshm:hosts:%s",
+				 t->policy.global.prefix);
+	if (t->redis->server_time)
+		snprintf(now_s, sizeof now_s, "0");
+	else
+		tk_arg_f64(now_s, sizeof now_s, floor(tkshm_now_ms()));
+	av[1] = t->redis->host_id;
+	snprintf(ttl_s, sizeof ttl_s, "%d", 5000);
+	for (int i = 0; i < 3; i++)
+		al[i] = strlen(av[i]);
+	if (tk_redis_call(t, TK_SCRIPT_HOSTS, &keys, &args, &reply) !=
+	    TKSHM_OK)
+		return;
+	if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
+	    reply->element[0]->type == REDIS_REPLY_INTEGER &&
+	    reply->element[0]->integer >= 1 &&
+	    reply->element[0]->integer <= 1000000)
+		/* Relaxed: a hint for safe-share, read on its own. */
+		atomic_store_explicit(&g->hosts,
+				      (uint64_t)reply->element[0]->integer,
+				      memory_order_relaxed);
+	freeReplyObject(reply);
+}

@@ -1,0 +1,48 @@
+/*
+ * redis_handle.h - what a tkshm_redis handle holds (tkshm_redis.h), shared
+ * by the strict path's files.
+ */
+#ifndef TKSHM_REDIS_REDIS_HANDLE_H
+#define TKSHM_REDIS_REDIS_HANDLE_H
+
+#include <stdbool.h>
+
+#include "redis/conn.h"
+#include "shm/table.h"
+#include "tkshm_redis.h"
+
+struct tkshm_redis {
+	struct tk_conn *conn;
+	struct tk_redis_conf conf;
+	bool server_time;
+	unsigned breaker_failures;
+	double breaker_open_ms;
+	char host_id[128];
+};
+
+/* The Redis key of a table's key: "prefix:key", or the key alone.
+ * Returns the length, or 0 when it does not fit `cap`. */
+size_t tk_redis_key_of(const struct tkshm_table *t, const void *key,
+		       size_t len, char *buf, size_t cap);
+
+/* A multi-dimensional key: "prefix:{key}" (ThrottleKit's
+ * "name:rawKey" with the raw key as its own hash tag, so the dimensions
+ * of one raw key share a Cluster slot); a key that already holds a tag
+ * ("{...}") is used as it is.  Returns the length or 0. */
+size_t tk_redis_multi_key_of(const struct tkshm_table *t, const void *key,
+			     size_t len, char *buf, size_t cap);
+
+/* One exchange with Redis for table `t`, guarded by the table's shared
+ * circuit breaker, with the table's counters kept: TKSHM_OK (*reply set),
+ * TKSHM_EUNAVAILABLE (no call made because the circuit is open, or no
+ * answer), TKSHM_EREDIS. */
+int tk_redis_call(struct tkshm_table *t, enum tk_script_id id,
+		  const struct tk_args *keys, const struct tk_args *args,
+		  redisReply **reply);
+
+/* Registers this host for the table's limit at most once a second per
+ * host (the first worker past the deadline does it) and stores the live
+ * host count in the table for safe-share. */
+void tk_redis_hosts_tick(struct tkshm_table *t);
+
+#endif /* TKSHM_REDIS_REDIS_HANDLE_H */

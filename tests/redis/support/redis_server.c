@@ -1,0 +1,559 @@
+/*
+ * redis_server.c - a private redis-server for one test (redis_server.h).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_support.h"
+#include "redis_server.h"
+
+/* How long a server may take to answer its first PING. */
+#define START_WAIT_S 10.0
+/* Ports tried before giving up (each one taken by someone else). */
+#define START_TRIES   20
+#define CTL_TIMEOUT_S 5
+#define ARGS_MAX      64
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* ------------------------------------------------------------------------
+ * Ports
+ * ---------------------------------------------------------------------- */
+
+static unsigned
+next_random(void)
+{
+	static unsigned long long state;
+	struct timespec ts;
+
+	if (state == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		state = ((unsigned long long)getpid() << 32) ^
+			(unsigned long long)ts.tv_nsec ^ 0x9e3779b97f4a7c15ULL;
+	}
+	/* xorshift64 */
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	return (unsigned)(state >> 16);
+}
+
+/* The candidate range: below the kernel's ephemeral ports when there is
+ * room, above them otherwise (a client socket never holds these). */
+static void
+port_range(int *lo, int *hi)
+{
+	int eph_lo = 32768, eph_hi = 60999;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+
+	if (f != NULL) {
+		if (fscanf(f, "%d %d", &eph_lo, &eph_hi) != 2) {
+			eph_lo = 32768;
+			eph_hi = 60999;
+		}
+		fclose(f);
+	}
+	if (eph_lo - 10000 >= 2000) {
+		*lo = 10000;
+		*hi = eph_lo;
+	} else {
+		*lo = eph_hi + 1;
+		*hi = 65536;
+	}
+}
+
+static int
+bind_loopback(int port)
+{
+	struct sockaddr_in a;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_port = htons((unsigned short)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A port nothing is bound to right now (it may be taken before the
+ * server binds it; the start then retries). */
+static int
+pick_port(void)
+{
+	int lo, hi;
+
+	port_range(&lo, &hi);
+	for (int i = 0; i < 1000; i++) {
+		int port = lo + (int)(next_random() % (unsigned)(hi - lo));
+		int fd = bind_loopback(port);
+
+		if (fd >= 0) {
+			close(fd);
+			return port;
+		}
+	}
+	fail_msg("no free TCP port in [%d, %d)", lo, hi);
+	return -1;
+}
+
+int
+tkt_redis_refusing_port(int *holder)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof a;
+	int fd = bind_loopback(0);
+
+	if (fd < 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+		fail_msg("binding a refusing port: %s", strerror(errno));
+	*holder = fd;
+	return ntohs(a.sin_port);
+}
+
+/* ------------------------------------------------------------------------
+ * The server process
+ * ---------------------------------------------------------------------- */
+
+static pid_t
+spawn(struct tkt_redis *r)
+{
+	char port[16], log[96];
+	const char *argv[ARGS_MAX + 32];
+	int n = 0;
+	pid_t parent = getpid(), pid;
+
+	snprintf(port, sizeof port, "%d", r->port);
+	snprintf(log, sizeof log, "%s/redis.log", r->dir);
+	argv[n++] = TKSHM_REDIS_SERVER;
+	argv[n++] = "--port";
+	argv[n++] = port;
+	argv[n++] = "--bind";
+	argv[n++] = "127.0.0.1";
+	argv[n++] = "--dir";
+	argv[n++] = r->dir;
+	argv[n++] = "--save";
+	argv[n++] = "";
+	argv[n++] = "--appendonly";
+	argv[n++] = "no";
+	argv[n++] = "--daemonize";
+	argv[n++] = "no";
+	argv[n++] = "--unixsocket";
+	argv[n++] = r->unix_path;
+	argv[n++] = "--unixsocketperm";
+	argv[n++] = "700";
+	argv[n++] = "--enable-debug-command";
+	argv[n++] = "local";
+	argv[n++] = "--loglevel";
+	argv[n++] = "warning";
+	for (int i = 0; r->args != NULL && r->args[i] != NULL; i++) {
+		if (i == ARGS_MAX)
+			fail_msg("more than %d extra server arguments",
+				 ARGS_MAX);
+		argv[n++] = r->args[i];
+	}
+	argv[n] = NULL;
+
+	pid = fork();
+	if (pid < 0)
+		fail_msg("fork: %s", strerror(errno));
+	if (pid == 0) {
+		sigset_t none;
+		int out;
+
+		/* A test that crashes takes its server with it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		/* exec keeps the mask and ignored signals: undo what the
+		 * test may have set (tkt_proc_start ignores SIGPIPE). */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		out = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (out >= 0) {
+			dup2(out, STDOUT_FILENO);
+			dup2(out, STDERR_FILENO);
+		}
+		out = open("/dev/null", O_RDONLY);
+		if (out >= 0)
+			dup2(out, STDIN_FILENO);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* True once our server answers PING on its unix socket; false when it
+ * exited first (its port was taken) or did not answer within the wait. */
+static bool
+wait_ready(struct tkt_redis *r)
+{
+	const struct timeval tv = { 0, 200000 };
+	double deadline = tkt_seconds() + START_WAIT_S;
+
+	while (tkt_seconds() < deadline) {
+		int status;
+		redisContext *c;
+
+		if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
+			r->pid = 0;
+			return false;
+		}
+		c = redisConnectUnixWithTimeout(r->unix_path, tv);
+		if (c != NULL && c->err == 0 && redisSetTimeout(c, tv) == 0) {
+			redisReply *p = redisCommand(c, "PING");
+			bool up = p != NULL && p->type == REDIS_REPLY_STATUS &&
+				  strcmp(p->str, "PONG") == 0;
+
+			if (p != NULL)
+				freeReplyObject(p);
+			if (up) {
+				redisFree(c);
+				return true;
+			}
+		}
+		if (c != NULL)
+			redisFree(c);
+		sleep_ms(5);
+	}
+	return false;
+}
+
+static void
+reap(struct tkt_redis *r)
+{
+	int status;
+
+	while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	r->pid = 0;
+}
+
+static void
+remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[PATH_MAX];
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+static void
+show_log(const struct tkt_redis *r)
+{
+	char path[96];
+	FILE *f;
+	char line[256];
+
+	snprintf(path, sizeof path, "%s/redis.log", r->dir);
+	if ((f = fopen(path, "r")) == NULL)
+		return;
+	while (fgets(line, sizeof line, f) != NULL)
+		fprintf(stderr, "redis.log: %s", line);
+	fclose(f);
+}
+
+void
+tkt_redis_start_args(struct tkt_redis *r, const char *const *args)
+{
+	memset(r, 0, sizeof *r);
+	r->owner = getpid();
+	r->args = args;
+	snprintf(r->dir, sizeof r->dir, "/tmp/tkt-redis-XXXXXX");
+	if (mkdtemp(r->dir) == NULL)
+		fail_msg("mkdtemp: %s", strerror(errno));
+	snprintf(r->unix_path, sizeof r->unix_path, "%s/redis.sock", r->dir);
+	for (int i = 0; i < START_TRIES; i++) {
+		r->port = pick_port();
+		r->pid = spawn(r);
+		if (wait_ready(r))
+			return;
+		if (r->pid != 0) {
+			/* Alive but silent for START_WAIT_S: not a port
+			 * clash; give up. */
+			kill(r->pid, SIGKILL);
+			reap(r);
+			break;
+		}
+	}
+	show_log(r);
+	remove_dir(r->dir);
+	fail_msg("redis-server (%s) did not start", TKSHM_REDIS_SERVER);
+}
+
+void
+tkt_redis_start(struct tkt_redis *r)
+{
+	tkt_redis_start_args(r, NULL);
+}
+
+void
+tkt_redis_stop(struct tkt_redis *r)
+{
+	if (r->owner != getpid() || r->dir[0] == '\0')
+		return;
+	if (r->pid != 0) {
+		double deadline = tkt_seconds() + 5.0;
+		int status;
+		pid_t got;
+
+		kill(r->pid, SIGCONT);
+		kill(r->pid, SIGTERM);
+		while ((got = waitpid(r->pid, &status, WNOHANG)) != r->pid) {
+			if (got < 0 && errno != EINTR)
+				break;
+			if (tkt_seconds() > deadline) {
+				kill(r->pid, SIGKILL);
+				reap(r);
+				break;
+			}
+			sleep_ms(2);
+		}
+		r->pid = 0;
+	}
+	remove_dir(r->dir);
+	r->dir[0] = '\0';
+}
+
+void
+tkt_redis_kill(struct tkt_redis *r)
+{
+	if (r->pid == 0)
+		fail_msg("tkt_redis_kill: the server is not running");
+	kill(r->pid, SIGKILL);
+	reap(r);
+}
+
+void
+tkt_redis_restart(struct tkt_redis *r)
+{
+	double deadline = tkt_seconds() + START_WAIT_S;
+
+	if (r->pid != 0)
+		fail_msg("tkt_redis_restart: the server is running");
+	/* The port is ours (below the ephemeral range, nobody else's
+	 * server was on it): a failure to bind can only be brief. */
+	while (tkt_seconds() < deadline) {
+		r->pid = spawn(r);
+		if (wait_ready(r))
+			return;
+		if (r->pid != 0) {
+			kill(r->pid, SIGKILL);
+			reap(r);
+			break;
+		}
+		sleep_ms(20);
+	}
+	show_log(r);
+	fail_msg("redis-server did not restart on port %d", r->port);
+}
+
+/* Waits until the server's state is `stopped` (true) or running again. */
+static void
+wait_state(struct tkt_redis *r, bool stopped)
+{
+	for (;;) {
+		int status;
+		pid_t got = waitpid(r->pid, &status,
+				    stopped ? WUNTRACED : WCONTINUED);
+
+		if (got == r->pid && stopped && WIFSTOPPED(status))
+			return;
+		if (got == r->pid && !stopped && WIFCONTINUED(status))
+			return;
+		if (got == r->pid &&
+		    (WIFEXITED(status) || WIFSIGNALED(status))) {
+			r->pid = 0;
+			fail_msg("redis-server died (status %d)", status);
+		}
+		if (got < 0 && errno != EINTR)
+			fail_msg("waitpid: %s", strerror(errno));
+	}
+}
+
+void
+tkt_redis_sigstop(struct tkt_redis *r)
+{
+	kill(r->pid, SIGSTOP);
+	wait_state(r, true);
+}
+
+void
+tkt_redis_sigcont(struct tkt_redis *r)
+{
+	kill(r->pid, SIGCONT);
+	wait_state(r, false);
+}
+
+/* ------------------------------------------------------------------------
+ * Commands
+ * ---------------------------------------------------------------------- */
+
+static redisContext *
+control(struct tkt_redis *r)
+{
+	const struct timeval tv = { CTL_TIMEOUT_S, 0 };
+	redisContext *c = redisConnectUnixWithTimeout(r->unix_path, tv);
+
+	if (c == NULL || c->err != 0 || redisSetTimeout(c, tv) != 0)
+		fail_msg("connecting to %s: %s", r->unix_path,
+			 c != NULL ? c->errstr : "out of memory");
+	return c;
+}
+
+static redisReply *
+command_v(struct tkt_redis *r, const char *arg, va_list ap)
+{
+	const char *argv[ARGS_MAX];
+	int n = 0;
+	redisContext *c;
+	redisReply *reply;
+
+	for (const char *a = arg; a != NULL; a = va_arg(ap, const char *)) {
+		if (n == ARGS_MAX)
+			fail_msg("tkt_redis_cmd: more than %d arguments",
+				 ARGS_MAX);
+		argv[n++] = a;
+	}
+	c = control(r);
+	reply = redisCommandArgv(c, n, argv, NULL);
+	if (reply == NULL)
+		fail_msg("redis %s: %s", arg, c->errstr);
+	redisFree(c);
+	return reply;
+}
+
+redisReply *
+tkt_redis_cmd(struct tkt_redis *r, const char *arg, ...)
+{
+	va_list ap;
+	redisReply *reply;
+
+	va_start(ap, arg);
+	reply = command_v(r, arg, ap);
+	va_end(ap);
+	return reply;
+}
+
+redisReply *
+tkt_redis_cmdf(struct tkt_redis *r, const char *fmt, ...)
+{
+	va_list ap;
+	redisContext *c = control(r);
+	redisReply *reply;
+
+	va_start(ap, fmt);
+	reply = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	if (reply == NULL)
+		fail_msg("redis \"%s\": %s", fmt, c->errstr);
+	redisFree(c);
+	return reply;
+}
+
+long long
+tkt_redis_int(struct tkt_redis *r, const char *arg, ...)
+{
+	va_list ap;
+	redisReply *reply;
+	long long v = 0;
+	char *end;
+
+	va_start(ap, arg);
+	reply = command_v(r, arg, ap);
+	va_end(ap);
+	switch (reply->type) {
+	case REDIS_REPLY_INTEGER:
+		v = reply->integer;
+		break;
+	case REDIS_REPLY_NIL:
+		break;
+	case REDIS_REPLY_STRING:
+		errno = 0;
+		v = strtoll(reply->str, &end, 10);
+		if (errno != 0 || end == reply->str || *end != '\0')
+			fail_msg("redis %s: \"%s\" is not an integer", arg,
+				 reply->str);
+		break;
+	default:
+		fail_msg("redis %s: reply type %d (%s), not an integer", arg,
+			 reply->type, reply->str != NULL ? reply->str : "");
+	}
+	freeReplyObject(reply);
+	return v;
+}
+
+void
+tkt_redis_pause(struct tkt_redis *r, long ms)
+{
+	char arg[32];
+	redisReply *reply;
+
+	snprintf(arg, sizeof arg, "%ld", ms);
+	reply = tkt_redis_cmd(r, "CLIENT", "PAUSE", arg, "ALL", NULL);
+	if (reply->type != REDIS_REPLY_STATUS)
+		fail_msg("CLIENT PAUSE %s: %s", arg,
+			 reply->str != NULL ? reply->str : "?");
+	freeReplyObject(reply);
+}
+
+redisContext *
+tkt_redis_connect(struct tkt_redis *r)
+{
+	const struct timeval tv = { CTL_TIMEOUT_S, 0 };
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
+
+	if (c == NULL || c->err != 0 || redisSetTimeout(c, tv) != 0)
+		fail_msg("connecting to 127.0.0.1:%d: %s", r->port,
+			 c != NULL ? c->errstr : "out of memory");
+	return c;
+}
+
+void
+tkt_redis_conf(const struct tkt_redis *r, struct tk_redis_conf *conf)
+{
+	tk_redis_conf_init(conf);
+	snprintf(conf->host, sizeof conf->host, "127.0.0.1");
+	conf->port = r->port;
+}

@@ -1,0 +1,93 @@
+/*
+ * redis_server.h - a private redis-server for one test.
+ *
+ * tkt_redis_start() runs TKSHM_REDIS_SERVER on 127.0.0.1 and a port no
+ * other test uses, in a private directory (mkdtemp under /tmp), with no
+ * persistence (--save "" --appendonly no), in the foreground
+ * (--daemonize no), also listening on a unix socket in that directory,
+ * and with DEBUG allowed from local clients (--enable-debug-command
+ * local: DEBUG SLEEP makes a slow server).  The server gets SIGKILL when
+ * the thread that started it exits (PR_SET_PDEATHSIG), so a test that
+ * crashes leaves no server behind: start servers from the main thread.
+ *
+ * Ports: a random port below the kernel's ephemeral range (so no client
+ * socket of any test holds it), checked free with bind(), then taken by
+ * redis-server; when another test took it first, the server exits and
+ * the start is retried on another port.  The server is known up when it
+ * answers PING on its unix socket, which only this server can have made.
+ *
+ * Every helper fails the running cmocka test (fail_msg) instead of
+ * returning an error, like test_support.h's; so none of them may be
+ * called in a forked child.  Only the process that started a server
+ * stops, kills or restarts it.
+ */
+#ifndef TKSHM_TEST_REDIS_SERVER_H
+#define TKSHM_TEST_REDIS_SERVER_H
+
+#include <sys/types.h>
+
+#include <hiredis/hiredis.h>
+
+#include "redis/conn.h"
+
+struct tkt_redis {
+	pid_t pid;		 /* the redis-server; 0 when not running */
+	pid_t owner;		 /* the process that started it */
+	int port;		 /* its TCP port on 127.0.0.1 */
+	char dir[64];		 /* its private directory (redis.log) */
+	char unix_path[108];	 /* its unix socket, in dir */
+	const char *const *args; /* extra server arguments, or NULL */
+};
+
+/* Starts a server; fails the test unless it answers PING within 10 s. */
+void tkt_redis_start(struct tkt_redis *r);
+/* The same with extra server arguments: a NULL-terminated list, e.g.
+ * { "--maxmemory", "1mb", NULL }.  The list must outlive the server
+ * (tkt_redis_restart passes it again). */
+void tkt_redis_start_args(struct tkt_redis *r, const char *const *args);
+/* SIGCONT (in case it is stopped), SIGTERM, a wait of up to 5 s (then
+ * SIGKILL), and the directory removed.  Does nothing when not started, or
+ * when called by a process that did not start it. */
+void tkt_redis_stop(struct tkt_redis *r);
+/* kill -9 and reap; the port and directory are kept for a restart. */
+void tkt_redis_kill(struct tkt_redis *r);
+/* Starts the server again on the same port (after tkt_redis_kill), with
+ * an empty dataset and script cache; fails the test if it cannot within
+ * 10 s. */
+void tkt_redis_restart(struct tkt_redis *r);
+/* SIGSTOP, returning once the server is stopped; SIGCONT, returning once
+ * it runs again.  A stopped server still completes TCP handshakes (the
+ * kernel does) but answers nothing. */
+void tkt_redis_sigstop(struct tkt_redis *r);
+void tkt_redis_sigcont(struct tkt_redis *r);
+/* CLIENT PAUSE ms ALL: every client's commands wait `ms` milliseconds. */
+void tkt_redis_pause(struct tkt_redis *r, long ms);
+
+/* One command, each argument a NUL-terminated string, the list ended by
+ * NULL: tkt_redis_cmd(r, "CLIENT", "PAUSE", "500", NULL).  It goes over
+ * a new connection (unix socket, 5 s timeout) closed afterwards, so it
+ * works across restarts.  Returns the reply (an error reply too), which
+ * the caller frees with freeReplyObject(); fails the test when the
+ * server does not answer. */
+redisReply *tkt_redis_cmd(struct tkt_redis *r, const char *arg, ...);
+/* The same with hiredis's printf-style redisCommand format:
+ * tkt_redis_cmdf(r, "HGET %s c", key). */
+redisReply *tkt_redis_cmdf(struct tkt_redis *r, const char *fmt, ...);
+/* tkt_redis_cmd for an integer: an integer reply, or a string reply
+ * holding one (GET, HGET); a nil reply is 0.  Fails the test otherwise. */
+long long tkt_redis_int(struct tkt_redis *r, const char *arg, ...);
+
+/* A new TCP connection to the server (5 s timeout) for a test that
+ * drives hiredis itself; the caller redisFree()s it. */
+redisContext *tkt_redis_connect(struct tkt_redis *r);
+
+/* A tk_redis_conf for this server over TCP: the defaults of
+ * tk_redis_conf_init with its host and port. */
+void tkt_redis_conf(const struct tkt_redis *r, struct tk_redis_conf *conf);
+
+/* A TCP port on 127.0.0.1 that refuses connections: a socket bound to it
+ * and not listening, kept open in *holder so no one else can take the
+ * port; close(*holder) when done. */
+int tkt_redis_refusing_port(int *holder);
+
+#endif

@@ -197,6 +197,30 @@ tk_entry_next(const struct tkshm_table *t, uint64_t *cursor, double now,
 }
 
 int
+tk_state_next(const struct tkshm_table *t, uint64_t *cursor, uint64_t *index,
+	      uint64_t *fp_out, uint64_t *words, bool *present)
+{
+	uint64_t nslots = t->nbuckets * TK_SLOTS_PER_BUCKET;
+
+	for (uint64_t i = *cursor; i < nslots; i++) {
+		uint64_t fp, st;
+
+		tk_slot_read(tk_slot_at(t, i), &fp, &st);
+		if (fp == 0 || tk_st_is_special(st))
+			continue;
+		if (tk_entry_state(t, i, fp, st, words, present) ==
+		    TK_ENTRY_OK) {
+			*cursor = i + 1;
+			*index = i;
+			*fp_out = fp;
+			return TKSHM_OK;
+		}
+	}
+	*cursor = nslots;
+	return TKSHM_ENOENT;
+}
+
+int
 tk_entry_get(const struct tkshm_table *t, const void *key, size_t len,
 	     double now, tkshm_entry *out)
 {

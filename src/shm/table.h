@@ -223,6 +223,13 @@ int tk_entry_next(const struct tkshm_table *t, uint64_t *cursor, double now,
 int tk_entry_get(const struct tkshm_table *t, const void *key, size_t len,
 		 double now, tkshm_entry *out);
 
+/* The next REAL slot at or after *cursor with an intact state: its index,
+ * fingerprint and state words (*present false: an absent wide state).
+ * TKSHM_ENOENT at the end.  For the lease agent's scans (entry.c). */
+int tk_state_next(const struct tkshm_table *t, uint64_t *cursor,
+		  uint64_t *index, uint64_t *fp, uint64_t *words,
+		  bool *present);
+
 /* The position (0..7) of slot `index` in the window of `fp`, or -1. */
 int tk_window_pos(const struct tkshm_table *t, uint64_t fp, uint64_t index);
 

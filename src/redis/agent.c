@@ -1,0 +1,520 @@
+/*
+ * agent.c - the lease agent's engine (agent.h).
+ *
+ * Lease sizing (cross-host notes 6.2), per key, from the units its workers
+ * asked for (the lease state's `asked`, summed by every check):
+ *   rate      an exponentially weighted rate, time constant TK_RATE_TAU_MS
+ *   low water rate * (2 * round trip + poll): a refill is asked for when
+ *             the spendable credit falls to it, so that it lands before
+ *             the credit runs out
+ *   size      ceil(rate * horizon), at least 1, at most the limit's share
+ *             of the live hosts (capacity / hosts), so that credit
+ *             stranded on idle hosts stays within one capacity
+ * Leases of one table are pipelined in batches; a round waits for its
+ * replies, so a key never has two leases outstanding (TK-R01).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algorithms/lease.h"
+#include "global/lease_check.h"
+#include "redis/agent.h"
+#include "redis/breaker.h"
+#include "redis/redis_handle.h"
+#include "redis/state_codec.h"
+#include "shm/table.h"
+
+#define TK_AGENT_MAX_TABLES 64
+#define TK_AGENT_BATCH	    256
+#define TK_RATE_TAU_MS	    200.0
+/* "prefix:" + a lease key + NUL. */
+#define TK_AGENT_KEY_MAX (TKSHM_PREFIX_MAX + 2 + TKSHM_LEASE_KEY_MAX)
+
+/* What the agent remembers of the key in one slot. */
+struct tk_track {
+	uint64_t fp;   /* the key it was measured for; 0: none */
+	double asked;  /* its `asked` at the last scan */
+	double at;     /* when (epoch ms) */
+	double rate;   /* units per ms */
+};
+
+struct tk_atable {
+	tkshm_table *t;
+	struct tk_track *track; /* one per slot */
+	uint64_t nslots;
+	double next_hosts; /* monotonic ms of the next heartbeat */
+};
+
+/* One lease to ask for in a batch. */
+struct tk_ask {
+	uint64_t fp;
+	size_t klen, rlen;
+	unsigned char key[TKSHM_LEASE_KEY_MAX];
+	char rkey[TK_AGENT_KEY_MAX];
+	char args[5][40];
+	const char *av[5];
+	size_t al[5];
+	const char *kv[1];
+	size_t kl[1];
+};
+
+struct tk_agent {
+	struct tk_agent_conf conf;
+	struct tk_conn *conn;
+	struct tk_breaker breaker; /* the agent's own, process-local */
+	struct tk_atable tables[TK_AGENT_MAX_TABLES];
+	size_t ntables;
+	struct tk_agent_round totals;
+	double rtt_ms; /* smoothed round trip of a batch */
+	bool redis_up;
+	struct tk_ask *asks; /* TK_AGENT_BATCH */
+};
+
+void
+tk_agent_conf_init(struct tk_agent_conf *c)
+{
+	memset(c, 0, sizeof *c);
+	tk_redis_conf_init(&c->redis);
+	c->poll_ms = 1;
+	c->horizon_ms = 100;
+	c->heartbeat_ms = 1000;
+	c->breaker_failures = 3;
+	c->breaker_open_ms = 500;
+	c->server_time = true;
+	if (gethostname(c->host_id, sizeof c->host_id - 1) != 0)
+		strcpy(c->host_id, "localhost");
+	c->host_id[sizeof c->host_id - 1] = '\0';
+}
+
+#define TK_ERR(...)                                          \
+	do {                                                 \
+		if (err && err_len)                          \
+			snprintf(err, err_len, __VA_ARGS__); \
+	} while (0)
+
+int
+tk_agent_new(const struct tk_agent_conf *c, struct tk_agent **out, char *err,
+	     size_t err_len)
+{
+	struct tk_agent *a;
+	int rc;
+
+	if (!c || !out)
+		return TKSHM_ENULL;
+	if (!(c->poll_ms >= 0.1 && c->poll_ms <= 1000) ||
+	    !(c->horizon_ms >= 1 && c->horizon_ms <= 60000) ||
+	    !(c->heartbeat_ms >= 10 && c->heartbeat_ms <= 600000) ||
+	    c->breaker_failures < 1 ||
+	    !(c->breaker_open_ms >= 1 && c->breaker_open_ms <= 600000) ||
+	    c->host_id[0] == '\0') {
+		TK_ERR("poll_ms 0.1..1000, horizon_ms 1..60000, heartbeat_ms "
+		       "10..600000, breaker_failures >= 1, breaker_open_ms "
+		       "1..600000 and a host_id are required");
+		return TKSHM_EINVAL;
+	}
+	a = calloc(1, sizeof *a);
+	if (!a)
+		return TKSHM_ENOMEM;
+	a->asks = calloc(TK_AGENT_BATCH, sizeof *a->asks);
+	if (!a->asks) {
+		free(a);
+		return TKSHM_ENOMEM;
+	}
+	a->conf = *c;
+	a->conf.host_id[sizeof a->conf.host_id - 1] = '\0';
+	a->rtt_ms = 1;
+	rc = tk_conn_new(&c->redis, &a->conn);
+	if (rc != TKSHM_OK) {
+		TK_ERR("bad Redis settings");
+		free(a->asks);
+		free(a);
+		return rc;
+	}
+	*out = a;
+	return TKSHM_OK;
+}
+
+/* Publishes the agent's view in a table's shared region: its pid, its
+ * round period, whether Redis answered, and (last, with release) the
+ * heartbeat that makes the rest current (lease_check.c reads it with
+ * acquire). */
+static void
+tk_agent_publish(struct tk_agent *a, tkshm_table *t, bool attached)
+{
+	struct tk_global_shm *g = t->global;
+
+	/* Relaxed (three stores): published by the beat's release. */
+	atomic_store_explicit(&g->agent_pid,
+			      attached ? (uint64_t)getpid() : 0,
+			      memory_order_relaxed);
+	atomic_store_explicit(&g->poll_ms, tk_f64_word(a->conf.poll_ms),
+			      memory_order_relaxed);
+	atomic_store_explicit(&g->redis_up, a->redis_up ? 1 : 0,
+			      memory_order_relaxed);
+	/* Release: the stores above are visible with this beat. */
+	atomic_store_explicit(&g->agent_beat,
+			      tk_f64_word(attached ? tk_mono_ms() : 0),
+			      memory_order_release);
+}
+
+int
+tk_agent_add_table(struct tk_agent *a, const char *path, char *err,
+		   size_t err_len)
+{
+	tkshm_options o = TKSHM_OPTIONS_INIT;
+	struct tk_atable *at;
+	char why[256] = "";
+	tkshm_table *t;
+	int rc;
+
+	if (!a || !path)
+		return TKSHM_ENULL;
+	if (a->ntables == TK_AGENT_MAX_TABLES) {
+		TK_ERR("%s: an agent serves at most %d tables", path,
+		       TK_AGENT_MAX_TABLES);
+		return TKSHM_EINVAL;
+	}
+	o.flags = 0; /* attach only: the workers' table */
+	o.errbuf = why;
+	o.errbuf_len = sizeof why;
+	rc = tkshm_open(path, &o, &t);
+	if (rc != TKSHM_OK) {
+		TK_ERR("%s: %s%s%s", path, tkshm_strerror(rc),
+		       why[0] ? ": " : "", why);
+		return rc;
+	}
+	if (t->policy.global.mode != TKSHM_MODE_LEASE) {
+		TK_ERR("%s: not a lease table (its policy has no "
+		       "mode=lease)",
+		       path);
+		tkshm_close(t);
+		return TKSHM_ENOTSUP;
+	}
+	at = &a->tables[a->ntables];
+	memset(at, 0, sizeof *at);
+	at->t = t;
+	at->nslots = t->nbuckets * TK_SLOTS_PER_BUCKET;
+	at->track = calloc(at->nslots, sizeof *at->track);
+	if (!at->track) {
+		tkshm_close(t);
+		return TKSHM_ENOMEM;
+	}
+	a->ntables++;
+	/* Attached, Redis not yet asked: workers keep to their failure
+	 * policy until the first round reaches Redis. */
+	tk_agent_publish(a, t, true);
+	return TKSHM_OK;
+}
+
+/* The local rate of the key in slot `index` (units per ms), updated from
+ * its `asked` counter; *fresh is set when it asked since the last scan. */
+static double
+tk_track_rate(struct tk_atable *at, uint64_t index, uint64_t fp,
+	      const uint64_t *words, double now, bool *fresh)
+{
+	struct tk_track *k = &at->track[index];
+	double asked = tk_word_f64(words[TK_LEASE_ASKED]);
+	double dt, inst, w;
+
+	if (k->fp != fp) {
+		k->fp = fp;
+		k->asked = asked;
+		k->at = now;
+		k->rate = 0;
+		*fresh = asked > 0;
+		return 0;
+	}
+	*fresh = asked > k->asked;
+	dt = now - k->at;
+	if (dt < 1)
+		return k->rate; /* too soon to measure */
+	inst = asked > k->asked ? (asked - k->asked) / dt : 0;
+	w = 1 - exp(-dt / TK_RATE_TAU_MS);
+	k->rate += w * (inst - k->rate);
+	k->asked = asked;
+	k->at = now;
+	return k->rate;
+}
+
+static double
+tk_table_hosts(const tkshm_table *t)
+{
+	/* Relaxed: a hint read on its own. */
+	uint64_t h = atomic_load_explicit(&t->global->hosts,
+					  memory_order_relaxed);
+
+	return h >= 1 && h <= 1000000 ? (double)h : t->policy.global.hosts;
+}
+
+static void
+tk_ask_args(const struct tk_agent *a, const tkshm_table *t, double now,
+	    double want, struct tk_ask *q)
+{
+	const tkshm_policy *p = &t->policy;
+	double v[5];
+	int n = 0;
+
+	v[n++] = a->conf.server_time ? 0 : now;
+	if (p->kind == TKSHM_KIND_GCRA) {
+		v[n++] = p->u.gcra.period_ms;
+		v[n++] = p->u.gcra.limit;
+		v[n++] = p->u.gcra.burst;
+	} else {
+		v[n++] = p->u.fixed_window.limit;
+		v[n++] = p->u.fixed_window.window_ms;
+	}
+	v[n++] = want;
+	for (int i = 0; i < n; i++) {
+		q->al[i] = tk_arg_f64(q->args[i], sizeof q->args[i], v[i]);
+		q->av[i] = q->args[i];
+	}
+	q->kv[0] = q->rkey;
+	q->kl[0] = q->rlen;
+}
+
+/* How long a probe may take: a connect and a command or two. */
+static double
+tk_agent_probe_ms(const struct tk_agent *a)
+{
+	return a->conf.redis.connect_timeout_ms +
+	       2 * a->conf.redis.command_timeout_ms;
+}
+
+/* Sends a batch of leases and writes what was granted.  `sent` is the
+ * epoch ms read just before sending: every expiry is measured from it. */
+static void
+tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n,
+	      double now, struct tk_agent_round *r)
+{
+	tkshm_table *t = at->t;
+	bool gcra = t->policy.kind == TKSHM_KIND_GCRA;
+	struct tk_args keys[TK_AGENT_BATCH], args[TK_AGENT_BATCH];
+	redisReply *replies[TK_AGENT_BATCH];
+	double sent = tkshm_now_ms(), t0 = tk_mono_ms(), mono;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		keys[i] = (struct tk_args){ 1, a->asks[i].kv, a->asks[i].kl };
+		args[i] = (struct tk_args){ gcra ? 5 : 4, a->asks[i].av,
+					    a->asks[i].al };
+		replies[i] = NULL;
+	}
+	if (!tk_breaker_allow(&a->breaker, t0, tk_agent_probe_ms(a))) {
+		a->redis_up = false;
+		return;
+	}
+	rc = tk_conn_eval_many(a->conn,
+			       gcra ? TK_SCRIPT_LEASE_GCRA
+				    : TK_SCRIPT_LEASE_WINDOW,
+			       n, keys, args, replies);
+	mono = tk_mono_ms();
+	r->leases_asked += n;
+	r->round_trips++;
+	tk_gcount(t->global, TK_G_LEASE_ROUND_TRIPS, 1);
+	tk_gcount(t->global, TK_G_REDIS_CALLS, n);
+	if (rc == TKSHM_OK) {
+		tk_breaker_success(&a->breaker);
+		a->redis_up = true;
+		a->rtt_ms += 0.2 * ((mono - t0) - a->rtt_ms);
+	} else {
+		(void)tk_breaker_failure(&a->breaker, mono,
+					 a->conf.breaker_failures,
+					 a->conf.breaker_open_ms);
+		a->redis_up = false;
+		tk_gcount(t->global, TK_G_REDIS_ERRORS, 1);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const redisReply *y = replies[i];
+		struct tk_lease_grant g;
+		long long units, rnow;
+
+		if (!y || y->type != REDIS_REPLY_ARRAY || y->elements < 3 ||
+		    y->element[0]->type != REDIS_REPLY_INTEGER ||
+		    y->element[1]->type != REDIS_REPLY_INTEGER)
+			goto next;
+		units = y->element[0]->integer;
+		rnow = y->element[1]->integer;
+		if (units < 1)
+			goto next;
+		g.units = (double)units;
+		if (gcra) {
+			g.expiry = sent + t->policy.global.lease_ms;
+		} else {
+			/* Window-coupled: the credit ends with the window
+			 * on Redis's clock, measured from the send. */
+			if (y->element[2]->type != REDIS_REPLY_INTEGER)
+				goto next;
+			g.expiry = sent + (double)(y->element[2]->integer -
+						   rnow);
+		}
+		if (tk_lease_grant(t, a->asks[i].key, a->asks[i].klen, now,
+				   &g) == TKSHM_OK) {
+			r->leases_granted++;
+			r->units_granted += (uint64_t)units;
+		}
+	next:
+		if (replies[i])
+			freeReplyObject(replies[i]);
+	}
+}
+
+/* Registers the host and reads the live host count (hosts.lua). */
+static void
+tk_agent_hosts(struct tk_agent *a, struct tk_atable *at, double now)
+{
+	tkshm_table *t = at->t;
+	char key[TKSHM_PREFIX_MAX + 32], now_s[40], ttl_s[40];
+	const char *kv[1] = { key }, *av[3] = { now_s, a->conf.host_id, ttl_s };
+	size_t kl[1], al[3];
+	struct tk_args keys = { 1, kv, kl }, args = { 3, av, al };
+	redisReply *y = NULL;
+	double mono = tk_mono_ms();
+	int rc;
+
+	if (mono < at->next_hosts || !a->redis_up)
+		return;
+	at->next_hosts = mono + a->conf.heartbeat_ms;
+	kl[0] = (size_t)snprintf(key, sizeof key, "tkshm:hosts:%s",
+				 t->policy.global.prefix);
+	al[0] = tk_arg_f64(now_s, sizeof now_s,
+			   a->conf.server_time ? 0 : floor(now));
+	al[1] = strlen(a->conf.host_id);
+	al[2] = tk_arg_f64(ttl_s, sizeof ttl_s, 3 * a->conf.heartbeat_ms);
+	tk_gcount(t->global, TK_G_REDIS_CALLS, 1);
+	rc = tk_conn_eval(a->conn, TK_SCRIPT_HOSTS, &keys, &args, &y, NULL, 0);
+	if (rc != TKSHM_OK) {
+		tk_gcount(t->global, TK_G_REDIS_ERRORS, 1);
+		if (rc == TKSHM_EUNAVAILABLE) {
+			(void)tk_breaker_failure(&a->breaker, tk_mono_ms(),
+						 a->conf.breaker_failures,
+						 a->conf.breaker_open_ms);
+			a->redis_up = false;
+		}
+		return;
+	}
+	if (y->type == REDIS_REPLY_ARRAY && y->elements >= 1 &&
+	    y->element[0]->type == REDIS_REPLY_INTEGER &&
+	    y->element[0]->integer >= 1 && y->element[0]->integer <= 1000000)
+		/* Relaxed: a hint for safe-share and lease sizing. */
+		atomic_store_explicit(&t->global->hosts,
+				      (uint64_t)y->element[0]->integer,
+				      memory_order_relaxed);
+	freeReplyObject(y);
+}
+
+/* One round over one table. */
+static void
+tk_agent_table(struct tk_agent *a, struct tk_atable *at, double now,
+	       struct tk_agent_round *r)
+{
+	tkshm_table *t = at->t;
+	const struct tk_lease *l = &t->algo.lease;
+	uint64_t words[TK_ALGO_MAX_WORDS];
+	uint64_t cursor = 0, index, fp;
+	double hosts = tk_table_hosts(t);
+	double cap = floor(l->capacity / hosts);
+	double lead = 2 * a->rtt_ms + a->conf.poll_ms;
+	size_t n = 0;
+	bool present;
+
+	if (cap < 1)
+		cap = 1;
+	while (tk_state_next(t, &cursor, &index, &fp, words, &present) ==
+	       TKSHM_OK) {
+		struct tk_ask *q = &a->asks[n];
+		bool fresh;
+		double rate, credits, low, want;
+
+		if (!present)
+			continue;
+		r->keys_scanned++;
+		rate = tk_track_rate(at, index, fp, words, now, &fresh);
+		credits = tk_lease_credits(words, now);
+		low = rate * lead;
+		if (low < 1)
+			low = 1;
+		if (credits > low || (!fresh && rate <= 0))
+			continue;
+		want = ceil(rate * a->conf.horizon_ms);
+		if (want < 1)
+			want = 1;
+		if (want > cap)
+			want = cap;
+		if (!tk_keyrec_read(t, index, fp, q->key, &q->klen))
+			continue; /* a record torn by a racing insert */
+		q->fp = fp;
+		q->rlen = tk_redis_key_of(t, q->key, q->klen, q->rkey,
+					  sizeof q->rkey);
+		if (!q->rlen)
+			continue;
+		tk_ask_args(a, t, now, want, q);
+		if (++n == TK_AGENT_BATCH) {
+			tk_agent_send(a, at, n, now, r);
+			n = 0;
+		}
+	}
+	if (n)
+		tk_agent_send(a, at, n, now, r);
+	tk_agent_hosts(a, at, now);
+}
+
+void
+tk_agent_round(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
+{
+	struct tk_agent_round r;
+
+	memset(&r, 0, sizeof r);
+	if (!a)
+		return;
+	/* Down (or never reached): probe when the breaker lets us, so that
+	 * recovery is seen even when no key needs a lease.  Up: Redis
+	 * stays as last seen until a lease or a heartbeat fails. */
+	if (!a->redis_up && tk_breaker_allow(&a->breaker, tk_mono_ms(),
+					     tk_agent_probe_ms(a))) {
+		if (tk_conn_ready(a->conn) == TKSHM_OK) {
+			tk_breaker_success(&a->breaker);
+			a->redis_up = true;
+		} else {
+			(void)tk_breaker_failure(&a->breaker, tk_mono_ms(),
+						 a->conf.breaker_failures,
+						 a->conf.breaker_open_ms);
+		}
+	}
+	for (size_t i = 0; i < a->ntables; i++)
+		tk_agent_table(a, &a->tables[i], now_ms, &r);
+	r.redis_up = a->redis_up;
+	for (size_t i = 0; i < a->ntables; i++)
+		tk_agent_publish(a, a->tables[i].t, true);
+	a->totals.keys_scanned += r.keys_scanned;
+	a->totals.leases_asked += r.leases_asked;
+	a->totals.leases_granted += r.leases_granted;
+	a->totals.units_granted += r.units_granted;
+	a->totals.round_trips += r.round_trips;
+	a->totals.redis_up = r.redis_up;
+	if (out)
+		*out = r;
+}
+
+void
+tk_agent_totals(const struct tk_agent *a, struct tk_agent_round *out)
+{
+	if (a && out)
+		*out = a->totals;
+}
+
+void
+tk_agent_free(struct tk_agent *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->ntables; i++) {
+		tk_agent_publish(a, a->tables[i].t, false);
+		free(a->tables[i].track);
+		tkshm_close(a->tables[i].t);
+	}
+	tk_conn_free(a->conn);
+	free(a->asks);
+	free(a);
+}

@@ -60,15 +60,16 @@ tk_lease_credits(const uint64_t *st, double now)
 	return c;
 }
 
-/* The expiry a decision reports: the latest live lot's. */
+/* The expiry a decision reports: the latest lease still running, spent
+ * or not (ThrottleKit's resetAt: the grant's expiresAt). */
 static double
 tk_lease_expiry(const uint64_t *st, double now)
 {
 	double e = now;
 
-	if (tk_lw(st, TK_LEASE_PREV) > 0 && tk_lw(st, TK_LEASE_PREV_EXP) > e)
+	if (tk_lw(st, TK_LEASE_PREV_EXP) > e)
 		e = tk_lw(st, TK_LEASE_PREV_EXP);
-	if (tk_lw(st, TK_LEASE_CUR) > 0 && tk_lw(st, TK_LEASE_CUR_EXP) > e)
+	if (tk_lw(st, TK_LEASE_CUR_EXP) > e)
 		e = tk_lw(st, TK_LEASE_CUR_EXP);
 	return e;
 }

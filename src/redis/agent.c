@@ -343,11 +343,14 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n,
 			g.expiry = sent + t->policy.global.lease_ms;
 		} else {
 			/* Window-coupled: the credit ends with the window
-			 * on Redis's clock, measured from the send. */
+			 * on Redis's clock, measured from the send.  The
+			 * script's now is floor()ed: Redis's time was up to
+			 * 1 ms later, so 1 ms less is left. */
 			if (y->element[2]->type != REDIS_REPLY_INTEGER)
 				goto next;
 			g.expiry = sent + (double)(y->element[2]->integer -
-						   rnow);
+						   rnow) -
+				   1;
 		}
 		if (tk_lease_grant(t, a->asks[i].key, a->asks[i].klen, now,
 				   &g) == TKSHM_OK) {

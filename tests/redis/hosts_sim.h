@@ -1,0 +1,72 @@
+/*
+ * hosts_sim.h - simulated hosts for the Redis tier's tests: per host a
+ * table file, an agent process (the engine tkshm-syncd runs) and worker
+ * processes checking one key at skewed rates; every admission's time is
+ * recorded in shared memory for the bounds to be checked afterwards.
+ */
+#ifndef TKSHM_TEST_HOSTS_SIM_H
+#define TKSHM_TEST_HOSTS_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SIM_HOSTS	    3
+#define SIM_WORKERS	    2 /* per host */
+#define SIM_MAX_ADMITS	    60000
+#define SIM_LATENCY_SAMPLES 20000
+
+struct sim_worker {
+	uint64_t admitted, denied, fallback, checks;
+	uint64_t nstamps;
+	double stamps[SIM_MAX_ADMITS]; /* epoch ms of each admission */
+	uint64_t nlat;
+	float lat_us[SIM_LATENCY_SAMPLES]; /* check latencies */
+};
+
+struct sim {
+	volatile int stop_workers, stop_agents;
+	volatile int record_latency;
+	struct sim_worker w[SIM_HOSTS][SIM_WORKERS];
+};
+
+struct sim_host {
+	char path[256];
+	pid_t agent;
+	pid_t workers[SIM_WORKERS];
+};
+
+/* The shared block (tkt_shared), zeroed. */
+struct sim *sim_new(void);
+void sim_free(struct sim *s);
+
+/* Creates host h's table at a fresh path with `spec`. */
+void sim_table(struct sim_host *h, int index, const char *spec);
+
+/* Forks host h's agent against 127.0.0.1:port. */
+void sim_agent(struct sim *s, struct sim_host *h, int index, int port);
+
+/* Forks host h's workers: worker w of host h checks `key` with a pause of
+ * gap_us[h] between checks (0: as fast as it can), cost 1; for strict
+ * tables (redis_port > 0) each worker attaches its own connection. */
+void sim_workers(struct sim *s, struct sim_host *h, int index,
+		 const char *key, const int *gap_us, int redis_port);
+
+/* Stops and reaps the workers, then the agents. */
+void sim_stop(struct sim *s, struct sim_host *hosts, int n);
+
+/* Every admission of every worker, sorted (caller frees). */
+double *sim_stamps(const struct sim *s, uint64_t *n);
+
+/* The most admissions in any window [t, t + w) of the sorted stamps. */
+uint64_t sim_max_in_window(const double *st, uint64_t n, double w);
+
+/* Admissions per aligned window floor(t / w): the largest count among the
+ * windows wholly inside [from, to), and the number of such windows. */
+uint64_t sim_max_aligned(const double *st, uint64_t n, double w, double from,
+			 double to, uint64_t *windows, uint64_t *total);
+
+/* The p99 of the recorded latencies of all workers (µs). */
+double sim_p99_us(const struct sim *s);
+
+#endif /* TKSHM_TEST_HOSTS_SIM_H */

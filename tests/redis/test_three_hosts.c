@@ -1,0 +1,183 @@
+/*
+ * test_three_hosts.c - three simulated hosts (three tables, three agents,
+ * one redis-server) under skewed traffic: the admissions of all hosts
+ * together stay within each mode's documented bound.
+ *
+ *   lease, fixedWindow (window-coupled)  per window <= limit, any hosts
+ *   lease, gcra (leaseMs = l)            any window W <= b + r (W + l)
+ *   strict, fixedWindow                  per window <= limit, exactly
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hosts_sim.h"
+#include "redis_server.h"
+#include "test_support.h"
+#include "tkshm.h"
+
+static struct tkt_redis srv;
+/* Skew: host 0 as fast as it can, host 1 every 0.4 ms, host 2 every 4 ms
+ * (per worker). */
+static const int gaps[SIM_HOSTS] = { 0, 400, 4000 };
+
+static int
+setup(void **state)
+{
+	(void)state;
+	tkt_redis_start(&srv);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	tkt_redis_stop(&srv);
+	return tkt_teardown(state);
+}
+
+/* Runs three hosts of `spec` for `seconds`; returns the sorted stamps. */
+static double *
+run(const char *spec, bool agents, int strict_port, double seconds,
+    uint64_t *n, double *from, double *to, struct sim **out)
+{
+	struct sim *s = sim_new();
+	struct sim_host hosts[SIM_HOSTS];
+
+	memset(hosts, 0, sizeof hosts);
+	freeReplyObject(tkt_redis_cmd(&srv, "FLUSHALL", NULL));
+	for (int h = 0; h < SIM_HOSTS; h++) {
+		sim_table(&hosts[h], h, spec);
+		if (agents)
+			sim_agent(s, &hosts[h], h, srv.port);
+	}
+	usleep(300000); /* agents attached, hosts registered */
+	*from = tkshm_now_ms();
+	for (int h = 0; h < SIM_HOSTS; h++)
+		sim_workers(s, &hosts[h], h, "api", gaps, strict_port);
+	usleep((useconds_t)(seconds * 1e6));
+	sim_stop(s, hosts, SIM_HOSTS);
+	*to = tkshm_now_ms();
+	*out = s;
+	return sim_stamps(s, n);
+}
+
+static void
+report(const char *what, const struct sim *s)
+{
+	for (int h = 0; h < SIM_HOSTS; h++) {
+		uint64_t a = 0, c = 0;
+
+		for (int i = 0; i < SIM_WORKERS; i++) {
+			a += s->w[h][i].admitted;
+			c += s->w[h][i].checks;
+		}
+		printf("%s: host %d: %llu admitted of %llu checks\n", what, h,
+		       (unsigned long long)a, (unsigned long long)c);
+	}
+}
+
+static void
+test_lease_fixed_window(void **state)
+{
+	const double limit = 300, win = 1000;
+	uint64_t n, nw, total, best;
+	double from, to, *st;
+	struct sim *s;
+
+	(void)state;
+	st = run("fixedWindow:limit=300,windowMs=1000;mode=lease,prefix=th1",
+		 true, 0, 4.2, &n, &from, &to, &s);
+	best = sim_max_aligned(st, n, win, from, to, &nw, &total);
+	report("lease fixedWindow", s);
+	printf("lease fixedWindow: %llu windows, most %llu (limit %.0f), "
+	       "mean %.1f\n",
+	       (unsigned long long)nw, (unsigned long long)best, limit,
+	       nw ? (double)total / (double)nw : 0);
+	assert_true(nw >= 3);
+	if ((double)best > limit)
+		fail_msg("a window admitted %llu > limit %.0f",
+			 (unsigned long long)best, limit);
+	/* The leases flowed: most of the limit was used while host 0
+	 * wanted far more. */
+	assert_true((double)total >= 0.6 * limit * (double)nw);
+	/* Wire-shared: the Redis counter ThrottleKit reads is within it. */
+	assert_true(tkt_redis_int(&srv, "HGET", "th1:api", "c", NULL) <=
+		    (long long)limit);
+	free(st);
+	sim_free(s);
+}
+
+static void
+test_lease_gcra(void **state)
+{
+	/* r = 0.2 per ms, burst 40, leases live 100 ms. */
+	const double r = 0.2, b = 40, lease = 100;
+	static const double windows[] = { 50, 100, 250, 1000, 2000 };
+	uint64_t n;
+	double from, to, *st;
+	struct sim *s;
+
+	(void)state;
+	st = run("gcra:limit=200,periodMs=1000,burst=40;mode=lease,"
+		 "leaseMs=100,prefix=th2",
+		 true, 0, 3.5, &n, &from, &to, &s);
+	report("lease gcra", s);
+	for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
+		double w = windows[i], bound = b + r * (w + lease);
+		uint64_t most = sim_max_in_window(st, n, w);
+
+		printf("lease gcra: W = %4.0f ms: most %llu, bound %.0f "
+		       "(exact limiter: %.0f)\n",
+		       w, (unsigned long long)most, bound, b + r * w);
+		if ((double)most > bound)
+			fail_msg("W = %.0f: %llu admitted > bound %.0f", w,
+				 (unsigned long long)most, bound);
+	}
+	/* Used: over the run, at least 60% of the rate got through. */
+	assert_true((double)n >= 0.6 * r * (to - from));
+	free(st);
+	sim_free(s);
+}
+
+static void
+test_strict_fixed_window(void **state)
+{
+	const double limit = 300, win = 1000;
+	uint64_t n, nw, total, best;
+	double from, to, *st;
+	struct sim *s;
+
+	(void)state;
+	st = run("fixedWindow:limit=300,windowMs=1000;mode=strict,prefix=th3",
+		 false, srv.port, 3.2, &n, &from, &to, &s);
+	best = sim_max_aligned(st, n, win, from, to, &nw, &total);
+	report("strict fixedWindow", s);
+	printf("strict fixedWindow: %llu windows, most %llu, mean %.1f\n",
+	       (unsigned long long)nw, (unsigned long long)best,
+	       nw ? (double)total / (double)nw : 0);
+	assert_true(nw >= 2);
+	if ((double)best > limit)
+		fail_msg("a window admitted %llu > limit %.0f",
+			 (unsigned long long)best, limit);
+	/* Exact: every full window used the whole limit. */
+	assert_int_equal(total, (uint64_t)limit * nw);
+	free(st);
+	sim_free(s);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lease_fixed_window),
+		cmocka_unit_test(test_lease_gcra),
+		cmocka_unit_test(test_strict_fixed_window),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -28,6 +28,7 @@
 #endif
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conf_wire.h"
@@ -68,7 +69,7 @@ static const struct conf_case cases[] = {
 	{ "slidingWindow:limit=50,windowMs=1000,buckets=10", false,
 	  BASE_EPOCH },
 	{ "slidingWindow:limit=20,windowMs=1000,buckets=3", true, BASE_EPOCH },
-	{ "slidingWindow:limit=100,windowMs=60000,buckets=1", false,
+	{ "slidingWindow:limit=60,windowMs=60000,buckets=1", false,
 	  BASE_EPOCH },
 	{ "slidingWindow:limit=10,windowMs=1000,buckets=1", true, BASE_EPOCH },
 	/* slidingWindowLog: a fractional cost counts ceil(cost) units */
@@ -168,8 +169,9 @@ check_peek(tkshm_table *t, const char *key, const struct conf_state *shm,
 	total.peeks++;
 }
 
-/* One step of a limiter: the decision and the state after. */
-static void
+/* One step of a limiter: the decision and the state after.  Returns
+ * whether it admitted. */
+static bool
 step_check(tkshm_table *t, const char *key, double now, double cost,
 	   const char *what)
 {
@@ -184,10 +186,12 @@ step_check(tkshm_table *t, const char *key, double now, double cost,
 	assert_int_equal(now_ms, (int64_t)floor(now));
 	conf_shm_state(t, key, &shm);
 	conf_assert_state(what, t, &rst, &shm);
+	return want.allowed;
 }
 
-/* One step of the shaper: the reservation and the state after. */
-static void
+/* One step of the shaper: the reservation and the state after.  Returns
+ * whether it accepted. */
+static bool
 step_reserve(tkshm_table *t, const char *key, double now, double cost,
 	     const char *what)
 {
@@ -210,6 +214,7 @@ step_reserve(tkshm_table *t, const char *key, double now, double cost,
 	assert_int_equal(now_ms, (int64_t)floor(now));
 	conf_shm_state(t, key, &shm);
 	conf_assert_state(what, t, &rst, &shm);
+	return want.accepted;
 }
 
 static void
@@ -219,6 +224,7 @@ run_case(unsigned ci)
 	tkshm_table *t = tkt_anon(c->spec, 256);
 	bool shaper = t->algo.kind == TKSHM_KIND_LEAKY_BUCKET;
 	double base = case_base(c, t), t0 = tkt_seconds();
+	unsigned admitted = 0, steps = 0;
 
 	for (unsigned tl = 0; tl < TIMELINES; tl++) {
 		struct conf_rng rng = { 1000u + ci * 101u + tl };
@@ -239,10 +245,10 @@ run_case(unsigned ci)
 			snprintf(what, sizeof what,
 				 "%s, timeline %u step %u (now %.17g, cost %g)",
 				 c->spec, tl, s, now, cost);
-			if (shaper)
-				step_reserve(t, key, now, cost, what);
-			else
-				step_check(t, key, now, cost, what);
+			if (shaper ? step_reserve(t, key, now, cost, what) :
+				     step_check(t, key, now, cost, what))
+				admitted++;
+			steps++;
 			total.steps++;
 			if (s % PEEK_EVERY == PEEK_EVERY - 1) {
 				struct conf_state shm;
@@ -256,6 +262,10 @@ run_case(unsigned ci)
 		}
 		total.timelines++;
 	}
+	/* Both outcomes occurred, so both branches were compared. */
+	if (admitted == 0 || admitted == steps)
+		fail_msg("%s: %u of %u steps admitted", c->spec, admitted,
+			 steps);
 	total.seconds += tkt_seconds() - t0;
 	tkshm_close(t);
 }
@@ -266,8 +276,6 @@ test_timelines(void **state)
 	(void)state;
 	for (unsigned ci = 0; ci < NCASES; ci++)
 		run_case(ci);
-	/* Every case ran all its timelines (and a denial-free run would not
-	 * be much of a comparison: the costs and limits above deny often). */
 	assert_int_equal(total.timelines, NCASES * TIMELINES);
 }
 
@@ -486,6 +494,328 @@ test_server_time(void **state)
 	}
 }
 
+/* ------------------------------------------------------------------------
+ * The state codec on listings no script writes
+ * ---------------------------------------------------------------------- */
+
+/* A listing of up to CODEC_MAX hand-made elements. */
+#define CODEC_MAX 300
+struct listing {
+	size_t n;
+	redisReply e[CODEC_MAX];
+	const redisReply *p[CODEC_MAX];
+	char text[CODEC_MAX][80];
+};
+
+static void
+listing_init(struct listing *l)
+{
+	memset(l, 0, sizeof *l);
+}
+
+/* Appends a bulk string of `len` bytes (it may hold NULs). */
+static void
+listing_bytes(struct listing *l, const char *s, size_t len)
+{
+	redisReply *r = &l->e[l->n];
+
+	assert_true(l->n < CODEC_MAX && len < sizeof l->text[0]);
+	memcpy(l->text[l->n], s, len);
+	r->type = REDIS_REPLY_STRING;
+	r->str = l->text[l->n];
+	r->len = len;
+	l->p[l->n] = r;
+	l->n++;
+}
+
+static void
+listing_str(struct listing *l, const char *s)
+{
+	listing_bytes(l, s, strlen(s));
+}
+
+static void
+listing_type(struct listing *l, int type)
+{
+	redisReply *r = &l->e[l->n];
+
+	assert_true(l->n < CODEC_MAX);
+	r->type = type;
+	l->p[l->n] = r;
+	l->n++;
+}
+
+static int
+decode(const tkshm_table *t, const struct listing *l, struct conf_state *st)
+{
+	memset(st, 0, sizeof *st);
+	return tk_state_from_reply(&t->algo, l->p, l->n, st->w, &st->present);
+}
+
+/* The listing decodes to an absent key. */
+static void
+expect_absent(const tkshm_table *t, const struct listing *l, const char *what)
+{
+	struct conf_state st;
+	int rc = decode(t, l, &st);
+
+	if (rc != TKSHM_OK || st.present)
+		fail_msg("%s: %s, %s; want absent", what, tkshm_error_name(rc),
+			 st.present ? "present" : "absent");
+}
+
+static void
+expect_refused(const tkshm_table *t, const struct listing *l, const char *what)
+{
+	struct conf_state st;
+	int rc = decode(t, l, &st);
+
+	if (rc != TKSHM_EREDIS)
+		fail_msg("%s: %s, want TKSHM_EREDIS", what,
+			 tkshm_error_name(rc));
+}
+
+/* What Lua's tonumber makes of a number string (strtod, as the codec's
+ * contract says), for the expected words. */
+static uint64_t
+lua_word(const char *s)
+{
+	return tk_f64_word(strtod(s, NULL));
+}
+
+static void
+test_codec_edges(void **state)
+{
+	tkshm_table *g = tkt_anon("gcra:limit=10,periodMs=1000,burst=5", 64);
+	tkshm_table *tb = tkt_anon("tokenBucket:capacity=5,refillPerSec=1", 64);
+	tkshm_table *fw = tkt_anon("fixedWindow:limit=5,windowMs=1000", 64);
+	tkshm_table *sw =
+		tkt_anon("slidingWindow:limit=10,windowMs=1000,buckets=10", 64);
+	tkshm_table *sl =
+		tkt_anon("slidingWindowLog:limit=3,windowMs=1000", 64);
+	tkshm_table *tbud = tkt_anon("tokenBudget:budget=10,windowMs=1000", 64);
+	struct listing *l = test_malloc(sizeof *l);
+	struct conf_state st;
+
+	(void)state;
+	/* One value: as Lua's tonumber reads it, padding and an embedded
+	 * NUL included; a non-number is an absent key. */
+	listing_init(l);
+	listing_str(l, " 1700000000123.5 \t");
+	assert_rc(decode(g, l, &st), TKSHM_OK);
+	assert_true(st.present);
+	assert_true(st.w[0] == lua_word("1700000000123.5"));
+	listing_init(l);
+	listing_bytes(l, "1700000000123\0junk", 18);
+	assert_rc(decode(g, l, &st), TKSHM_OK);
+	assert_true(st.present && st.w[0] == lua_word("1700000000123"));
+	listing_init(l);
+	listing_str(l, "12abc");
+	expect_absent(g, l, "gcra: not a number");
+	listing_init(l);
+	listing_type(l, REDIS_REPLY_NIL);
+	expect_absent(g, l, "gcra: GET nil");
+	listing_init(l);
+	listing_str(l, "1e400");
+	expect_refused(g, l, "gcra: an infinite TAT");
+	listing_init(l);
+	listing_str(l, "-5");
+	expect_refused(g, l, "gcra: a negative TAT");
+	listing_init(l);
+	listing_type(l, REDIS_REPLY_INTEGER);
+	expect_refused(g, l, "gcra: an integer element");
+	listing_init(l);
+	listing_str(l, "1");
+	listing_str(l, "2");
+	expect_refused(g, l, "gcra: two values");
+
+	/* Two fields: both or nothing; a count beyond the limit or tokens
+	 * beyond capacity are states tkshm never holds. */
+	listing_init(l);
+	listing_str(l, "3");
+	listing_type(l, REDIS_REPLY_NIL);
+	expect_absent(tb, l, "tokenBucket: t without l");
+	listing_init(l);
+	listing_str(l, "6");
+	listing_str(l, "1700000000000");
+	expect_refused(tb, l, "tokenBucket: tokens > capacity");
+	listing_init(l);
+	listing_str(l, "1700000000000");
+	listing_str(l, "6");
+	expect_refused(fw, l, "fixedWindow: count > limit");
+	listing_init(l);
+	listing_str(l, "1700000000000");
+	listing_str(l, "2");
+	listing_str(l, "3");
+	expect_refused(fw, l, "fixedWindow: three fields");
+	listing_init(l);
+	listing_type(l, REDIS_REPLY_STATUS);
+	listing_str(l, "2");
+	expect_refused(fw, l, "fixedWindow: a status element");
+
+	/* A ring: entries that do not parse or do not belong to their field
+	 * read as empty (the script never matches them); a field listed
+	 * twice, or an odd listing, is malformed. */
+	listing_init(l);
+	listing_str(l, "3");
+	listing_str(l, "14:2"); /* 14 mod 11 = 3 */
+	listing_str(l, "4");
+	listing_str(l, "14:1"); /* 14 does not belong to field 4 */
+	listing_str(l, "11");
+	listing_str(l, "11:1"); /* no field 11 with 10 buckets */
+	listing_str(l, "5");
+	listing_str(l, "16"); /* no colon */
+	assert_rc(decode(sw, l, &st), TKSHM_OK);
+	assert_true(st.present);
+	for (unsigned p = 0; p < sw->algo.words / 2; p++) {
+		assert_true(st.w[2 * p] == (p == 3 ? 15u : 0u));
+		assert_true(st.w[2 * p + 1] == (p == 3 ? lua_word("2") : 0u));
+	}
+	listing_init(l);
+	listing_str(l, "4");
+	listing_str(l, "14:1");
+	expect_absent(sw, l, "slidingWindow: only a stray entry");
+	listing_init(l);
+	listing_str(l, "3");
+	listing_str(l, "14:2");
+	listing_str(l, "3.0");
+	listing_str(l, "3:1");
+	expect_refused(sw, l, "slidingWindow: field 3 twice");
+	listing_init(l);
+	listing_str(l, "3");
+	expect_refused(sw, l, "slidingWindow: an odd listing");
+	listing_init(l);
+	listing_str(l, "3");
+	listing_str(l, "14:20");
+	expect_refused(sw, l, "slidingWindow: a count beyond the limit");
+
+	/* A log: at most floor(limit) ascending stamps. */
+	listing_init(l);
+	for (int i = 0; i < 4; i++) {
+		listing_str(l, "m");
+		listing_str(l, "1700000000000");
+	}
+	expect_refused(sl, l, "slidingWindowLog: 4 stamps, limit 3");
+	listing_init(l);
+	listing_str(l, "a");
+	listing_str(l, "1700000000002");
+	listing_str(l, "b");
+	listing_str(l, "1700000000001");
+	expect_refused(sl, l, "slidingWindowLog: descending stamps");
+	listing_init(l);
+	listing_str(l, "a");
+	listing_str(l, "soon");
+	expect_refused(sl, l, "slidingWindowLog: a score not a number");
+	listing_init(l);
+	expect_absent(sl, l, "slidingWindowLog: an empty ZSET");
+
+	/* No Redis encoding; NULL arguments. */
+	listing_init(l);
+	assert_rc(decode(tbud, l, &st), TKSHM_ENOTSUP);
+	assert_rc(tk_state_from_reply(&g->algo, NULL, 1, st.w, &st.present),
+		  TKSHM_ENULL);
+	test_free(l);
+	tkshm_close(g);
+	tkshm_close(tb);
+	tkshm_close(fw);
+	tkshm_close(sw);
+	tkshm_close(sl);
+	tkshm_close(tbud);
+}
+
+/* Random listings of random elements, for every encoding: the decoder
+ * answers TKSHM_OK or TKSHM_EREDIS, never reads or writes out of bounds
+ * (the sanitizer builds run this), and what it accepts as present is a
+ * state tkshm accepts. */
+static void
+test_codec_random(void **state)
+{
+	static const char *const specs[] = {
+		"gcra:limit=10,periodMs=1000,burst=5",
+		"leakyBucket:ratePerSec=10,maxQueueMs=500",
+		"tokenBucket:capacity=5,refillPerSec=1",
+		"fixedWindow:limit=5,windowMs=1000",
+		"quota:limit=5,resetCadence=calendar-day",
+		"slidingWindow:limit=10,windowMs=1000,buckets=3",
+		"quota:limit=10,resetCadence=rolling,periodMs=1000,buckets=64",
+		"slidingWindowLog:limit=4,windowMs=1000",
+	};
+	static const char alphabet[] = "0123456789:.-+eE x\t";
+	enum {
+		NSPECS = sizeof specs / sizeof specs[0],
+		ROUNDS = 20000
+	};
+	tkshm_table *t[NSPECS];
+	struct listing *l = test_malloc(sizeof *l);
+	struct conf_rng rng = { 77 };
+	unsigned accepted = 0, refused = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < NSPECS; i++)
+		t[i] = tkt_anon(specs[i], 64);
+	for (unsigned round = 0; round < ROUNDS; round++) {
+		tkshm_table *tt = t[round % NSPECS];
+		size_t n = (size_t)floor(conf_rng_next(&rng) *
+					 (2 * tt->algo.words + 4));
+		struct conf_state st;
+		int rc;
+
+		listing_init(l);
+		for (size_t i = 0; i < n && i < CODEC_MAX; i++) {
+			double k = conf_rng_next(&rng);
+			char buf[80];
+			size_t len;
+
+			if (k < 0.05) {
+				listing_type(l, REDIS_REPLY_NIL);
+				continue;
+			}
+			if (k < 0.08) {
+				listing_type(l, k < 0.065 ?
+							REDIS_REPLY_INTEGER :
+							REDIS_REPLY_ARRAY);
+				continue;
+			}
+			if (k < 0.6) {
+				/* A plausible number or ring entry. */
+				len = (size_t)snprintf(
+					buf, sizeof buf,
+					k < 0.3 ? "%.0f" : "%.0f:%.0f",
+					floor(conf_rng_next(&rng) * 70),
+					floor(conf_rng_next(&rng) * 12));
+			} else {
+				len = (size_t)floor(conf_rng_next(&rng) * 70);
+				for (size_t j = 0; j < len; j++)
+					buf[j] = alphabet[(size_t)floor(
+						conf_rng_next(&rng) *
+						(sizeof alphabet - 1))];
+				if (len > 0 && conf_rng_next(&rng) < 0.1)
+					buf[len / 2] = '\0';
+			}
+			listing_bytes(l, buf, len);
+		}
+		rc = decode(tt, l, &st);
+		if (rc == TKSHM_OK) {
+			if (st.present &&
+			    !tk_algo_state_valid_w(&tt->algo, st.w))
+				fail_msg("%s: round %u accepted an invalid "
+					 "state",
+					 specs[round % NSPECS], round);
+			accepted++;
+		} else if (rc == TKSHM_EREDIS) {
+			refused++;
+		} else {
+			fail_msg("%s: round %u: %s", specs[round % NSPECS],
+				 round, tkshm_error_name(rc));
+		}
+	}
+	/* Both answers occurred. */
+	assert_true(accepted > 0 && refused > 0);
+	test_free(l);
+	for (unsigned i = 0; i < NSPECS; i++)
+		tkshm_close(t[i]);
+}
+
 int
 main(void)
 {
@@ -493,6 +823,8 @@ main(void)
 		cmocka_unit_test(test_timelines),
 		cmocka_unit_test(test_multi),
 		cmocka_unit_test(test_server_time),
+		cmocka_unit_test(test_codec_edges),
+		cmocka_unit_test(test_codec_random),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

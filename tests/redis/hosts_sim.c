@@ -44,9 +44,10 @@ sim_table(struct sim_host *h, int index, const char *spec)
 static void
 sim_sleep_ms(double ms)
 {
-	struct timespec ts = { (time_t)(ms / 1000),
-			       (long)((ms - (double)(time_t)(ms / 1000) * 1000) *
-				      1e6) };
+	struct timespec ts = {
+		(time_t)(ms / 1000),
+		(long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)
+	};
 
 	nanosleep(&ts, NULL);
 }
@@ -120,10 +121,18 @@ sim_worker_run(struct sim *s, const char *path, const char *key, int gap_us,
 		if (rc != TKSHM_OK)
 			_exit(4);
 		w->checks++;
-		if (s->record_latency && w->nlat < SIM_LATENCY_SAMPLES)
-			w->lat_us[w->nlat++] =
-				(float)((double)(b.tv_sec - a.tv_sec) * 1e6 +
-					(double)(b.tv_nsec - a.tv_nsec) / 1e3);
+		{
+			int ph = s->record_latency - 1;
+
+			if (ph >= 0 && ph < 2 &&
+			    w->nlat[ph] < SIM_LATENCY_SAMPLES)
+				w->lat_us[ph][w->nlat[ph]++] =
+					(float)((double)(b.tv_sec - a.tv_sec) *
+							1e6 +
+						(double)(b.tv_nsec -
+							 a.tv_nsec) /
+							1e3);
+		}
 		if (d.flags & TKSHM_DECISION_FALLBACK)
 			w->fallback++;
 		if (d.allowed) {
@@ -186,18 +195,19 @@ sim_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-double *
-sim_stamps(const struct sim *s, uint64_t *n)
+/* The admissions of hosts [h0, h1), sorted. */
+static double *
+sim_stamps_of(const struct sim *s, int h0, int h1, uint64_t *n)
 {
 	uint64_t total = 0, k = 0;
 	double *all;
 
-	for (int h = 0; h < SIM_HOSTS; h++)
+	for (int h = h0; h < h1; h++)
 		for (int i = 0; i < SIM_WORKERS; i++)
 			total += s->w[h][i].nstamps;
 	all = malloc(sizeof *all * (total ? total : 1));
 	assert_non_null(all);
-	for (int h = 0; h < SIM_HOSTS; h++)
+	for (int h = h0; h < h1; h++)
 		for (int i = 0; i < SIM_WORKERS; i++) {
 			memcpy(all + k, s->w[h][i].stamps,
 			       sizeof *all * s->w[h][i].nstamps);
@@ -206,6 +216,18 @@ sim_stamps(const struct sim *s, uint64_t *n)
 	qsort(all, total, sizeof *all, sim_cmp);
 	*n = total;
 	return all;
+}
+
+double *
+sim_stamps(const struct sim *s, uint64_t *n)
+{
+	return sim_stamps_of(s, 0, SIM_HOSTS, n);
+}
+
+double *
+sim_host_stamps(const struct sim *s, int h, uint64_t *n)
+{
+	return sim_stamps_of(s, h, h + 1, n);
 }
 
 uint64_t
@@ -223,8 +245,8 @@ sim_max_in_window(const double *st, uint64_t n, double w)
 }
 
 uint64_t
-sim_max_aligned(const double *st, uint64_t n, double w, double from,
-		double to, uint64_t *windows, uint64_t *total)
+sim_max_aligned(const double *st, uint64_t n, double w, double from, double to,
+		uint64_t *windows, uint64_t *total)
 {
 	uint64_t best = 0, count = 0, nw = 0, sum = 0;
 	double cur = -1;
@@ -233,7 +255,8 @@ sim_max_aligned(const double *st, uint64_t n, double w, double from,
 		double win = i < n ? (double)(int64_t)(st[i] / w) : -2;
 
 		if (win != cur) {
-			if (cur >= 0 && cur * w >= from && (cur + 1) * w <= to) {
+			if (cur >= 0 && cur * w >= from &&
+			    (cur + 1) * w <= to) {
 				nw++;
 				sum += count;
 				if (count > best)
@@ -258,7 +281,7 @@ sim_fcmp(const void *a, const void *b)
 }
 
 double
-sim_p99_us(const struct sim *s)
+sim_p99_us(const struct sim *s, int phase)
 {
 	float *all = malloc(sizeof *all * SIM_HOSTS * SIM_WORKERS *
 			    SIM_LATENCY_SAMPLES);
@@ -268,9 +291,9 @@ sim_p99_us(const struct sim *s)
 	assert_non_null(all);
 	for (int h = 0; h < SIM_HOSTS; h++)
 		for (int i = 0; i < SIM_WORKERS; i++) {
-			memcpy(all + n, s->w[h][i].lat_us,
-			       sizeof *all * s->w[h][i].nlat);
-			n += s->w[h][i].nlat;
+			memcpy(all + n, s->w[h][i].lat_us[phase - 1],
+			       sizeof *all * s->w[h][i].nlat[phase - 1]);
+			n += s->w[h][i].nlat[phase - 1];
 		}
 	assert_true(n > 0);
 	qsort(all, n, sizeof *all, sim_fcmp);

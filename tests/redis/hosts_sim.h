@@ -20,13 +20,13 @@ struct sim_worker {
 	uint64_t admitted, denied, fallback, checks;
 	uint64_t nstamps;
 	double stamps[SIM_MAX_ADMITS]; /* epoch ms of each admission */
-	uint64_t nlat;
-	float lat_us[SIM_LATENCY_SAMPLES]; /* check latencies */
+	uint64_t nlat[2];
+	float lat_us[2][SIM_LATENCY_SAMPLES]; /* per phase (record_latency) */
 };
 
 struct sim {
 	volatile int stop_workers, stop_agents;
-	volatile int record_latency;
+	volatile int record_latency; /* 0: none, 1 or 2: into that phase */
 	struct sim_worker w[SIM_HOSTS][SIM_WORKERS];
 };
 
@@ -66,7 +66,10 @@ uint64_t sim_max_in_window(const double *st, uint64_t n, double w);
 uint64_t sim_max_aligned(const double *st, uint64_t n, double w, double from,
 			 double to, uint64_t *windows, uint64_t *total);
 
-/* The p99 of the recorded latencies of all workers (µs). */
-double sim_p99_us(const struct sim *s);
+/* The admissions of host h's workers, sorted (caller frees). */
+double *sim_host_stamps(const struct sim *s, int h, uint64_t *n);
+
+/* The p99 of the latencies all workers recorded in phase 1 or 2 (µs). */
+double sim_p99_us(const struct sim *s, int phase);
 
 #endif /* TKSHM_TEST_HOSTS_SIM_H */

@@ -669,6 +669,15 @@ void
 tk_algo_forecast(const struct tk_algo *a, bool present, const uint64_t *st,
 		 double now, double cost, struct tk_forecast *f)
 {
+	if (a->leased) {
+		/* A lease state: what the credit held covers now; what comes
+		 * next depends on the agent's leases, not on time. */
+		double c = present ? tk_lease_credits(st, now) : 0;
+
+		f->spendable_now = c >= cost ? (int64_t)floor(c / cost) : 0;
+		f->full_at = f->next_replenish_at = tk_fc_ms(now);
+		return;
+	}
 	f->spendable_now = tk_fc_spendable(a, present, st, now, cost);
 	if (!present) {
 		/* An absent key is idle: nothing to replenish. */

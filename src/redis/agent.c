@@ -292,6 +292,7 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n,
 	bool gcra = t->policy.kind == TKSHM_KIND_GCRA;
 	struct tk_args keys[TK_AGENT_BATCH], args[TK_AGENT_BATCH];
 	redisReply *replies[TK_AGENT_BATCH];
+	struct tk_conn_stats before, after;
 	double sent = tkshm_now_ms(), t0 = tk_mono_ms(), mono;
 	int rc;
 
@@ -305,15 +306,19 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n,
 		a->redis_up = false;
 		return;
 	}
+	tk_conn_stats_get(a->conn, &before);
 	rc = tk_conn_eval_many(a->conn,
 			       gcra ? TK_SCRIPT_LEASE_GCRA
 				    : TK_SCRIPT_LEASE_WINDOW,
 			       n, keys, args, replies);
+	tk_conn_stats_get(a->conn, &after);
 	mono = tk_mono_ms();
 	r->leases_asked += n;
 	r->round_trips++;
 	tk_gcount(t->global, TK_G_LEASE_ROUND_TRIPS, 1);
 	tk_gcount(t->global, TK_G_REDIS_CALLS, n);
+	tk_gcount(t->global, TK_G_NOSCRIPT_RELOADS,
+		  after.noscript_reloads - before.noscript_reloads);
 	if (rc == TKSHM_OK) {
 		tk_breaker_success(&a->breaker);
 		a->redis_up = true;

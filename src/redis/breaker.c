@@ -1,28 +1,34 @@
 /*
  * breaker.c - the shared circuit breaker (see breaker.h for the states).
  *
- * Three rules keep it lock-free and correct between processes:
+ * Everything is decided by read-modify-writes on single words, so it is
+ * lock-free and holds between processes:
  *
  *   B1  The circuit opens with one CAS on open_until (0 -> deadline from
- *       closed, old deadline -> new one from half-open), so exactly one
- *       failure opens it each time, whatever the number of processes.
- *   B2  probe_until only grows.  A probe is admitted by a CAS from a value
- *       already passed to now + probe_ms; whoever opens the circuit first
- *       raises probe_until to the new open_until.  So at most one probe is
- *       in flight at any time (a second one is admitted only once the
- *       first one's deadline has passed), and a probe that died with its
- *       process blocks the others only until its deadline.  (A failure
- *       that loses the opening CAS may have raised probe_until to its own,
- *       slightly later, now + open_ms: the first probe waits that much
- *       longer, never less.)
- *   B3  probe_until is raised before open_until is published (release),
- *       and allow() reads open_until with acquire: whoever sees a new
- *       open period also sees its probe slot armed for that period's end,
- *       so no caller probes while the circuit is freshly open.
+ *       closed, the passed deadline -> a new one from half-open): exactly
+ *       one failure opens it each time, whatever the number of callers.
+ *   B2  A probe is admitted by a CAS on probe_until from a value already
+ *       passed to now + probe_ms: one winner per expiry, so while probes
+ *       report within probe_ms at most one is in flight, and one that
+ *       died with its process blocks the others until its deadline only.
+ *   B3  The failure that opens the circuit then moves probe_until to the
+ *       new open_until, by a CAS from the value it read before opening:
+ *       the probe slot is free from the end of the open period (the
+ *       failed probe's own claim is dropped), and a claim made meanwhile
+ *       by a caller that still saw the previous half-open period stands.
+ *       (A failure from a call allowed before the circuit opened, landing
+ *       while a probe is in flight, is taken for the probe's and so drops
+ *       that probe's claim: when probe_ms > open_ms, two probes may then
+ *       overlap once.  It costs one Redis call, never a wrong state.)
+ *
+ * No other memory is published through these words (a caller learns only
+ * "call" or "do not call"), so every access is relaxed: a stale read can
+ * only make the CAS that follows it fail, or delay a caller by one check.
  *
  * Times are doubles (monotonic ms) stored as their bit patterns.  Nothing
- * but comparisons is done with them, so a hostile value (NaN, infinity)
- * makes the circuit open or half-open, nothing worse.
+ * but comparisons is done with them, written so that NaN compares as a
+ * time passed: a hostile value makes the circuit open (until a time it
+ * names) or half-open, and the next probe's outcome writes sane values.
  *
  * success() is called after every good answer: it only reads while the
  * circuit is closed and no failure is counted, so the hot path never
@@ -50,39 +56,26 @@ bits_of(double d)
 	return bits;
 }
 
-/* B2: probe_until = max(probe_until, until). */
-static void
-raise_probe_until(struct tk_breaker *b, double until)
-{
-	/* relaxed: the release CAS on open_until that follows publishes it
-	 * (B3); a stale value only makes the CAS below retry. */
-	uint64_t cur =
-		atomic_load_explicit(&b->probe_until, memory_order_relaxed);
-
-	while (!(f64_of(cur) >= until)) {
-		/* relaxed: a read-modify-write acts on the latest value
-		 * whatever its order, which is all B2 needs. */
-		if (atomic_compare_exchange_weak_explicit(
-			    &b->probe_until, &cur, bits_of(until),
-			    memory_order_relaxed, memory_order_relaxed))
-			return;
-	}
-}
-
 /* B1 and B3: moves open_until from `seen` to now + open_ms; true when
  * this caller did it (and so counts the opening). */
 static bool
 open_circuit(struct tk_breaker *b, uint64_t seen, double now_ms, double open_ms)
 {
-	double until = now_ms + open_ms;
+	uint64_t until = bits_of(now_ms + open_ms);
+	/* relaxed: the CAS below compares against it (B3). */
+	uint64_t probe =
+		atomic_load_explicit(&b->probe_until, memory_order_relaxed);
 
-	raise_probe_until(b, until);
-	/* release: publishes the raised probe_until with the new period
-	 * (B3); relaxed on failure: the loser publishes nothing. */
+	/* relaxed: one winner is the CAS's own property (B1). */
 	if (!atomic_compare_exchange_strong_explicit(
-		    &b->open_until, &seen, bits_of(until), memory_order_release,
+		    &b->open_until, &seen, until, memory_order_relaxed,
 		    memory_order_relaxed))
 		return false;
+	/* relaxed: as above; failing means a claim of the previous period
+	 * landed meanwhile, and it stands (B3). */
+	(void)atomic_compare_exchange_strong_explicit(
+		&b->probe_until, &probe, until, memory_order_relaxed,
+		memory_order_relaxed);
 	/* relaxed: a statistic, ordered with nothing. */
 	atomic_fetch_add_explicit(&b->opens, 1, memory_order_relaxed);
 	return true;
@@ -91,23 +84,22 @@ open_circuit(struct tk_breaker *b, uint64_t seen, double now_ms, double open_ms)
 bool
 tk_breaker_allow(struct tk_breaker *b, double now_ms, double probe_ms)
 {
-	/* acquire: pairs with open_circuit's release, so a caller that sees
-	 * a new open period also sees its armed probe slot (B3). */
+	/* relaxed: a stale value costs one check (see the top). */
 	uint64_t open =
-		atomic_load_explicit(&b->open_until, memory_order_acquire);
+		atomic_load_explicit(&b->open_until, memory_order_relaxed);
 	uint64_t probe;
 
 	if (open == 0)
 		return true;
-	if (!(now_ms >= f64_of(open)))
+	if (now_ms < f64_of(open))
 		return false;
 	/* Half-open.  relaxed: the CAS below acts on the latest value; a
 	 * stale read only makes it fail. */
 	probe = atomic_load_explicit(&b->probe_until, memory_order_relaxed);
 	if (now_ms < f64_of(probe))
 		return false;
-	/* relaxed: one winner per value of probe_until is a property of
-	 * the read-modify-write itself (B2); the probe publishes nothing. */
+	/* relaxed: one winner per value of probe_until is the CAS's own
+	 * property (B2); the probe publishes nothing. */
 	return atomic_compare_exchange_strong_explicit(
 		&b->probe_until, &probe, bits_of(now_ms + probe_ms),
 		memory_order_relaxed, memory_order_relaxed);
@@ -137,7 +129,7 @@ tk_breaker_failure(struct tk_breaker *b, double now_ms, unsigned threshold,
 	if (open != 0) {
 		/* Open: a call allowed before the circuit opened failed
 		 * late; Redis is already known down, nothing changes. */
-		if (!(now_ms >= f64_of(open)))
+		if (now_ms < f64_of(open))
 			return false;
 		/* Half-open: the probe failed (or a late call did, which
 		 * is the same news): open again for open_ms. */

@@ -37,6 +37,20 @@ ti_usage_metrics(FILE *f)
 	      "\"placeholder\"|\"dead\"|\"empty\"}, tkshm_occupancy_ratio\n"
 	      "((live + idle + placeholders) / slots), tkshm_table_bytes,\n"
 	      "tkshm_bytes_per_key, tkshm_created_timestamp_seconds.\n"
+	      "Strict and lease tables add their cross-host tier:\n"
+	      "  tkshm_redis_calls_total, tkshm_redis_errors_total,\n"
+	      "  tkshm_redis_noscript_reloads_total,\n"
+	      "  tkshm_redis_breaker_opens_total,\n"
+	      "  tkshm_fallback_decisions_total{decision=...},\n"
+	      "  tkshm_global_mode{mode=\"strict\"|\"lease\"} and\n"
+	      "  tkshm_failure_policy{policy=\"safe-share\"|\"fail-open\"|\n"
+	      "  \"fail-closed\"} (1 for the one in force), tkshm_redis_up,\n"
+	      "  tkshm_global_hosts; strict tables\n"
+	      "  tkshm_cache_denials_total; lease tables\n"
+	      "  tkshm_no_lease_denials_total, tkshm_leases_total,\n"
+	      "  tkshm_lease_units_total, tkshm_lease_round_trips_total,\n"
+	      "  tkshm_lease_units_expired_total, tkshm_agent_pid and\n"
+	      "  tkshm_agent_heartbeat_timestamp_seconds.\n"
 	      "\n"
 	      "A table that cannot be opened is reported on standard error;\n"
 	      "the others are still printed, and the exit status is then 3.\n"
@@ -124,6 +138,65 @@ ti_gauge_at(const struct ti_sample *s, size_t i)
 	}
 }
 
+/* Strict and lease tables (the cross-host tier), and each of the two. */
+static bool
+ti_global(const struct ti_sample *s)
+{
+	return s->st.policy.global.mode != TKSHM_MODE_LOCAL;
+}
+
+static bool
+ti_strict(const struct ti_sample *s)
+{
+	return s->st.policy.global.mode == TKSHM_MODE_STRICT;
+}
+
+static bool
+ti_lease(const struct ti_sample *s)
+{
+	return s->st.policy.global.mode == TKSHM_MODE_LEASE;
+}
+
+/* The tier's counters and gauges, in ti_global_at's order. */
+static double
+ti_global_at(const struct ti_sample *s, size_t i)
+{
+	const tkshm_stats *t = &s->st;
+	const double v[] = {
+		(double)t->global.redis_calls,
+		(double)t->global.redis_errors,
+		(double)t->global.noscript_reloads,
+		(double)t->global.breaker_opens,
+		(double)t->global.fallback_allowed,
+		(double)t->global.fallback_denied,
+		(double)t->global.cache_denials,
+		(double)t->global.no_lease,
+		(double)t->global.leases,
+		(double)t->global.lease_units,
+		(double)t->global.lease_round_trips,
+		(double)t->global.lease_units_expired,
+		t->global.redis_up ? 1.0 : 0.0,
+		(double)t->global.hosts,
+		(double)t->global.agent_pid,
+		t->global.agent_beat_ms / 1000.0,
+	};
+	return i < sizeof v / sizeof v[0] ? v[i] : 0.0;
+}
+
+/* An enumeration as one series per value, 1 for the table's (the
+ * exposition format's way of stating a mode). */
+static double
+ti_mode_is(const struct ti_sample *s, size_t i)
+{
+	return (size_t)s->st.policy.global.mode == i ? 1.0 : 0.0;
+}
+
+static double
+ti_failure_is(const struct ti_sample *s, size_t i)
+{
+	return (size_t)s->st.policy.global.failure == i ? 1.0 : 0.0;
+}
+
 #define TI_COUNTER(n, j, i, h)                                        \
 	{                                                             \
 		"tkshm_" n "_total", "counter", h, j,                 \
@@ -140,6 +213,19 @@ ti_gauge_at(const struct ti_sample *s, size_t i)
 	{                                                                      \
 		"tkshm_" n, "gauge", h, j, { { NULL, NULL, ti_gauge_at, i } }, \
 			1, NULL                                                \
+	}
+
+/* The cross-host tier's: `has` picks strict and lease tables, or one of
+ * the two. */
+#define TI_GLOBAL_COUNTER(n, j, i, has, h)                          \
+	{                                                           \
+		"tkshm_" n "_total", "counter", h, j,               \
+			{ { NULL, NULL, ti_global_at, i } }, 1, has \
+	}
+#define TI_GLOBAL_GAUGE(n, j, i, has, h)                            \
+	{                                                           \
+		"tkshm_" n, "gauge", h, j,                          \
+			{ { NULL, NULL, ti_global_at, i } }, 1, has \
 	}
 
 static const struct ti_metric ti_metrics[] = {
@@ -197,6 +283,67 @@ static const struct ti_metric ti_metrics[] = {
 	TI_GAUGE("bytes_per_key", "bytesPerKey", 3, "Table bytes per slot."),
 	TI_GAUGE("created_timestamp_seconds", "createdTimestampSeconds", 4,
 		 "When the table was created, in seconds since the epoch."),
+	TI_GLOBAL_COUNTER("redis_calls", "redisCalls", 0, ti_global,
+			  "Commands sent to Redis."),
+	TI_GLOBAL_COUNTER("redis_errors", "redisErrors", 1, ti_global,
+			  "Commands to Redis that failed: refused, timed out, "
+			  "connection lost or an error reply."),
+	TI_GLOBAL_COUNTER("redis_noscript_reloads", "redisNoscriptReloads", 2,
+			  ti_global,
+			  "Scripts loaded again after a NOSCRIPT reply."),
+	TI_GLOBAL_COUNTER("redis_breaker_opens", "redisBreakerOpens", 3,
+			  ti_global, "Times the circuit breaker opened."),
+	{ "tkshm_fallback_decisions_total",
+	  "counter",
+	  "Checks decided by the failure policy while Redis could not be "
+	  "reached, by decision.",
+	  "fallbackDecisions",
+	  { { "decision", "allowed", ti_global_at, 4 },
+	    { "decision", "denied", ti_global_at, 5 } },
+	  2,
+	  ti_global },
+	TI_GLOBAL_COUNTER("cache_denials", "cacheDenials", 6, ti_strict,
+			  "Strict: checks denied from the negative cache "
+			  "without asking Redis."),
+	TI_GLOBAL_COUNTER("no_lease_denials", "noLeaseDenials", 7, ti_lease,
+			  "Lease: checks denied for want of leased budget."),
+	TI_GLOBAL_COUNTER("leases", "leases", 8, ti_lease,
+			  "Lease: grants written into the table."),
+	TI_GLOBAL_COUNTER("lease_units", "leaseUnits", 9, ti_lease,
+			  "Lease: units granted."),
+	TI_GLOBAL_COUNTER("lease_round_trips", "leaseRoundTrips", 10, ti_lease,
+			  "Lease: the agent's round trips to Redis."),
+	TI_GLOBAL_COUNTER("lease_units_expired", "leaseUnitsExpired", 11,
+			  ti_lease,
+			  "Lease: units unspent when their lease ended."),
+	{ "tkshm_global_mode",
+	  "gauge",
+	  "The table's cross-host mode: 1 for the mode in force.",
+	  "globalMode",
+	  { { "mode", "strict", ti_mode_is, TKSHM_MODE_STRICT },
+	    { "mode", "lease", ti_mode_is, TKSHM_MODE_LEASE } },
+	  2,
+	  ti_global },
+	{ "tkshm_failure_policy",
+	  "gauge",
+	  "What the table decides while Redis cannot be reached: 1 for the "
+	  "policy in force.",
+	  "failurePolicy",
+	  { { "policy", "safe-share", ti_failure_is, TKSHM_FAILURE_SAFE_SHARE },
+	    { "policy", "fail-open", ti_failure_is, TKSHM_FAILURE_OPEN },
+	    { "policy", "fail-closed", ti_failure_is, TKSHM_FAILURE_CLOSED } },
+	  3,
+	  ti_global },
+	TI_GLOBAL_GAUGE("redis_up", "redisUp", 12, ti_global,
+			"1 while the last exchange with Redis worked."),
+	TI_GLOBAL_GAUGE("global_hosts", "globalHosts", 13, ti_global,
+			"The last known number of hosts (0: not known yet)."),
+	TI_GLOBAL_GAUGE("agent_pid", "agentPid", 14, ti_lease,
+			"Lease: the tkshm-syncd serving the table (0: none)."),
+	TI_GLOBAL_GAUGE("agent_heartbeat_timestamp_seconds",
+			"agentHeartbeatTimestampSeconds", 15, ti_lease,
+			"Lease: the agent's last heartbeat, in seconds since "
+			"the epoch (0: never)."),
 };
 #define TI_NMETRICS (sizeof ti_metrics / sizeof ti_metrics[0])
 

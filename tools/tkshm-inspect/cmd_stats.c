@@ -1,10 +1,13 @@
 /*
  * cmd_stats.c - `tkshm-inspect stats PATH [--json]`: counters, geometry,
- * policy and an occupancy scan of a table, through a read-only mapping;
- * and the figures derived from them that metrics shares.
+ * policy and an occupancy scan of a table, through a read-only mapping,
+ * with the cross-host tier of a strict or lease table; and the figures
+ * derived from them that metrics shares.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -28,6 +31,14 @@ ti_usage_stats(FILE *f)
 	      "slots, occupancy (live + idle + placeholders) / slots, the idle\n"
 	      "fraction idle / (live + idle), and the histogram of keys by\n"
 	      "position in their probe window (0: the first slot probed).\n"
+	      "A strict or lease table (policy mode strict or lease) also\n"
+	      "shows its cross-host tier: whether Redis answered, the last\n"
+	      "known number of hosts, for a lease table the tkshm-syncd\n"
+	      "serving it and its last heartbeat, and the tier's counters\n"
+	      "(Redis calls and errors, NOSCRIPT reloads, breaker opens,\n"
+	      "decisions of the failure policy; strict: negative-cache\n"
+	      "denials; lease: denials for want of a lease, leases, units,\n"
+	      "round trips, units expired).\n"
 	      "Counters are a snapshot while other processes work.\n"
 	      "\n"
 	      "Options:\n"
@@ -116,6 +127,165 @@ ti_counters(const tkshm_stats *s, struct ti_counter *c)
 	return n;
 }
 
+/* The cross-host tier's names (the policy string's words). */
+static const char *
+ti_mode_name(tkshm_global_mode m)
+{
+	switch (m) {
+	case TKSHM_MODE_LOCAL:
+		return "local";
+	case TKSHM_MODE_STRICT:
+		return "strict";
+	case TKSHM_MODE_LEASE:
+		return "lease";
+	}
+	return "unknown";
+}
+
+static const char *
+ti_failure_name(tkshm_failure_policy f)
+{
+	switch (f) {
+	case TKSHM_FAILURE_SAFE_SHARE:
+		return "safe-share";
+	case TKSHM_FAILURE_OPEN:
+		return "fail-open";
+	case TKSHM_FAILURE_CLOSED:
+		return "fail-closed";
+	}
+	return "unknown";
+}
+
+/* The tier's counters in display order: those of every strict or lease
+ * table, then strict's negative cache or lease's five. */
+#define TI_GCOUNTERS_MAX 12
+static size_t
+ti_global_counters(const tkshm_stats *s, struct ti_counter *c)
+{
+	const struct ti_counter common[] = {
+		{ "redis calls", "redisCalls", s->global.redis_calls },
+		{ "redis errors", "redisErrors", s->global.redis_errors },
+		{ "noscript reloads", "noscriptReloads",
+		  s->global.noscript_reloads },
+		{ "breaker opens", "breakerOpens", s->global.breaker_opens },
+		{ "fallback allowed", "fallbackAllowed",
+		  s->global.fallback_allowed },
+		{ "fallback denied", "fallbackDenied",
+		  s->global.fallback_denied },
+	};
+	const struct ti_counter strict[] = {
+		{ "cache denials", "cacheDenials", s->global.cache_denials },
+	};
+	const struct ti_counter lease[] = {
+		{ "no-lease denials", "noLease", s->global.no_lease },
+		{ "leases", "leases", s->global.leases },
+		{ "lease units", "leaseUnits", s->global.lease_units },
+		{ "lease round trips", "leaseRoundTrips",
+		  s->global.lease_round_trips },
+		{ "lease units expired", "leaseUnitsExpired",
+		  s->global.lease_units_expired },
+	};
+	size_t n = sizeof common / sizeof common[0];
+
+	_Static_assert(sizeof common / sizeof common[0] +
+				       sizeof lease / sizeof lease[0] <=
+			       TI_GCOUNTERS_MAX,
+		       "ti_global_counters fits its callers' arrays");
+	memcpy(c, common, sizeof common);
+	if (s->policy.global.mode == TKSHM_MODE_STRICT) {
+		memcpy(c + n, strict, sizeof strict);
+		n += sizeof strict / sizeof strict[0];
+	} else if (s->policy.global.mode == TKSHM_MODE_LEASE) {
+		memcpy(c + n, lease, sizeof lease);
+		n += sizeof lease / sizeof lease[0];
+	}
+	return n;
+}
+
+/* Whether the agent whose pid a table names is alive.  The pid is read
+ * from shared memory, so anything but a plausible pid is "no": kill()
+ * with 0 or a negative pid would ask about whole process groups. */
+static bool
+ti_agent_running(int64_t pid)
+{
+	return pid > 0 && pid <= INT32_MAX &&
+	       (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+/* The cross-host part of the text output (strict and lease tables). */
+static void
+ti_global_text(const tkshm_stats *s, double now)
+{
+	const tkshm_global *g = &s->policy.global;
+	struct ti_counter c[TI_GCOUNTERS_MAX];
+	size_t nc = ti_global_counters(s, c);
+	char beat[64], rel[48];
+
+	printf("cross-host    %s, failure %s\n", ti_mode_name(g->mode),
+	       ti_failure_name(g->failure));
+	printf("  %-20s %s\n", "redis",
+	       s->global.redis_up ? "up (the last exchange worked)" : "down");
+	if (s->global.hosts)
+		printf("  %-20s %" PRIu64 "\n", "hosts", s->global.hosts);
+	else
+		printf("  %-20s unknown (the policy's %g until Redis tells)\n",
+		       "hosts", g->hosts);
+	if (g->mode == TKSHM_MODE_LEASE) {
+		if (s->global.agent_pid == 0) {
+			printf("  %-20s none\n", "agent");
+		} else {
+			printf("  %-20s pid %" PRId64 " (%s)\n", "agent",
+			       s->global.agent_pid,
+			       ti_agent_running(s->global.agent_pid) ?
+				       "running" :
+				       "not running");
+		}
+		if (s->global.agent_beat_ms > 0) {
+			ti_iso_time(s->global.agent_beat_ms, beat, sizeof beat);
+			ti_rel_time(s->global.agent_beat_ms, now, rel,
+				    sizeof rel);
+			printf("  %-20s %s (%s)\n", "agent heartbeat", beat,
+			       rel);
+		} else {
+			printf("  %-20s never\n", "agent heartbeat");
+		}
+	}
+	for (size_t i = 0; i < nc; i++)
+		printf("  %-20s %" PRIu64 "\n", c[i].text, c[i].v);
+}
+
+/* The "global" member of the JSON output (strict and lease tables). */
+static void
+ti_global_json(struct ti_json *j, const tkshm_stats *s)
+{
+	const tkshm_global *g = &s->policy.global;
+	struct ti_counter c[TI_GCOUNTERS_MAX];
+	size_t nc = ti_global_counters(s, c);
+
+	ti_json_begin_obj(j, "global");
+	ti_json_string(j, "mode", ti_mode_name(g->mode));
+	ti_json_string(j, "failure", ti_failure_name(g->failure));
+	ti_json_num(j, "policyHosts", g->hosts);
+	ti_json_num(j, "leaseMs", g->lease_ms);
+	ti_json_string(j, "prefix", g->prefix);
+	ti_json_bool(j, "redisUp", s->global.redis_up);
+	ti_json_u64(j, "hosts", s->global.hosts);
+	if (g->mode == TKSHM_MODE_LEASE) {
+		ti_json_i64(j, "agentPid", s->global.agent_pid);
+		ti_json_bool(j, "agentRunning",
+			     ti_agent_running(s->global.agent_pid));
+		if (s->global.agent_beat_ms > 0)
+			ti_json_num(j, "agentBeatMs", s->global.agent_beat_ms);
+		else
+			ti_json_null(j, "agentBeatMs");
+	}
+	ti_json_begin_obj(j, "counters");
+	for (size_t i = 0; i < nc; i++)
+		ti_json_u64(j, c[i].json, c[i].v);
+	ti_json_end_obj(j);
+	ti_json_end_obj(j);
+}
+
 static void
 ti_stats_text(const char *path, const tkshm_stats *s, const char *policy,
 	      const tkshm_usage *u, double now)
@@ -146,6 +316,8 @@ ti_stats_text(const char *path, const tkshm_stats *s, const char *policy,
 		printf("  %-20s %" PRIu64 "\n", c[i].text, c[i].v);
 	printf("  %-20s %.2f%% (denied / (allowed + denied))\n", "denied share",
 	       fg.denied_percent);
+	if (s->policy.global.mode != TKSHM_MODE_LOCAL)
+		ti_global_text(s, now);
 	printf("occupancy at  %s\n", at);
 	printf("  %-20s %" PRIu64 "\n", "live", u->live);
 	printf("  %-20s %" PRIu64 "\n", "idle", u->idle);
@@ -196,6 +368,8 @@ ti_stats_json(const char *path, const tkshm_stats *s, const char *policy,
 	/* Derived figures are outside "counters", which holds only the
 	 * library's counters. */
 	ti_json_num(&j, "deniedPercent", fg.denied_percent);
+	if (s->policy.global.mode != TKSHM_MODE_LOCAL)
+		ti_global_json(&j, s);
 	ti_json_begin_obj(&j, "usage");
 	ti_json_num(&j, "atMs", now);
 	ti_json_u64(&j, "live", u->live);

@@ -1,0 +1,15 @@
+# tkshm-syncd as a process (tools/tkshm-syncd/): configuration checks, the
+# command line, background and foreground starts, SIGTERM, the pid file,
+# and what tkshm-inspect shows of the cross-host tier.  tests/ is read
+# before tools/, so the targets are named through generator expressions
+# (resolved once every directory is read).  The top level builds
+# tkshm-syncd with the Redis tier, as these tests are; tkshm-inspect with
+# the tools.
+if(TKSHM_BUILD_TOOLS)
+  tkshm_add_redis_test(redis_syncd_daemon SOURCES test_syncd_daemon.c
+    LABELS process TIMEOUT 120)
+  target_compile_definitions(redis_syncd_daemon PRIVATE
+    TKSHM_SYNCD="$<TARGET_FILE:tkshm-syncd>"
+    TKSHM_INSPECT_BIN="$<TARGET_FILE:tkshm-inspect>")
+  add_dependencies(redis_syncd_daemon tkshm-syncd tkshm-inspect)
+endif()

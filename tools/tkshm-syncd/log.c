@@ -1,0 +1,77 @@
+/*
+ * log.c - where tkshm-syncd's messages go (log.h).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+static enum sd_log_target sd_target = SD_LOG_STDERR;
+static char sd_last_error[1024];
+
+bool
+sd_log_target_parse(const char *s, enum sd_log_target *out)
+{
+	if (strcmp(s, "stderr") == 0) {
+		*out = SD_LOG_STDERR;
+		return true;
+	}
+	if (strcmp(s, "syslog") == 0) {
+		*out = SD_LOG_SYSLOG;
+		return true;
+	}
+	return false;
+}
+
+const char *
+sd_log_target_name(enum sd_log_target t)
+{
+	return t == SD_LOG_SYSLOG ? "syslog" : "stderr";
+}
+
+void
+sd_log_open(enum sd_log_target t)
+{
+	if (t == SD_LOG_SYSLOG)
+		openlog(SD_PROG, LOG_PID, LOG_DAEMON);
+	sd_target = t;
+}
+
+void
+sd_log_close(void)
+{
+	if (sd_target == SD_LOG_SYSLOG)
+		closelog();
+	sd_target = SD_LOG_STDERR;
+}
+
+void
+sd_log(int prio, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (prio == LOG_ERR)
+		memcpy(sd_last_error, msg, sizeof msg);
+	if (sd_target == SD_LOG_SYSLOG) {
+		syslog(prio, "%s", msg);
+		return;
+	}
+	/* One fprintf: a line is one write and does not interleave with
+	 * another process's lines on a shared stderr. */
+	fprintf(stderr, SD_PROG ": %s%s\n",
+		prio == LOG_ERR	    ? "error: " :
+		prio == LOG_WARNING ? "warning: " :
+				      "",
+		msg);
+}
+
+const char *
+sd_log_last_error(void)
+{
+	return sd_last_error;
+}

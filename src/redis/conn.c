@@ -364,62 +364,57 @@ take_sha(struct tk_conn *c, enum tk_script_id id, redisReply *r)
 	return rc;
 }
 
-/* AUTH, SELECT and every SCRIPT LOAD in one round trip. */
+/* AUTH, SELECT and every SCRIPT LOAD in one round trip.  (Appending only
+ * fills the output buffer; its one failure, out of memory, sets err.) */
 static int
 handshake(struct tk_conn *c)
 {
 	const struct tk_redis_conf *f = &c->conf;
-	char db[24];
+	const char *step[2]; /* AUTH and SELECT, when configured */
 	int steps = 0;
-	redisReply *r;
-	const char *what;
+	char db[24];
 
 	if (f->password[0] != '\0') {
-		const char *v[3] = { "AUTH", f->username, f->password };
+		const char *user[3] = { "AUTH", f->username, f->password };
+		const char *pass[2] = { "AUTH", f->password };
 
 		if (f->username[0] != '\0')
-			redisAppendCommandArgv(c->ctx, 3, v, NULL);
+			redisAppendCommandArgv(c->ctx, 3, user, NULL);
 		else
-			redisAppendCommandArgv(
-				c->ctx, 2,
-				(const char *[]){ "AUTH", f->password }, NULL);
-		steps++;
+			redisAppendCommandArgv(c->ctx, 2, pass, NULL);
+		step[steps++] = "AUTH";
 	}
 	if (f->db != 0) {
+		const char *select[2] = { "SELECT", db };
+
 		snprintf(db, sizeof db, "%d", f->db);
-		redisAppendCommandArgv(c->ctx, 2,
-				       (const char *[]){ "SELECT", db }, NULL);
-		steps++;
+		redisAppendCommandArgv(c->ctx, 2, select, NULL);
+		step[steps++] = "SELECT";
 	}
-	for (int id = 0; id < TK_SCRIPT_COUNT; id++)
-		redisAppendCommandArgv(
-			c->ctx, 3,
-			(const char *[]){
-				"SCRIPT", "LOAD",
-				tk_script_source((enum tk_script_id)id) },
-			NULL);
+	for (int id = 0; id < TK_SCRIPT_COUNT; id++) {
+		const char *load[3] = { "SCRIPT", "LOAD",
+					tk_script_source(
+						(enum tk_script_id)id) };
+
+		redisAppendCommandArgv(c->ctx, 3, load, NULL);
+	}
 	if (c->ctx->err != 0)
 		return drop(c, "connect");
 	for (int i = 0; i < steps + TK_SCRIPT_COUNT; i++) {
-		int id = i - steps;
+		redisReply *r = next_reply(c);
+		int rc = TKSHM_OK;
 
-		if ((r = next_reply(c)) == NULL)
+		if (r == NULL)
 			return drop(c, "connect");
-		if (id >= 0) {
-			int rc = take_sha(c, (enum tk_script_id)id, r);
-
-			if (rc != TKSHM_OK)
-				return rc;
-			continue;
-		}
-		what = (i == 0 && f->password[0] != '\0') ? "AUTH" : "SELECT";
-		if (r->type == REDIS_REPLY_ERROR) {
-			int rc = refused(c, what, r);
-
+		if (i >= steps) {
+			rc = take_sha(c, (enum tk_script_id)(i - steps), r);
+		} else {
+			if (r->type == REDIS_REPLY_ERROR)
+				rc = refused(c, step[i], r);
 			freeReplyObject(r);
-			return rc;
 		}
-		freeReplyObject(r);
+		if (rc != TKSHM_OK)
+			return rc;
 	}
 	return TKSHM_OK;
 }
@@ -718,17 +713,20 @@ tk_conn_eval_many(struct tk_conn *c, enum tk_script_id id, size_t n,
 		goto out;
 	/* C2: only the commands answered NOSCRIPT did not run; load the
 	 * script once and send those again, pipelined. */
-	if ((rc = reload(c, id)) != TKSHM_OK ||
-	    (rc = append_evals(c, id, n, keys, args, replies,
-			       &noscript_mark)) != TKSHM_OK)
+	if ((rc = reload(c, id)) == TKSHM_EREDIS) {
+		/* Redis refused the script: NOSCRIPT stays those commands'
+		 * (error) answer, and every command got one. */
+		rc = TKSHM_OK;
+		goto out;
+	}
+	if (rc != TKSHM_OK || (rc = append_evals(c, id, n, keys, args, replies,
+						 &noscript_mark)) != TKSHM_OK)
 		goto out;
 	rc = read_evals(c, n, replies, &noscript_mark, false, &waiting);
 out:
 	unanswered(c, n, replies, sent);
 	unanswered(c, n, replies, &noscript_mark);
-	/* A script Redis refused to load is an error reply to the commands
-	 * that needed it; every other command got its answer. */
-	return rc == TKSHM_EREDIS ? TKSHM_OK : rc;
+	return rc;
 }
 
 int

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #endif
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -221,12 +222,31 @@ test_hostile_values(void **state)
  * ---------------------------------------------------------------------- */
 
 #define THREADS 4
-#define ROUNDS	2000
+#define ROUNDS	20000
 #define TRIES	8 /* allow() calls per thread per breaker */
 
 static struct tk_breaker race[ROUNDS];
 static atomic_uint winners[ROUNDS], openers[ROUNDS];
 static atomic_int go;
+static atomic_uint ready;
+
+/* Every thread spins until all are running, then they start together. */
+static void
+start_line(void)
+{
+	/* seq_cst: the start line; nothing rides on it but timing. */
+	atomic_fetch_add(&ready, 1);
+	while (atomic_load(&go) == 0)
+		;
+}
+
+static void
+release_all(void)
+{
+	while (atomic_load(&ready) < THREADS)
+		sched_yield();
+	atomic_store(&go, 1);
+}
 
 /* Every thread runs over the same breakers in the same order, so they
  * meet on each one; `now` is fixed, so no probe can expire mid-race. */
@@ -234,9 +254,7 @@ static void *
 hammer(void *arg)
 {
 	(void)arg;
-	/* seq_cst: the start line; nothing rides on it but timing. */
-	while (atomic_load(&go) == 0)
-		;
+	start_line();
 	for (int i = 0; i < ROUNDS; i++) {
 		for (int k = 0; k < TRIES; k++)
 			if (tk_breaker_allow(&race[i], T0 + OPEN_MS, PROBE_MS))
@@ -261,9 +279,10 @@ test_threads_one_probe(void **state)
 		atomic_store(&openers[i], 0);
 	}
 	atomic_store(&go, 0);
+	atomic_store(&ready, 0);
 	for (int i = 0; i < THREADS; i++)
 		assert_int_equal(pthread_create(&t[i], NULL, hammer, NULL), 0);
-	atomic_store(&go, 1);
+	release_all();
 	for (int i = 0; i < THREADS; i++)
 		assert_int_equal(pthread_join(t[i], NULL), 0);
 	for (int i = 0; i < ROUNDS; i++) {
@@ -280,8 +299,7 @@ fail_many(void *arg)
 	struct tk_breaker *b = arg;
 	unsigned mine = 0;
 
-	while (atomic_load(&go) == 0)
-		;
+	start_line();
 	for (int i = 0; i < 1000; i++)
 		mine += tk_breaker_failure(b, T0, THRESHOLD, OPEN_MS);
 	return (void *)(uintptr_t)mine;
@@ -297,9 +315,10 @@ test_threads_one_opening(void **state)
 	(void)state;
 	memset(&b, 0, sizeof b);
 	atomic_store(&go, 0);
+	atomic_store(&ready, 0);
 	for (int i = 0; i < THREADS; i++)
 		assert_int_equal(pthread_create(&t[i], NULL, fail_many, &b), 0);
-	atomic_store(&go, 1);
+	release_all();
 	for (int i = 0; i < THREADS; i++) {
 		void *mine;
 

@@ -294,15 +294,60 @@ show_log(const struct tkt_redis *r)
 	fclose(f);
 }
 
+/* The owner file names the test process that made a directory, so a
+ * later start can remove what a killed test (a ctest timeout) left. */
+static void
+write_owner(const char *dir)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/owner", dir);
+	if ((f = fopen(path, "w")) != NULL) {
+		fprintf(f, "%d\n", (int)getpid());
+		fclose(f);
+	}
+}
+
+static void
+sweep_dead_owners(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *e;
+	char dir[PATH_MAX], path[PATH_MAX + 8];
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		FILE *f;
+		int pid = 0;
+
+		if (strncmp(e->d_name, "tkt-redis-", 10) != 0)
+			continue;
+		snprintf(dir, sizeof dir, "/tmp/%s", e->d_name);
+		snprintf(path, sizeof path, "%s/owner", dir);
+		if ((f = fopen(path, "r")) == NULL)
+			continue; /* being made, or not ours to judge */
+		if (fscanf(f, "%d", &pid) != 1)
+			pid = 0;
+		fclose(f);
+		if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
+			remove_dir(dir);
+	}
+	closedir(d);
+}
+
 void
 tkt_redis_start_args(struct tkt_redis *r, const char *const *args)
 {
 	memset(r, 0, sizeof *r);
 	r->owner = getpid();
 	r->args = args;
+	sweep_dead_owners();
 	snprintf(r->dir, sizeof r->dir, "/tmp/tkt-redis-XXXXXX");
 	if (mkdtemp(r->dir) == NULL)
 		fail_msg("mkdtemp: %s", strerror(errno));
+	write_owner(r->dir);
 	snprintf(r->unix_path, sizeof r->unix_path, "%s/redis.sock", r->dir);
 	for (int i = 0; i < START_TRIES; i++) {
 		r->port = pick_port();

@@ -9,6 +9,9 @@
  * local: DEBUG SLEEP makes a slow server).  The server gets SIGKILL when
  * the thread that started it exits (PR_SET_PDEATHSIG), so a test that
  * crashes leaves no server behind: start servers from the main thread.
+ * The directory names its test process (a file `owner`); a start removes
+ * the directories of test processes that no longer exist (killed by a
+ * ctest timeout before their teardown).
  *
  * Ports: a random port below the kernel's ephemeral range (so no client
  * socket of any test holds it), checked free with bind(), then taken by

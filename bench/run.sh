@@ -2,22 +2,30 @@
 # The whole benchmark suite in one command:
 #
 #   bench/run.sh [--quick] [--out-dir DIR] [--skip-core] [--skip-procs]
-#                [--report-only] [--benchmark_*=...]... [-- DRIVER_ARGS...]
+#                [--skip-redis-tier] [--report-only]
+#                [--benchmark_*=...]... [-- DRIVER_ARGS...]
 #
 # 1. installs what is missing (scripts/install-deps.sh bench);
-# 2. builds Release in build/bench: tkshm_bench_check (Google Benchmark)
-#    and tkshm_bench_procs (the multi-process driver, bench/procs/);
+# 2. builds Release in build/bench: tkshm_bench_check (Google Benchmark),
+#    tkshm_bench_procs (the multi-process driver, bench/procs/) and
+#    tkshm_bench_redis_tier (strict and lease tables, bench/procs/; built
+#    when the library has its Redis tier, i.e. hiredis was found);
 # 3. runs tkshm_bench_check, 3 repetitions, JSON in DIR/core.json;
 # 4. runs tkshm_bench_procs, JSON Lines in DIR/procs.jsonl;
-# 5. runs bench/report.py: DIR/RESULTS.md and the plots DIR/*.png.
+# 5. runs tkshm_bench_redis_tier (about 30 s), JSON Lines in
+#    DIR/redis_tier.jsonl;
+# 6. runs bench/report.py: DIR/RESULTS.md and the plots DIR/*.png, then
+#    bench/procs/report_redis_tier.py: the Redis tier's section of
+#    DIR/RESULTS.md.
 #
 # DIR is bench/results (the committed results) unless --out-dir says
 # otherwise.  --quick is a smoke of every step: each core case runs once for
 # 20 ms, the driver gets --quick, and DIR defaults to build/bench/quick so
 # that a smoke never overwrites the committed results.
 #
-#   --skip-core / --skip-procs   keep that step's previous output in DIR
-#   --report-only                only step 5, on what DIR holds
+#   --skip-core / --skip-procs / --skip-redis-tier
+#                                keep that step's previous output in DIR
+#   --report-only                only step 6, on what DIR holds
 #   --benchmark_*                passed to tkshm_bench_check, e.g.
 #                                --benchmark_filter=BM_algo
 #   -- DRIVER_ARGS               the rest goes to tkshm_bench_procs, e.g.
@@ -42,6 +50,7 @@ quick=0
 out_dir=
 run_core=1
 run_procs=1
+run_tier=1
 build_only_report=0
 procs_args=()
 core_args=()
@@ -56,9 +65,11 @@ while [[ $# -gt 0 ]]; do
 	--out-dir=*) out_dir=${1#--out-dir=} ;;
 	--skip-core) run_core=0 ;;
 	--skip-procs) run_procs=0 ;;
+	--skip-redis-tier) run_tier=0 ;;
 	--report-only)
 		run_core=0
 		run_procs=0
+		run_tier=0
 		build_only_report=1
 		;;
 	--)
@@ -112,6 +123,13 @@ if [[ $build_only_report -eq 0 ]]; then
 	if [[ -f "$root/bench/procs/CMakeLists.txt" ]]; then
 		targets+=(tkshm_bench_procs)
 	fi
+	# The Redis tier's benchmark exists only in a library built with
+	# hiredis (bench/procs/CMakeLists.txt): ask the build for it (the
+	# whole list, not a pipe into grep -q, which pipefail would fail).
+	if [[ $(cmake --build "$build" --target help 2>/dev/null) == \
+		*tkshm_bench_redis_tier* ]]; then
+		targets+=(tkshm_bench_redis_tier)
+	fi
 	cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 fi
 
@@ -159,9 +177,35 @@ if [[ $run_procs -eq 1 ]]; then
 	fi
 fi
 
+if [[ $run_tier -eq 1 ]]; then
+	tier_bin="$build/bench/procs/tkshm_bench_redis_tier"
+	step "redis tier: tkshm_bench_redis_tier -> $out_dir/redis_tier.jsonl"
+	if [[ ! -x "$tier_bin" ]]; then
+		# Not a failure: a library without hiredis has no Redis tier
+		# to measure (the report says "not measured").
+		echo "run.sh: $tier_bin is not built (no hiredis?);" \
+			"the Redis tier is not measured" >&2
+	else
+		quick_arg=()
+		[[ $quick -eq 1 ]] && quick_arg=(--quick)
+		if ! "$tier_bin" --out "$out_dir/redis_tier.jsonl" \
+			${quick_arg[@]+"${quick_arg[@]}"}; then
+			echo "run.sh: tkshm_bench_redis_tier failed" >&2
+			failed=1
+		fi
+	fi
+fi
+
 step "report -> $out_dir/RESULTS.md"
 if ! python3 "$root/bench/report.py" --results "$out_dir"; then
 	echo "run.sh: report.py failed" >&2
+	failed=1
+fi
+# report.py rewrites RESULTS.md whole: the Redis tier's section goes in
+# after it.
+if ! python3 "$root/bench/procs/report_redis_tier.py" \
+	--results "$out_dir" >/dev/null; then
+	echo "run.sh: report_redis_tier.py failed" >&2
 	failed=1
 fi
 

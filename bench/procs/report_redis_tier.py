@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Writes the Redis tier's section of RESULTS.md from redis_tier.jsonl.
+
+    python3 bench/procs/report_redis_tier.py [--results DIR]
+
+Reads DIR/redis_tier.jsonl (tkshm_bench_redis_tier) and puts its tables
+into DIR/RESULTS.md between the lines <!-- bench:redis-tier:begin --> and
+<!-- bench:redis-tier:end -->: in place when they are there, else before
+"## Plots" (bench/report.py rewrites RESULTS.md without them), else at
+the end.  Nothing else in the file is touched.  Every figure comes from
+the JSON lines; without them the section says "not measured".
+
+Standard library only.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BEGIN, END = "<!-- bench:redis-tier:begin -->", "<!-- bench:redis-tier:end -->"
+
+
+def fmt_ns(ns):
+    if ns is None:
+        return "-"
+    if ns >= 1e6:
+        return "%.3g ms" % (ns / 1e6)
+    if ns >= 1e3:
+        return "%.3g µs" % (ns / 1e3)
+    return "%.3g ns" % ns
+
+
+def fmt_rate(x):
+    if x is None:
+        return "-"
+    for div, unit in ((1e6, "M/s"), (1e3, "k/s")):
+        if x >= div:
+            return "%.3g %s" % (x / div, unit)
+    return "%.3g /s" % x
+
+
+def fmt_pct(part, whole):
+    if not whole:
+        return "-"
+    p = 100.0 * part / whole
+    # Small shares matter here (out-of-credit denials): more digits.
+    return ("%.3g%%" if p < 10 else "%.1f%%") % p
+
+
+def fmt_per_1000(x):
+    if x is None:
+        return "-"
+    if x >= 100:
+        return "%.0f" % x
+    return "%.3g" % x
+
+
+def fmt_cores(x):
+    return "-" if x is None else "%.2f" % x
+
+
+def load(path):
+    machine, rows, bad = None, [], 0
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                o = json.loads(line)
+            except ValueError:
+                bad += 1
+                continue
+            if o.get("suite") != "redis_tier":
+                bad += 1
+            elif o.get("record") == "machine":
+                machine = o
+            else:
+                rows.append(o)
+    return machine, rows, bad
+
+
+def case_key(r):
+    return (r.get("mode"), r.get("algo"), r.get("keys"), r.get("procs"))
+
+
+def case_label(r):
+    keys = r.get("keys")
+    what = "1 hot key" if keys == 1 else "{:,} keys".format(keys)
+    # The mode has its own column; the cross-host options (failure
+    # policy, key prefix) are the same for every case and said in the text.
+    return [r.get("mode"), "`%s`" % r.get("policy", "").split(";")[0], what,
+            str(r.get("procs"))]
+
+
+def md_table(header, rows):
+    out = ["| " + " | ".join(header) + " |",
+           "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def machine_line(m):
+    if not m:
+        return "Machine: not recorded."
+    redis = m.get("redis_server", "")
+    # "Redis server v=7.0.15 sha=..." -> "7.0.15"
+    ver = next((w[2:] for w in redis.split() if w.startswith("v=")), "")
+    load = m.get("load_avg_1m")
+    return ("Machine: %s, %d vCPU, %s, Linux %s; redis-server %s; %s%s." % (
+        m.get("cpu_model") or "unknown CPU", m.get("cpus", 0),
+        m.get("os") or "unknown OS", m.get("kernel", "?"), ver or "?",
+        m.get("date", "?"),
+        ", load average %.1f at the start" % load if load is not None
+        else ""))
+
+
+def section(machine, rows, bad):
+    out = [BEGIN, "## Redis tier: strict and lease modes", "",
+           "Written by `bench/procs/report_redis_tier.py` from"
+           " `redis_tier.jsonl` (tkshm_bench_redis_tier,"
+           " [bench/procs/README.md](../procs/README.md)); `bench/run.sh`"
+           " makes both.", "", machine_line(machine), ""]
+    if machine is None and not rows:
+        out += ["not measured (no redis_tier.jsonl)", END]
+        return "\n".join(out)
+    if machine:
+        out += ["Each phase %.1f s; worker processes check a key set with"
+                " `tkshm_check()` as fast as they can; every case has its"
+                " own table and its own redis-server on 127.0.0.1%s." % (
+                    machine.get("seconds", 0),
+                    " (a --quick run: figures are a smoke, not a"
+                    " measurement)" if machine.get("quick") else ""), ""]
+    if bad:
+        out += ["(%d unreadable lines ignored)" % bad, ""]
+
+    healthy = [r for r in rows if r.get("phase") == "healthy"]
+    down = {case_key(r): r for r in rows if r.get("phase") == "redis_down"}
+    skipped = [r for r in rows if r.get("skipped")]
+
+    t = []
+    for r in healthy:
+        d = r.get("decisions", 0)
+        cpu = "%s / %s / %s" % (fmt_cores(r.get("cpu_cores")),
+                                fmt_cores(r.get("redis_cpu_cores")),
+                                fmt_cores(r.get("agent_cpu_cores")))
+        t.append(case_label(r) + [
+            fmt_rate(r.get("per_worker_per_sec")),
+            fmt_pct(r.get("allowed", 0), d),
+            fmt_ns(r.get("p50_ns")), fmt_ns(r.get("p99_ns")),
+            fmt_ns(r.get("p999_ns")),
+            fmt_per_1000(r.get("redis_calls_per_1000")),
+            fmt_per_1000(r.get("round_trips_per_1000")),
+            fmt_ns(down[case_key(r)].get("p99_ns"))
+            if case_key(r) in down else "-",
+            cpu])
+    out += ["### Redis healthy", "",
+            "`decisions/s per worker`: each worker's rate (the machine has"
+            " the cores the line above says; redis-server and the agent"
+            " share them).  Strict and lease tables run with"
+            " `failure=safe-share` (the default) and their own key prefix."
+            "  `Redis calls`: scripts sent to Redis (by the"
+            " workers in strict mode, by the agent in lease mode: leases"
+            " and host registrations).  `round trips`: the agent's"
+            " pipelined exchanges (`tkshm_stats` global.lease_round_trips)."
+            "  Both per 1,000 decisions: the lease table's allowed + denied;"
+            " for strict, the workers' own count (a strict table's counters"
+            " also count the negative cache's inserts of keys it stores a"
+            " reply for)."
+            "  `p99 down`: the same workers after redis-server was killed"
+            " (next table).  CPU: cores used by the workers /"
+            " redis-server / the agent.", ""]
+    out += [md_table(["mode", "policy", "keys", "workers",
+                      "decisions/s per worker", "admitted", "p50", "p99",
+                      "p99.9", "Redis calls / 1,000 decisions",
+                      "round trips / 1,000 decisions", "p99 down",
+                      "CPU"], t) if t else "not measured", ""]
+
+    t = []
+    for r in healthy:
+        k = case_key(r)
+        if k not in down:
+            continue
+        x = down[k]
+        d = x.get("decisions", 0)
+        ratio = (x["p99_ns"] / r["p99_ns"]
+                 if r.get("p99_ns") and x.get("p99_ns") else None)
+        t.append(case_label(x) + [
+            fmt_rate(x.get("per_worker_per_sec")),
+            fmt_pct(x.get("allowed", 0), d),
+            fmt_pct(x.get("fallback", 0), d),
+            fmt_ns(x.get("p50_ns")), fmt_ns(x.get("p99_ns")),
+            fmt_ns(x.get("p999_ns")), fmt_ns(x.get("max_ns")),
+            "-" if ratio is None else ("%.2fx" if ratio >= 0.1
+                                       else "%.2gx") % ratio])
+    out += ["### Redis down", "",
+            "Timed from the moment redis-server is killed (SIGKILL), the"
+            " workers still running: lease tables spend the credit they"
+            " hold, then the failure policy (safe-share: limit / hosts,"
+            " here one host) decides; strict tables' circuit breaker opens"
+            " after the first failed calls and the failure policy decides"
+            " locally.  `by failure policy`: decisions flagged"
+            " TKSHM_DECISION_FALLBACK.", ""]
+    out += [md_table(["mode", "policy", "keys", "workers",
+                      "decisions/s per worker", "admitted",
+                      "by failure policy", "p50", "p99", "p99.9", "max",
+                      "p99 down / healthy"], t) if t else "not measured",
+            ""]
+    if skipped:
+        out += ["Skipped:", ""]
+        out += ["- %s %s, %s workers: %s" % (r.get("mode"), r.get("policy"),
+                                             r.get("procs"), r["skipped"])
+                for r in skipped]
+        out.append("")
+    out.append(END)
+    return "\n".join(out)
+
+
+def place(text, sec):
+    i, j = text.find(BEGIN), text.find(END)
+    if i >= 0 and j > i:
+        return text[:i] + sec + text[j + len(END):]
+    k = text.find("\n## Plots")
+    if k >= 0:
+        return text[:k + 1] + sec + "\n\n" + text[k + 1:]
+    return text.rstrip("\n") + "\n\n" + sec + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--results", default=os.path.join(HERE, "..", "results"),
+                    help="directory of redis_tier.jsonl and RESULTS.md "
+                         "(default bench/results)")
+    a = ap.parse_args()
+    src = os.path.join(a.results, "redis_tier.jsonl")
+    md = os.path.join(a.results, "RESULTS.md")
+    machine, rows, bad = (load(src) if os.path.exists(src)
+                          else (None, [], 0))
+    sec = section(machine, rows, bad)
+    text = ""
+    if os.path.exists(md):
+        with open(md) as f:
+            text = f.read()
+    with open(md, "w") as f:
+        f.write(place(text, sec))
+    print(sec)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -74,18 +74,50 @@ setup(void **state)
 	return 0;
 }
 
+/* Whether child `pid` runs tkshm-syncd. */
+static bool
+is_syncd(long pid)
+{
+	char path[64], comm[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+	if (!(f = fopen(path, "r")))
+		return false;
+	if (!fgets(comm, sizeof comm, f))
+		comm[0] = '\0';
+	fclose(f);
+	return strcmp(comm, "tkshm-syncd\n") == 0;
+}
+
 /* After each test: the daemons it started and left running (a failed
- * test) are killed, so that the next test finds its tables unserved. */
+ * test) are killed, so that the next test finds its tables unserved and
+ * none outlives the test.  Those it knew, then any other child running
+ * tkshm-syncd (a daemon whose pid a failed test never learned: orphans
+ * are ours, as a subreaper).  Only children not reaped yet are killed:
+ * their pids cannot have been reused. */
 static int
 kill_daemons(void **state)
 {
+	char path[64];
+	long pid;
+	FILE *f;
+
 	(void)state;
-	/* Only a child not reaped yet: its pid cannot have been reused. */
 	for (size_t i = 0; i < ndaemons; i++)
 		if (waitpid(daemons[i], NULL, WNOHANG) == 0 &&
 		    kill(daemons[i], SIGKILL) == 0)
 			waitpid(daemons[i], NULL, 0);
 	ndaemons = 0;
+	snprintf(path, sizeof path, "/proc/self/task/%ld/children",
+		 (long)getpid());
+	if (!(f = fopen(path, "r")))
+		return 0;
+	while (fscanf(f, "%ld", &pid) == 1)
+		if (is_syncd(pid) && waitpid((pid_t)pid, NULL, WNOHANG) == 0 &&
+		    kill((pid_t)pid, SIGKILL) == 0)
+			waitpid((pid_t)pid, NULL, 0);
+	fclose(f);
 	return 0;
 }
 

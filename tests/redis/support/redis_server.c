@@ -200,6 +200,9 @@ spawn(struct tkt_redis *r)
 		signal(SIGPIPE, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
+		/* Nor may it keep the test's other descriptors: a pipe to a
+		 * child the test waits on would never reach EOF. */
+		close_range(3, ~0U, 0);
 		out = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		if (out >= 0) {
 			dup2(out, STDOUT_FILENO);

@@ -9,6 +9,9 @@
  * local: DEBUG SLEEP makes a slow server).  The server gets SIGKILL when
  * the thread that started it exits (PR_SET_PDEATHSIG), so a test that
  * crashes leaves no server behind: start servers from the main thread.
+ * The server inherits none of the test's descriptors (its output goes
+ * to redis.log in its directory), so a restart in the middle of a test
+ * never holds a pipe of the test's open.
  * The directory names its test process (a file `owner`); a start removes
  * the directories of test processes that no longer exist (killed by a
  * ctest timeout before their teardown).

@@ -13,7 +13,10 @@
  * Leases of one table are pipelined in batches; a round waits for its
  * replies, so a key never has two leases outstanding (TK-R01).
  */
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +41,8 @@ struct tk_track {
 	double asked;  /* its `asked` at the last scan */
 	double at;     /* when (epoch ms) */
 	double rate;   /* units per ms */
+	double next_ask; /* epoch ms before which Redis has nothing to
+			    grant (its last answer was 0 units) */
 };
 
 struct tk_atable {
@@ -49,7 +54,7 @@ struct tk_atable {
 
 /* One lease to ask for in a batch. */
 struct tk_ask {
-	uint64_t fp;
+	uint64_t fp, index;
 	size_t klen, rlen;
 	unsigned char key[TKSHM_LEASE_KEY_MAX];
 	char rkey[TK_AGENT_KEY_MAX];
@@ -159,6 +164,29 @@ tk_agent_publish(struct tk_agent *a, tkshm_table *t, bool attached)
 			      memory_order_release);
 }
 
+/* The pid of another live agent serving `t` (heartbeat fresh, process
+ * alive), or 0.  The pid comes from shared memory: only 1..INT32_MAX is
+ * ever passed to kill(), which would signal a group for 0 or less. */
+static int
+tk_agent_other(const tkshm_table *t)
+{
+	struct tk_global_shm *g = t->global;
+	/* Acquire: pairs with the agent's release of its beat. */
+	double beat = tk_word_f64(
+		atomic_load_explicit(&g->agent_beat, memory_order_acquire));
+	/* Relaxed: ordered after the beat's acquire. */
+	uint64_t pid = atomic_load_explicit(&g->agent_pid,
+					    memory_order_relaxed);
+
+	if (pid == 0 || pid > INT32_MAX || (pid_t)pid == getpid())
+		return 0;
+	if (!(tk_mono_ms() - beat <= TK_AGENT_STALE_MS))
+		return 0; /* gone quiet: a crashed agent's leftover */
+	if (kill((pid_t)pid, 0) != 0 && errno != EPERM)
+		return 0;
+	return (int)pid;
+}
+
 int
 tk_agent_add_table(struct tk_agent *a, const char *path, char *err,
 		   size_t err_len)
@@ -192,6 +220,13 @@ tk_agent_add_table(struct tk_agent *a, const char *path, char *err,
 		tkshm_close(t);
 		return TKSHM_ENOTSUP;
 	}
+	rc = tk_agent_other(t);
+	if (rc > 0) {
+		/* Two agents would each lease for the same workers. */
+		TK_ERR("%s: served by another agent (pid %d)", path, rc);
+		tkshm_close(t);
+		return TKSHM_EBUSY;
+	}
 	at = &a->tables[a->ntables];
 	memset(at, 0, sizeof *at);
 	at->t = t;
@@ -223,6 +258,7 @@ tk_track_rate(struct tk_atable *at, uint64_t index, uint64_t fp,
 		k->asked = asked;
 		k->at = now;
 		k->rate = 0;
+		k->next_ask = 0;
 		*fresh = asked > 0;
 		return 0;
 	}
@@ -341,8 +377,20 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n,
 			goto next;
 		units = y->element[0]->integer;
 		rnow = y->element[1]->integer;
-		if (units < 1)
+		if (units < 1) {
+			/* Nothing left: ask again when Redis can have some
+			 * (the window's end; one emission interval). */
+			struct tk_track *k = &at->track[a->asks[i].index];
+			double wait = t->policy.u.gcra.period_ms /
+				      t->policy.u.gcra.limit;
+
+			if (!gcra && y->element[2]->type ==
+					     REDIS_REPLY_INTEGER)
+				wait = (double)(y->element[2]->integer - rnow);
+			if (k->fp == a->asks[i].fp)
+				k->next_ask = sent + (wait > 0 ? wait : 0);
 			goto next;
+		}
 		g.units = (double)units;
 		if (gcra) {
 			g.expiry = sent + t->policy.global.lease_ms;
@@ -443,7 +491,8 @@ tk_agent_table(struct tk_agent *a, struct tk_atable *at, double now,
 		low = rate * lead;
 		if (low < 1)
 			low = 1;
-		if (credits > low || (!fresh && rate <= 0))
+		if (credits > low || (!fresh && rate <= 0) ||
+		    now < at->track[index].next_ask)
 			continue;
 		want = ceil(rate * a->conf.horizon_ms);
 		if (want < 1)
@@ -453,6 +502,7 @@ tk_agent_table(struct tk_agent *a, struct tk_atable *at, double now,
 		if (!tk_keyrec_read(t, index, fp, q->key, &q->klen))
 			continue; /* a record torn by a racing insert */
 		q->fp = fp;
+		q->index = index;
 		q->rlen = tk_redis_key_of(t, q->key, q->klen, q->rkey,
 					  sizeof q->rkey);
 		if (!q->rlen)

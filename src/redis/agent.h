@@ -62,8 +62,9 @@ int tk_agent_new(const struct tk_agent_conf *c, struct tk_agent **out,
 		 char *err, size_t err_len);
 
 /* Attaches the lease table at `path` (it must exist).  TKSHM_OK, the
- * errors of tkshm_open, or TKSHM_ENOTSUP when the table is not in lease
- * mode (named in err). */
+ * errors of tkshm_open, TKSHM_ENOTSUP when the table is not in lease
+ * mode, or TKSHM_EBUSY when another live agent serves it (named in
+ * err). */
 int tk_agent_add_table(struct tk_agent *a, const char *path, char *err,
 		       size_t err_len);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "hosts_sim.h"
+#include "redis/agent.h"
 #include "redis_server.h"
 #include "test_support.h"
 #include "tkshm.h"
@@ -280,6 +281,34 @@ test_refused_at_start(void **state)
 	sim_free(s);
 }
 
+/* One table, one agent: a second agent is refused while the first
+ * serves it. */
+static void
+test_one_agent_per_table(void **state)
+{
+	struct sim *s = sim_new();
+	struct sim_host h;
+	struct tk_agent_conf c;
+	struct tk_agent *a;
+	char err[256] = "";
+
+	(void)state;
+	memset(&h, 0, sizeof h);
+	sim_table(&h, 0, "gcra:limit=100,periodMs=1000;mode=lease,prefix=lf6");
+	sim_agent(s, &h, 0, srv.port);
+	usleep(200000);
+	tk_agent_conf_init(&c);
+	c.redis.port = srv.port;
+	assert_rc(tk_agent_new(&c, &a, err, sizeof err), TKSHM_OK);
+	assert_rc(tk_agent_add_table(a, h.path, err, sizeof err), TKSHM_EBUSY);
+	tkt_expect_contains(err, "served by another agent", "refusal");
+	sim_stop(s, &h, 1);
+	/* Once it has stopped, the table can be served again. */
+	assert_rc(tk_agent_add_table(a, h.path, err, sizeof err), TKSHM_OK);
+	tk_agent_free(a);
+	sim_free(s);
+}
+
 int
 main(void)
 {
@@ -289,6 +318,7 @@ main(void)
 		cmocka_unit_test(test_fail_open),
 		cmocka_unit_test(test_pause_and_flush),
 		cmocka_unit_test(test_refused_at_start),
+		cmocka_unit_test(test_one_agent_per_table),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

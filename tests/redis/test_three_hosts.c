@@ -65,6 +65,32 @@ run(const char *spec, bool agents, int strict_port, double seconds,
 	return sim_stamps(s, n);
 }
 
+/* A healthy run: no Redis error on any host. */
+static void
+expect_no_errors(const char *spec)
+{
+	(void)spec;
+	for (int h = 0; h < SIM_HOSTS; h++) {
+		char name[64];
+		tkshm_options o = TKSHM_OPTIONS_INIT;
+		tkshm_table *t;
+		tkshm_stats st;
+
+		snprintf(name, sizeof name, "host%d.tk", h);
+		o.flags = TKSHM_O_RDONLY;
+		assert_rc(tkshm_open(tkt_path(name), &o, &t), TKSHM_OK);
+		assert_rc(tkshm_stats_get(t, &st), TKSHM_OK);
+		printf("host %d: %llu Redis calls, %llu errors, %llu round "
+		       "trips, %llu leases\n",
+		       h, (unsigned long long)st.global.redis_calls,
+		       (unsigned long long)st.global.redis_errors,
+		       (unsigned long long)st.global.lease_round_trips,
+		       (unsigned long long)st.global.leases);
+		assert_int_equal(st.global.redis_errors, 0);
+		tkshm_close(t);
+	}
+}
+
 static void
 report(const char *what, const struct sim *s)
 {
@@ -104,6 +130,7 @@ test_lease_fixed_window(void **state)
 	/* The leases flowed: most of the limit was used while host 0
 	 * wanted far more. */
 	assert_true((double)total >= 0.6 * limit * (double)nw);
+	expect_no_errors("lease fixedWindow");
 	/* Wire-shared: the Redis counter ThrottleKit reads is within it. */
 	assert_true(tkt_redis_int(&srv, "HGET", "th1:api", "c", NULL) <=
 		    (long long)limit);

@@ -369,7 +369,7 @@ test_kill_restart_recovers(void **state)
 		assert_rc(tkshm_check(t, "a", 1, 1, &d), TKSHM_OK);
 	assert_rc(tkshm_stats_get(t, &st), TKSHM_OK);
 	assert_true(st.global.redis_calls - calls <= 1);
-	tkt_redis_restart(&srv); /* empty script cache: NOSCRIPT path */
+	tkt_redis_restart(&srv); /* a new connection loads the scripts */
 	t0 = tkt_seconds();
 	do {
 		usleep(20000);

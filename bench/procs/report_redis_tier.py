@@ -95,6 +95,20 @@ def case_label(r):
             str(r.get("procs"))]
 
 
+def suspect(r, cpus):
+    """True when workers that never wait got well under the cores left
+    to them (the vCPUs less what redis-server and the agent used, one per
+    worker at most): other work took the machine and the row's figures
+    are doubtful.  A strict key set's workers wait on Redis by design."""
+    if r.get("mode") == "strict" and r.get("keys", 0) > 1 and \
+            r.get("phase") == "healthy":
+        return False
+    procs = r.get("procs", 1)
+    left = (cpus or procs) - (r.get("redis_cpu_cores") or 0) - \
+        (r.get("agent_cpu_cores") or 0)
+    return r.get("cpu_cores", 0) < 0.8 * min(procs, left)
+
+
 def md_table(header, rows):
     out = ["| " + " | ".join(header) + " |",
            "|" + "---|" * len(header)]
@@ -136,6 +150,16 @@ def section(machine, rows, bad):
     if bad:
         out += ["(%d unreadable lines ignored)" % bad, ""]
 
+    cpus = (machine or {}).get("cpus", 0)
+    marks = [0]
+
+    def rate(r):
+        cell = fmt_rate(r.get("per_worker_per_sec"))
+        if suspect(r, cpus):
+            marks[0] += 1
+            cell += " ¹"
+        return cell
+
     healthy = [r for r in rows if r.get("phase") == "healthy"]
     down = {case_key(r): r for r in rows if r.get("phase") == "redis_down"}
     skipped = [r for r in rows if r.get("skipped")]
@@ -147,7 +171,7 @@ def section(machine, rows, bad):
                                 fmt_cores(r.get("redis_cpu_cores")),
                                 fmt_cores(r.get("agent_cpu_cores")))
         t.append(case_label(r) + [
-            fmt_rate(r.get("per_worker_per_sec")),
+            rate(r),
             fmt_pct(r.get("allowed", 0), d),
             fmt_ns(r.get("p50_ns")), fmt_ns(r.get("p99_ns")),
             fmt_ns(r.get("p999_ns")),
@@ -188,13 +212,15 @@ def section(machine, rows, bad):
         ratio = (x["p99_ns"] / r["p99_ns"]
                  if r.get("p99_ns") and x.get("p99_ns") else None)
         t.append(case_label(x) + [
-            fmt_rate(x.get("per_worker_per_sec")),
+            rate(x),
             fmt_pct(x.get("allowed", 0), d),
             fmt_pct(x.get("fallback", 0), d),
             fmt_ns(x.get("p50_ns")), fmt_ns(x.get("p99_ns")),
             fmt_ns(x.get("p999_ns")), fmt_ns(x.get("max_ns")),
             "-" if ratio is None else ("%.2fx" if ratio >= 0.1
-                                       else "%.2gx") % ratio])
+                                       else "%.2gx") % ratio,
+            "%s / %s" % (fmt_cores(x.get("cpu_cores")),
+                         fmt_cores(x.get("agent_cpu_cores")))])
     out += ["### Redis down", "",
             "Timed from the moment redis-server is killed (SIGKILL), the"
             " workers still running: lease tables spend the credit they"
@@ -202,12 +228,18 @@ def section(machine, rows, bad):
             " here one host) decides; strict tables' circuit breaker opens"
             " after the first failed calls and the failure policy decides"
             " locally.  `by failure policy`: decisions flagged"
-            " TKSHM_DECISION_FALLBACK.", ""]
-    out += [md_table(["mode", "policy", "keys", "workers",
-                      "decisions/s per worker", "admitted",
-                      "by failure policy", "p50", "p99", "p99.9", "max",
-                      "p99 down / healthy"], t) if t else "not measured",
-            ""]
+            " TKSHM_DECISION_FALLBACK.  CPU: cores used by the workers /"
+            " the agent.", ""]
+    header = ["mode", "policy", "keys", "workers", "decisions/s per worker",
+              "admitted", "by failure policy", "p50", "p99", "p99.9", "max",
+              "p99 down / healthy", "CPU"]
+    out += [md_table(header, t) if t else "not measured", ""]
+    if marks[0]:
+        out += ["¹ The workers got less than 80% of the cores left to them"
+                " while timed (`cpu_cores` against the vCPUs less what"
+                " redis-server and the agent used, one per worker at most):"
+                " other work took the machine, so the row's figures are"
+                " doubtful.", ""]
     if skipped:
         out += ["Skipped:", ""]
         out += ["- %s %s, %s workers: %s" % (r.get("mode"), r.get("policy"),

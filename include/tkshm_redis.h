@@ -34,13 +34,13 @@ typedef struct tkshm_redis tkshm_redis;
 /** Options for tkshm_redis_open().  Initialise with
  *  TKSHM_REDIS_OPTIONS_INIT. */
 typedef struct tkshm_redis_options {
-	size_t size;		 /**< sizeof(tkshm_redis_options) */
-	const char *host;	 /**< NULL: "127.0.0.1" */
-	int port;		 /**< 0: 6379 */
-	const char *unix_path;	 /**< a unix socket instead of host:port */
-	const char *username;	 /**< ACL user (with password), or NULL */
-	const char *password;	 /**< AUTH password, or NULL */
-	int db;			 /**< SELECT this database when not 0 */
+	size_t size;		   /**< sizeof(tkshm_redis_options) */
+	const char *host;	   /**< NULL: "127.0.0.1" */
+	int port;		   /**< 0: 6379 */
+	const char *unix_path;	   /**< a unix socket instead of host:port */
+	const char *username;	   /**< ACL user (with password), or NULL */
+	const char *password;	   /**< AUTH password, or NULL */
+	int db;			   /**< SELECT this database when not 0 */
 	double connect_timeout_ms; /**< 0: 200 */
 	/** Longest wait for one reply; 0: 100.  A command that times out
 	 *  is never resent (it may have run): the check gets the failure
@@ -60,10 +60,10 @@ typedef struct tkshm_redis_options {
 	bool server_time;
 } tkshm_redis_options;
 
-#define TKSHM_REDIS_OPTIONS_INIT                                          \
-	{                                                                 \
+#define TKSHM_REDIS_OPTIONS_INIT                                              \
+	{                                                                     \
 		sizeof(tkshm_redis_options), NULL, 0, NULL, NULL, NULL, 0, 0, \
-			0, 0, 0, true                                     \
+			0, 0, 0, true                                         \
 	}
 
 /** Makes a connection handle.  It connects on first use, in the process

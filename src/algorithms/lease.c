@@ -84,8 +84,8 @@ tk_lease_decision(const struct tk_lease *l, const uint64_t *st, double now,
 	d->allowed = allowed;
 	d->limit = (int64_t)l->capacity;
 	d->remaining = rem > 0 ? (int64_t)tk_floor(rem) : 0;
-	d->reset_at = (int64_t)tk_ceil(allowed ? tk_lease_expiry(st, now)
-					       : now + retry_ms);
+	d->reset_at = (int64_t)tk_ceil(allowed ? tk_lease_expiry(st, now) :
+						 now + retry_ms);
 	d->retry_after_ms = allowed ? 0 : (int64_t)tk_ceil(retry_ms);
 }
 
@@ -238,7 +238,8 @@ tk_lease_debt(const struct tk_lease *l, const uint64_t *st, double now)
 
 	if (l->base == TKSHM_KIND_GCRA)
 		return fb[0] == 0 ? 0.0 : tk_gcra_debt(fb[0], now);
-	return fb[1] == 0 ? 0.0 : tk_fixed_window_debt(&l->fixed_window, fb, now);
+	return fb[1] == 0 ? 0.0 :
+			    tk_fixed_window_debt(&l->fixed_window, fb, now);
 }
 
 bool
@@ -254,6 +255,6 @@ tk_lease_state_valid(const struct tk_lease *l, const uint64_t *st)
 	}
 	if (l->base == TKSHM_KIND_GCRA)
 		return fb[1] == 0 && (fb[0] == 0 || tk_gcra_state_valid(fb[0]));
-	return fb[1] == 0 ? fb[0] == 0
-			  : tk_fixed_window_state_valid(&l->fixed_window, fb);
+	return fb[1] == 0 ? fb[0] == 0 :
+			    tk_fixed_window_state_valid(&l->fixed_window, fb);
 }

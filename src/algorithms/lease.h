@@ -118,8 +118,7 @@ void tk_lease_apply(const struct tk_lease *l, bool present, const uint64_t *st,
 /* Live credits at `now` (both lots). */
 double tk_lease_credits(const uint64_t *st, double now);
 
-bool tk_lease_is_idle(const struct tk_lease *l, const uint64_t *st,
-		      double now);
+bool tk_lease_is_idle(const struct tk_lease *l, const uint64_t *st, double now);
 /* What eviction ranks by: the safe share's debt (credits are not debt). */
 double tk_lease_debt(const struct tk_lease *l, const uint64_t *st, double now);
 bool tk_lease_state_valid(const struct tk_lease *l, const uint64_t *st);

@@ -140,8 +140,7 @@ tk_parse_num(const char *s, size_t n, double *v)
 	buf[n] = '\0';
 	/* Decimal only, as the kind's options: no hex, inf or nan. */
 	for (size_t i = 0; i < n; i++)
-		if (!isdigit((unsigned char)buf[i]) &&
-		    !strchr("+-.eE", buf[i]))
+		if (!isdigit((unsigned char)buf[i]) && !strchr("+-.eE", buf[i]))
 			return false;
 	*v = strtod(buf, &end);
 	return *end == '\0' && isfinite(*v);

@@ -16,8 +16,8 @@ tk_lease_env_of(const struct tkshm_table *t, struct tk_lease_env *env)
 	double beat = tk_word_f64(
 		atomic_load_explicit(&g->agent_beat, memory_order_acquire));
 	/* Relaxed (the three below): ordered after the beat's acquire. */
-	uint64_t pid = atomic_load_explicit(&g->agent_pid,
-					    memory_order_relaxed);
+	uint64_t pid =
+		atomic_load_explicit(&g->agent_pid, memory_order_relaxed);
 	uint64_t up = atomic_load_explicit(&g->redis_up, memory_order_relaxed);
 	uint64_t hosts = atomic_load_explicit(&g->hosts, memory_order_relaxed);
 	double poll = tk_word_f64(
@@ -28,8 +28,8 @@ tk_lease_env_of(const struct tkshm_table *t, struct tk_lease_env *env)
 	 * workers fall back or wait, never index or divide by zero. */
 	env->redis_down = pid == 0 || up != 1 || !(age <= TK_AGENT_STALE_MS);
 	env->failure = t->policy.global.failure;
-	env->hosts = hosts >= 1 && hosts <= 1000000 ? (double)hosts
-						    : t->policy.global.hosts;
+	env->hosts = hosts >= 1 && hosts <= 1000000 ? (double)hosts :
+						      t->policy.global.hosts;
 	env->retry_ms = poll >= 1 && poll <= 1000 ? poll : 1;
 }
 
@@ -58,8 +58,8 @@ tk_spend_step(void *ctx, const struct tkshm_table *t, uint64_t index,
 }
 
 int
-tk_lease_check(struct tkshm_table *t, const void *key, size_t len,
-	       double cost, double now, tkshm_decision *out)
+tk_lease_check(struct tkshm_table *t, const void *key, size_t len, double cost,
+	       double now, tkshm_decision *out)
 {
 	struct tk_lease_env env;
 	struct tk_spend_ctx c = { &env, now, cost, { 0 }, 0, 0 };
@@ -85,8 +85,9 @@ tk_lease_check(struct tkshm_table *t, const void *key, size_t len,
 		tk_gcount(g, TK_G_NO_LEASE, 1);
 		break;
 	default: /* the failure policy decided */
-		tk_gcount(g, c.d.allowed ? TK_G_FALLBACK_ALLOWED
-					 : TK_G_FALLBACK_DENIED,
+		tk_gcount(g,
+			  c.d.allowed ? TK_G_FALLBACK_ALLOWED :
+					TK_G_FALLBACK_DENIED,
 			  1);
 		break;
 	}
@@ -113,8 +114,8 @@ tk_grant_step(void *ctx, const struct tkshm_table *t, uint64_t index,
 }
 
 int
-tk_lease_grant(struct tkshm_table *t, const void *key, size_t len,
-	       double now, const struct tk_lease_grant *g)
+tk_lease_grant(struct tkshm_table *t, const void *key, size_t len, double now,
+	       const struct tk_lease_grant *g)
 {
 	struct tk_grant_ctx c = { g, now };
 	struct tk_wide_op op = { tk_grant_step, &c };

@@ -18,8 +18,7 @@
 #define TK_AGENT_STALE_MS 1000.0
 
 /* The environment a check without credit is decided in. */
-void tk_lease_env_of(const struct tkshm_table *t,
-		     struct tk_lease_env *env);
+void tk_lease_env_of(const struct tkshm_table *t, struct tk_lease_env *env);
 
 /* A check of a lease table (arguments validated by the caller). */
 int tk_lease_check(struct tkshm_table *t, const void *key, size_t len,

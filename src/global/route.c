@@ -5,8 +5,8 @@
 #include "global/route.h"
 
 int
-tk_global_check(struct tkshm_table *t, const void *key, size_t len,
-		double cost, double now, tkshm_decision *out)
+tk_global_check(struct tkshm_table *t, const void *key, size_t len, double cost,
+		double now, tkshm_decision *out)
 {
 	if (t->readonly)
 		return TKSHM_EREADONLY;

@@ -37,10 +37,10 @@
 
 /* What the agent remembers of the key in one slot. */
 struct tk_track {
-	uint64_t fp;   /* the key it was measured for; 0: none */
-	double asked;  /* its `asked` at the last scan */
-	double at;     /* when (epoch ms) */
-	double rate;   /* units per ms */
+	uint64_t fp;	 /* the key it was measured for; 0: none */
+	double asked;	 /* its `asked` at the last scan */
+	double at;	 /* when (epoch ms) */
+	double rate;	 /* units per ms */
 	double next_ask; /* epoch ms before which Redis has nothing to
 			    grant (its last answer was 0 units) */
 };
@@ -151,8 +151,7 @@ tk_agent_publish(struct tk_agent *a, tkshm_table *t, bool attached)
 	struct tk_global_shm *g = t->global;
 
 	/* Relaxed (three stores): published by the beat's release. */
-	atomic_store_explicit(&g->agent_pid,
-			      attached ? (uint64_t)getpid() : 0,
+	atomic_store_explicit(&g->agent_pid, attached ? (uint64_t)getpid() : 0,
 			      memory_order_relaxed);
 	atomic_store_explicit(&g->poll_ms, tk_f64_word(a->conf.poll_ms),
 			      memory_order_relaxed);
@@ -175,8 +174,8 @@ tk_agent_other(const tkshm_table *t)
 	double beat = tk_word_f64(
 		atomic_load_explicit(&g->agent_beat, memory_order_acquire));
 	/* Relaxed: ordered after the beat's acquire. */
-	uint64_t pid = atomic_load_explicit(&g->agent_pid,
-					    memory_order_relaxed);
+	uint64_t pid =
+		atomic_load_explicit(&g->agent_pid, memory_order_relaxed);
 
 	if (pid == 0 || pid > INT32_MAX || (pid_t)pid == getpid())
 		return 0;
@@ -278,8 +277,8 @@ static double
 tk_table_hosts(const tkshm_table *t)
 {
 	/* Relaxed: a hint read on its own. */
-	uint64_t h = atomic_load_explicit(&t->global->hosts,
-					  memory_order_relaxed);
+	uint64_t h =
+		atomic_load_explicit(&t->global->hosts, memory_order_relaxed);
 
 	return h >= 1 && h <= 1000000 ? (double)h : t->policy.global.hosts;
 }
@@ -321,8 +320,8 @@ tk_agent_probe_ms(const struct tk_agent *a)
 /* Sends a batch of leases and writes what was granted.  `sent` is the
  * epoch ms read just before sending: every expiry is measured from it. */
 static void
-tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n,
-	      double now, struct tk_agent_round *r)
+tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n, double now,
+	      struct tk_agent_round *r)
 {
 	tkshm_table *t = at->t;
 	bool gcra = t->policy.kind == TKSHM_KIND_GCRA;
@@ -343,10 +342,9 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n,
 		return;
 	}
 	tk_conn_stats_get(a->conn, &before);
-	rc = tk_conn_eval_many(a->conn,
-			       gcra ? TK_SCRIPT_LEASE_GCRA
-				    : TK_SCRIPT_LEASE_WINDOW,
-			       n, keys, args, replies);
+	rc = tk_conn_eval_many(
+		a->conn, gcra ? TK_SCRIPT_LEASE_GCRA : TK_SCRIPT_LEASE_WINDOW,
+		n, keys, args, replies);
 	tk_conn_stats_get(a->conn, &after);
 	mono = tk_mono_ms();
 	r->leases_asked += n;
@@ -384,8 +382,7 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n,
 			double wait = t->policy.u.gcra.period_ms /
 				      t->policy.u.gcra.limit;
 
-			if (!gcra && y->element[2]->type ==
-					     REDIS_REPLY_INTEGER)
+			if (!gcra && y->element[2]->type == REDIS_REPLY_INTEGER)
 				wait = (double)(y->element[2]->integer - rnow);
 			if (k->fp == a->asks[i].fp)
 				k->next_ask = sent + (wait > 0 ? wait : 0);
@@ -401,16 +398,15 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n,
 			 * 1 ms later, so 1 ms less is left. */
 			if (y->element[2]->type != REDIS_REPLY_INTEGER)
 				goto next;
-			g.expiry = sent + (double)(y->element[2]->integer -
-						   rnow) -
-				   1;
+			g.expiry = sent +
+				   (double)(y->element[2]->integer - rnow) - 1;
 		}
 		if (tk_lease_grant(t, a->asks[i].key, a->asks[i].klen, now,
 				   &g) == TKSHM_OK) {
 			r->leases_granted++;
 			r->units_granted += (uint64_t)units;
 		}
-	next:
+next:
 		if (replies[i])
 			freeReplyObject(replies[i]);
 	}
@@ -491,7 +487,9 @@ tk_agent_table(struct tk_agent *a, struct tk_atable *at, double now,
 		low = rate * lead;
 		if (low < 1)
 			low = 1;
-		if (credits > low || (!fresh && rate <= 0) ||
+		/* Rates are kept up while Redis is down, but nothing is
+		 * asked for: the round's probe finds it back first. */
+		if (!a->redis_up || credits > low || (!fresh && rate <= 0) ||
 		    now < at->track[index].next_ask)
 			continue;
 		want = ceil(rate * a->conf.horizon_ms);
@@ -529,8 +527,8 @@ tk_agent_round(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 	/* Down (or never reached): probe when the breaker lets us, so that
 	 * recovery is seen even when no key needs a lease.  Up: Redis
 	 * stays as last seen until a lease or a heartbeat fails. */
-	if (!a->redis_up && tk_breaker_allow(&a->breaker, tk_mono_ms(),
-					     tk_agent_probe_ms(a))) {
+	if (!a->redis_up &&
+	    tk_breaker_allow(&a->breaker, tk_mono_ms(), tk_agent_probe_ms(a))) {
 		if (tk_conn_ready(a->conn) == TKSHM_OK) {
 			tk_breaker_success(&a->breaker);
 			a->redis_up = true;

@@ -30,14 +30,14 @@
 
 struct tk_agent_conf {
 	struct tk_redis_conf redis;
-	double poll_ms;	     /* between rounds (default 1) */
-	double horizon_ms;   /* a lease covers this much of the local rate
+	double poll_ms;		   /* between rounds (default 1) */
+	double horizon_ms;	   /* a lease covers this much of the local rate
 				(default 100) */
-	double heartbeat_ms; /* host registration period (default 1000) */
+	double heartbeat_ms;	   /* host registration period (default 1000) */
 	unsigned breaker_failures; /* failures that open the circuit (3) */
 	double breaker_open_ms;	   /* how long it stays open (500) */
-	bool server_time;    /* leases on Redis TIME (default true) */
-	char host_id[128];   /* this host's name in Redis (default: the
+	bool server_time;	   /* leases on Redis TIME (default true) */
+	char host_id[128];	   /* this host's name in Redis (default: the
 				hostname) */
 };
 
@@ -47,8 +47,8 @@ struct tk_agent_round {
 	uint64_t leases_asked;	 /* commands sent */
 	uint64_t leases_granted; /* replies with units > 0 */
 	uint64_t units_granted;
-	uint64_t round_trips;	 /* pipelined exchanges with Redis */
-	bool redis_up;		 /* Redis answered (or nothing was needed) */
+	uint64_t round_trips; /* pipelined exchanges with Redis */
+	bool redis_up;	      /* Redis answered (or nothing was needed) */
 };
 
 struct tk_agent;

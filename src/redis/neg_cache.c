@@ -17,8 +17,8 @@ tk_cache_now(const struct tkshm_table *t, double now)
 	if (!t->redis->server_time)
 		return now;
 	/* Relaxed: any offset a reply measured is an upper bound. */
-	off = tk_word_f64(atomic_load_explicit(&t->global->offset,
-					       memory_order_relaxed));
+	off = tk_word_f64(
+		atomic_load_explicit(&t->global->offset, memory_order_relaxed));
 	/* No reply yet (0), or a hostile value: no cached denial can be
 	 * trusted without a bound, so the estimate is pushed past every
 	 * state (the cache then admits nothing to deny). */
@@ -41,8 +41,8 @@ tk_cache_lookup(struct tkshm_table *t, const void *key, size_t len,
 }
 
 bool
-tk_cache_denies(struct tkshm_table *t, const void *key, size_t len,
-		double cost, double rnow, tkshm_decision *d)
+tk_cache_denies(struct tkshm_table *t, const void *key, size_t len, double cost,
+		double rnow, tkshm_decision *d)
 {
 	uint64_t words[TK_ALGO_MAX_WORDS], next[TK_ALGO_MAX_WORDS];
 
@@ -74,11 +74,9 @@ tk_cache_store(struct tkshm_table *t, const void *key, size_t len,
 					      memory_order_relaxed);
 	}
 	if (reply->elements < first ||
-	    tk_state_from_reply(&t->algo,
-				(const redisReply *const *)reply->element +
-					first,
-				reply->elements - first, words,
-				&present) != TKSHM_OK ||
+	    tk_state_from_reply(
+		    &t->algo, (const redisReply *const *)reply->element + first,
+		    reply->elements - first, words, &present) != TKSHM_OK ||
 	    !present)
 		return;
 	/* A full table or contention only loses a cache entry. */

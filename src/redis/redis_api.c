@@ -64,8 +64,7 @@ tkshm_redis_open(const tkshm_redis_options *o, tkshm_redis **out)
 		r->conf.command_timeout_ms = o->command_timeout_ms;
 	r->server_time = o->server_time;
 	r->breaker_failures = o->breaker_failures ? o->breaker_failures : 3;
-	r->breaker_open_ms = o->breaker_open_ms > 0 ? o->breaker_open_ms
-						     : 1000;
+	r->breaker_open_ms = o->breaker_open_ms > 0 ? o->breaker_open_ms : 1000;
 	if (gethostname(r->host_id, sizeof r->host_id - 1) != 0)
 		strcpy(r->host_id, "localhost");
 	r->host_id[sizeof r->host_id - 1] = '\0';
@@ -118,8 +117,8 @@ tk_redis_key_of(const struct tkshm_table *t, const void *key, size_t len,
 }
 
 size_t
-tk_redis_multi_key_of(const struct tkshm_table *t, const void *key,
-		      size_t len, char *buf, size_t cap)
+tk_redis_multi_key_of(const struct tkshm_table *t, const void *key, size_t len,
+		      char *buf, size_t cap)
 {
 	const char *k = key;
 	const char *open = memchr(k, '{', len);
@@ -168,8 +167,8 @@ tk_redis_call(struct tkshm_table *t, enum tk_script_id id,
 	struct tk_conn_stats before, after;
 	double now = tk_mono_ms();
 	/* A probe may take a connect and a command. */
-	double probe_ms = r->conf.connect_timeout_ms +
-			  2 * r->conf.command_timeout_ms;
+	double probe_ms =
+		r->conf.connect_timeout_ms + 2 * r->conf.command_timeout_ms;
 	int rc;
 
 	if (!tk_breaker_allow(&g->breaker, now, probe_ms))
@@ -225,8 +224,7 @@ tk_redis_hosts_tick(struct tkshm_table *t)
 	snprintf(ttl_s, sizeof ttl_s, "%d", 5000);
 	for (int i = 0; i < 3; i++)
 		al[i] = strlen(av[i]);
-	if (tk_redis_call(t, TK_SCRIPT_HOSTS, &keys, &args, &reply) !=
-	    TKSHM_OK)
+	if (tk_redis_call(t, TK_SCRIPT_HOSTS, &keys, &args, &reply) != TKSHM_OK)
 		return;
 	if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
 	    reply->element[0]->type == REDIS_REPLY_INTEGER &&

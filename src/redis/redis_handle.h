@@ -22,8 +22,8 @@ struct tkshm_redis {
 
 /* The Redis key of a table's key: "prefix:key", or the key alone.
  * Returns the length, or 0 when it does not fit `cap`. */
-size_t tk_redis_key_of(const struct tkshm_table *t, const void *key,
-		       size_t len, char *buf, size_t cap);
+size_t tk_redis_key_of(const struct tkshm_table *t, const void *key, size_t len,
+		       char *buf, size_t cap);
 
 /* A multi-dimensional key: "prefix:{key}" (ThrottleKit's
  * "name:rawKey" with the raw key as its own hash tag, so the dimensions

@@ -23,7 +23,8 @@ tk_reply_ints(const redisReply *r, size_t n, int64_t *v)
 	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < n)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		if (!r->element[i] || r->element[i]->type != REDIS_REPLY_INTEGER)
+		if (!r->element[i] ||
+		    r->element[i]->type != REDIS_REPLY_INTEGER)
 			return false;
 		v[i] = r->element[i]->integer;
 	}
@@ -62,8 +63,8 @@ static double
 tk_share_hosts(const struct tkshm_table *t)
 {
 	/* Relaxed: a hint read on its own. */
-	uint64_t h = atomic_load_explicit(&t->global->hosts,
-					  memory_order_relaxed);
+	uint64_t h =
+		atomic_load_explicit(&t->global->hosts, memory_order_relaxed);
 
 	return h >= 1 && h <= 1000000 ? (double)h : t->policy.global.hosts;
 }
@@ -78,7 +79,10 @@ tk_share_key(const struct tkshm_table *t, const void *key, size_t len,
 	XXH128_hash_t h = XXH3_128bits_withSeed(key, len, t->seed);
 	struct tk_keyref k;
 
-	memcpy(buf, "\xff" "sh:", 4);
+	memcpy(buf,
+	       "\xff"
+	       "sh:",
+	       4);
 	memcpy(buf + 4, &h.low64, 8);
 	memcpy(buf + 12, &h.high64, 8);
 	memset(buf + 20, 0, 4);
@@ -86,6 +90,20 @@ tk_share_key(const struct tkshm_table *t, const void *key, size_t len,
 	k.label = buf;
 	k.len = 20;
 	return k;
+}
+
+/* True while the table's circuit is open: the call would be turned away,
+ * so the failure policy decides before any argument is formatted.  (A
+ * half-open circuit goes on to tk_redis_call, where one caller wins the
+ * probe.) */
+static bool
+tk_strict_circuit_open(const struct tkshm_table *t)
+{
+	/* Relaxed: a hint; tk_redis_call's breaker decides for real. */
+	double until = tk_word_f64(atomic_load_explicit(
+		&t->global->breaker.open_until, memory_order_relaxed));
+
+	return until != 0 && tk_mono_coarse_ms() < until;
 }
 
 /* The failure policy's decision for a check Redis did not answer. */
@@ -132,8 +150,8 @@ tk_strict_fallback(struct tkshm_table *t, const void *key, size_t len,
 }
 
 static int
-tk_strict_check(struct tkshm_table *t, const void *key, size_t len,
-		double cost, double now, tkshm_decision *out)
+tk_strict_check(struct tkshm_table *t, const void *key, size_t len, double cost,
+		double now, tkshm_decision *out)
 {
 	char rkey[TK_RKEY_MAX];
 	const char *kv[1] = { rkey };
@@ -155,6 +173,8 @@ tk_strict_check(struct tkshm_table *t, const void *key, size_t len,
 		tk_gcount(t->global, TK_G_CACHE_DENIALS, 1);
 		return TKSHM_OK;
 	}
+	if (tk_strict_circuit_open(t))
+		return tk_strict_fallback(t, key, len, cost, now, out);
 	sent = tkshm_now_ms();
 	id = tk_strict_args(t, t->redis->server_time ? 0 : now, cost, &a);
 	rc = tk_redis_call(t, id, &keys, &a.args, &reply);
@@ -202,13 +222,11 @@ tk_strict_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 	 * algorithm's own peek formula. */
 	rc = TKSHM_EREDIS;
 	if (tk_reply_ints(reply, 1, v) &&
-	    tk_state_from_reply(&t->algo,
-				(const redisReply *const *)reply->element + 1,
-				reply->elements - 1, words,
-				&present) == TKSHM_OK) {
+	    tk_state_from_reply(
+		    &t->algo, (const redisReply *const *)reply->element + 1,
+		    reply->elements - 1, words, &present) == TKSHM_OK) {
 		tk_algo_peek_w(&t->algo, present, words,
-			       t->redis->server_time ? (double)v[0] : now,
-			       out);
+			       t->redis->server_time ? (double)v[0] : now, out);
 		rc = TKSHM_OK;
 	}
 	freeReplyObject(reply);
@@ -245,7 +263,9 @@ tk_strict_reserve(struct tkshm_table *t, const void *key, size_t len,
 	}
 	sent = tkshm_now_ms();
 	(void)tk_strict_args(t, t->redis->server_time ? 0 : now, cost, &a);
-	rc = tk_redis_call(t, TK_SCRIPT_LEAKY, &keys, &a.args, &reply);
+	rc = tk_strict_circuit_open(t) ?
+		     TKSHM_EUNAVAILABLE :
+		     tk_redis_call(t, TK_SCRIPT_LEAKY, &keys, &a.args, &reply);
 	if (rc == TKSHM_EUNAVAILABLE) {
 		struct tk_keyref k;
 		unsigned char buf[24];
@@ -256,7 +276,8 @@ tk_strict_reserve(struct tkshm_table *t, const void *key, size_t len,
 			out->accepted = true;
 			break;
 		case TKSHM_FAILURE_CLOSED:
-			out->delay_ms = (int64_t)ceil(t->redis->breaker_open_ms);
+			out->delay_ms =
+				(int64_t)ceil(t->redis->breaker_open_ms);
 			out->retry_after_ms = out->delay_ms;
 			break;
 		default:
@@ -268,8 +289,8 @@ tk_strict_reserve(struct tkshm_table *t, const void *key, size_t len,
 			break;
 		}
 		tk_gcount(t->global,
-			  out->accepted ? TK_G_FALLBACK_ALLOWED
-					: TK_G_FALLBACK_DENIED,
+			  out->accepted ? TK_G_FALLBACK_ALLOWED :
+					  TK_G_FALLBACK_DENIED,
 			  1);
 		return TKSHM_OK;
 	}
@@ -371,8 +392,8 @@ tk_strict_multi(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 		kv[i] = kbuf[i];
 	}
 	for (int i = 0; i < 3; i++, args.n++)
-		al[args.n] = tk_arg_f64(abuf[args.n], sizeof abuf[args.n],
-					head[i]);
+		al[args.n] =
+			tk_arg_f64(abuf[args.n], sizeof abuf[args.n], head[i]);
 	for (size_t i = 0; i < n; i++) {
 		double d[5];
 
@@ -400,8 +421,8 @@ tk_strict_multi(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 	/* As the shared-memory path counts: a dimension's admission counts
 	 * when it was committed. */
 	for (size_t i = 0; i < n; i++) {
-		bool committed = each[i].allowed &&
-				 (mode == TKSHM_MULTI_ANY || all_ok);
+		bool committed =
+			each[i].allowed && (mode == TKSHM_MULTI_ANY || all_ok);
 
 		tk_count(dims[i].table, committed ? TK_C_ALLOWED : TK_C_DENIED,
 			 1);

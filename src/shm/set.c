@@ -59,6 +59,12 @@ tk_table_set(struct tkshm_table *t, const void *key, size_t len, double now,
 
 			if (rc != TKSHM_OK)
 				return rc;
+			/* Writing a state is no decision: the insert's
+			 * count is taken back (the counters are sums mod
+			 * 2^64 of this thread's shard, so adding 2^64 - 1
+			 * subtracts one exactly). */
+			tk_count(t, d.allowed ? TK_C_ALLOWED : TK_C_DENIED,
+				 UINT64_MAX);
 			denied = !d.allowed;
 			retries++;
 			continue;

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "redis/neg_cache.h"
 #include "redis_server.h"
 #include "test_support.h"
 #include "tkshm.h"
@@ -124,7 +125,8 @@ test_same_decisions(void **state)
 				assert_rc(tkshm_check_at(g, key, strlen(key),
 							 cost, now, &dg),
 					  TKSHM_OK);
-				cached += (dg.flags & TKSHM_DECISION_CACHED) != 0;
+				cached +=
+					(dg.flags & TKSHM_DECISION_CACHED) != 0;
 				/* One writer: the cached state is Redis's,
 				 * so even a cached denial is bit-identical. */
 				dg.flags &= ~TKSHM_DECISION_CACHED;
@@ -182,8 +184,10 @@ test_multi_same(void **state)
 			for (int d = 0; d < 3; d++) {
 				double cost = 1 + (double)(rng() % 3);
 
-				dg[d] = (tkshm_dimension){ g[d], "u1", 2, cost };
-				dl[d] = (tkshm_dimension){ l[d], "u1", 2, cost };
+				dg[d] = (tkshm_dimension){ g[d], "u1", 2,
+							   cost };
+				dl[d] = (tkshm_dimension){ l[d], "u1", 2,
+							   cost };
 			}
 			assert_rc(tkshm_check_multi_at(m, dl, 3, now, &ol, el,
 						       &bl),
@@ -212,6 +216,9 @@ test_multi_same(void **state)
  * The negative cache never denies what Redis would admit
  * ---------------------------------------------------------------------- */
 
+/* Two hosts (two tables: two caches) write one Redis key on one explicit
+ * timeline: every cached denial is one Redis, asked at the same `now`
+ * (read-back peek of cost 1), makes too; and it never admits. */
 static void
 test_cache_exact_two_hosts(void **state)
 {
@@ -220,36 +227,36 @@ test_cache_exact_two_hosts(void **state)
 		"slidingWindowLog:limit=4,windowMs=500;mode=strict,prefix=ce",
 		"tokenBucket:capacity=4,refillPerSec=8;mode=strict,prefix=ce",
 		"fixedWindow:limit=4,windowMs=300;mode=strict,prefix=ce",
+		"slidingWindow:limit=6,windowMs=600,buckets=3;mode=strict,"
+		"prefix=ce",
 	};
-	tkshm_redis *r = connect_to(srv.port, true, 2000);
+	tkshm_redis *r = connect_to(srv.port, false, 2000);
 	uint64_t cached = 0, total = 0;
 
 	(void)state;
 	for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
-		/* Two hosts: two tables (two caches) on one Redis key. */
 		tkshm_table *a = strict_table(specs[s], r);
 		tkshm_table *b = strict_table(specs[s], r);
+		double now = 1.7e12 + 11;
 
 		flushall();
-		for (int i = 0; i < 600; i++) {
+		for (int i = 0; i < 800; i++) {
 			tkshm_table *t = rng() % 2 ? a : b;
 			tkshm_decision d, p;
 
-			assert_rc(tkshm_check(t, "x", 1, 1, &d), TKSHM_OK);
+			now += (double)(rng() % 40);
+			assert_rc(tkshm_check_at(t, "x", 1, 1, now, &d),
+				  TKSHM_OK);
 			total++;
 			if (!(d.flags & TKSHM_DECISION_CACHED))
 				continue;
 			cached++;
-			/* Never admits; and Redis, asked right after,
-			 * denies too (read-back peek of cost 1). */
 			assert_false(d.allowed);
-			assert_rc(tkshm_peek(t, "x", 1, &p), TKSHM_OK);
+			assert_rc(tkshm_peek_at(t, "x", 1, now, &p), TKSHM_OK);
 			if (p.allowed)
 				fail_msg("%s: the cache denied while Redis "
 					 "admits (remaining %lld)",
 					 specs[s], (long long)p.remaining);
-			if (i % 50 == 0)
-				usleep(20000);
 		}
 		tkshm_close(a);
 		tkshm_close(b);
@@ -257,6 +264,43 @@ test_cache_exact_two_hosts(void **state)
 	printf("two hosts: %llu checks, %llu denied from the cache\n",
 	       (unsigned long long)total, (unsigned long long)cached);
 	assert_true(cached > 0);
+	tkshm_redis_close(r);
+}
+
+/* On the server's clock, the cache ages a state to an upper bound of
+ * Redis's time: the estimate made after reading Redis's TIME is never
+ * behind it. */
+static void
+test_cache_clock_bound(void **state)
+{
+	tkshm_redis *r = connect_to(srv.port, true, 2000);
+	tkshm_table *t = strict_table(
+		"gcra:limit=1000,periodMs=1000;mode=strict,prefix=cb", r);
+	tkshm_decision d;
+	double lowest = 1e9;
+
+	(void)state;
+	assert_true(isinf(tk_cache_now(t, 0))); /* no reply yet: no bound */
+	for (int i = 0; i < 200; i++) {
+		redisReply *y;
+		double redis_ms, est;
+
+		assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK);
+		y = tkt_redis_cmd(&srv, "TIME", NULL);
+		assert_int_equal(y->type, REDIS_REPLY_ARRAY);
+		redis_ms = atof(y->element[0]->str) * 1000 +
+			   floor(atof(y->element[1]->str) / 1000);
+		freeReplyObject(y);
+		est = tk_cache_now(t, 0);
+		if (est - redis_ms < lowest)
+			lowest = est - redis_ms;
+		if (est < redis_ms)
+			fail_msg("estimate %.3f is behind Redis's %.3f", est,
+				 redis_ms);
+	}
+	printf("cache clock: estimate ahead of Redis by at least %.3f ms\n",
+	       lowest);
+	tkshm_close(t);
 	tkshm_redis_close(r);
 }
 
@@ -306,7 +350,7 @@ test_failure_policies(void **state)
 		"gcra:limit=5,periodMs=1000;mode=strict,failure=fail-closed",
 		r);
 	tkshm_table *share = strict_table(
-		"fixedWindow:limit=12,windowMs=60000;mode=strict,"
+		"fixedWindow:limit=12,windowMs=86400000;mode=strict,"
 		"failure=safe-share,hosts=3",
 		r);
 	int admitted = 0;
@@ -386,7 +430,7 @@ test_pause_and_flush(void **state)
 {
 	tkshm_redis *r = connect_to(srv.port, true, 100);
 	tkshm_table *t = strict_table(
-		"fixedWindow:limit=100000,windowMs=60000;mode=strict,"
+		"fixedWindow:limit=100000,windowMs=86400000;mode=strict,"
 		"failure=fail-open,prefix=pf",
 		r);
 	tkshm_decision d;
@@ -432,7 +476,8 @@ test_fork_shares_the_limit(void **state)
 {
 	tkshm_redis *r = connect_to(srv.port, true, 2000);
 	tkshm_table *t = strict_table(
-		"fixedWindow:limit=50,windowMs=60000;mode=strict,prefix=fk", r);
+		"fixedWindow:limit=50,windowMs=86400000;mode=strict,prefix=fk",
+		r);
 	int *admitted = tkt_shared(sizeof(int) * 4);
 	tkshm_decision d;
 	pid_t pids[4];
@@ -448,8 +493,7 @@ test_fork_shares_the_limit(void **state)
 			int n = 0;
 
 			for (int i = 0; i < 30; i++)
-				if (tkshm_check(t, "k", 1, 1, &d) ==
-					    TKSHM_OK &&
+				if (tkshm_check(t, "k", 1, 1, &d) == TKSHM_OK &&
 				    d.allowed &&
 				    !(d.flags & TKSHM_DECISION_FALLBACK))
 					n++;
@@ -473,8 +517,7 @@ static void
 test_bad_use(void **state)
 {
 	tkshm_table *local = tkt_anon("gcra:limit=5,periodMs=1000", 64);
-	tkshm_table *s = tkt_anon("gcra:limit=5,periodMs=1000;mode=strict",
-				  64);
+	tkshm_table *s = tkt_anon("gcra:limit=5,periodMs=1000;mode=strict", 64);
 	tkshm_redis *r = connect_to(srv.port, true, 2000);
 	tkshm_redis_options o = TKSHM_REDIS_OPTIONS_INIT;
 	tkshm_decision d;
@@ -503,6 +546,7 @@ main(void)
 		cmocka_unit_test(test_same_decisions),
 		cmocka_unit_test(test_multi_same),
 		cmocka_unit_test(test_cache_exact_two_hosts),
+		cmocka_unit_test(test_cache_clock_bound),
 		cmocka_unit_test(test_cache_recovers),
 		cmocka_unit_test(test_failure_policies),
 		cmocka_unit_test(test_pause_and_flush),

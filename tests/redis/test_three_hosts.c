@@ -41,8 +41,8 @@ teardown(void **state)
 
 /* Runs three hosts of `spec` for `seconds`; returns the sorted stamps. */
 static double *
-run(const char *spec, bool agents, int strict_port, double seconds,
-    uint64_t *n, double *from, double *to, struct sim **out)
+run(const char *spec, bool agents, int strict_port, double seconds, uint64_t *n,
+    double *from, double *to, struct sim **out)
 {
 	struct sim *s = sim_new();
 	struct sim_host hosts[SIM_HOSTS];

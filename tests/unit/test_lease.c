@@ -24,8 +24,7 @@ lease_of(double limit, double window_ms)
 	return l;
 }
 
-static const struct tk_lease_env up = { false, TKSHM_FAILURE_SAFE_SHARE, 1,
-					1 };
+static const struct tk_lease_env up = { false, TKSHM_FAILURE_SAFE_SHARE, 1, 1 };
 
 /* ThrottleKit's LeaseSpender vectors, window-coupled suites: credits are
  * spent while they cover the cost, a lease ends at its expiresAt, and
@@ -71,10 +70,11 @@ test_golden_lease_vectors(void **state)
 
 				tk_lease_spend(&l, present, st,
 					       tkt_num_at(ev, "now"),
-					       tkt_num_at(ev, "cost"), &up, next,
-					       &d, &how);
-				assert_int_equal(how == TK_LEASE_NO_CREDIT,
-						 tkt_bool_at(x, "needsRefresh"));
+					       tkt_num_at(ev, "cost"), &up,
+					       next, &d, &how);
+				assert_int_equal(
+					how == TK_LEASE_NO_CREDIT,
+					tkt_bool_at(x, "needsRefresh"));
 				if (!tkt_bool_at(x, "needsRefresh")) {
 					const cJSON *e =
 						tkt_json_item(x, "decision");

@@ -39,7 +39,7 @@ test_acquire_up_to_limit(void **state)
 	uint64_t st[TK_CONC_MAX_WORDS] = { 0 }, next[TK_CONC_MAX_WORDS];
 	bool present = false;
 	tkshm_decision d;
-	uint32_t cell, used = 0;
+	uint32_t cell = 0, used = 0;
 
 	(void)state;
 	assert_int_equal(a.words, TK_CONC_HEAD + 5);
@@ -76,7 +76,7 @@ test_release_exactly(void **state)
 	const struct tk_conc *c = &a.u.conc;
 	uint64_t st[TK_CONC_MAX_WORDS] = { 0 }, next[TK_CONC_MAX_WORDS];
 	tkshm_decision d;
-	uint32_t c1, c2;
+	uint32_t c1 = 0, c2 = 0;
 
 	(void)state;
 	assert_true(tk_conc_acquire(c, false, st, 5, 0xA, 0, next, &c1, &d));
@@ -118,7 +118,7 @@ test_reap_and_other_boot(void **state)
 	const uint64_t holders[4] = { 0x11, 0x22, 0x11, 0x33 };
 	const uint64_t dead[2] = { 0x11, 0x44 };
 	tkshm_decision d;
-	uint32_t cell;
+	uint32_t cell = 0;
 
 	(void)state;
 	tk_conc_fresh(&c, st);
@@ -248,7 +248,7 @@ test_aimd(void **state)
 	{
 		uint64_t st[TK_CONC_MAX_WORDS], next[TK_CONC_MAX_WORDS];
 		tkshm_decision d;
-		uint32_t cell;
+		uint32_t cell = 0;
 
 		tk_conc_fresh(c, st);
 		assert_true(tk_conc_acquire(c, true, st, 50, 0x7, 0, next,

@@ -201,11 +201,11 @@ check_after_lease(tkshm_table *t, const char *key, double now, double cost)
 {
 	struct conf_state st, rst;
 	tkshm_decision want, got;
-	uint64_t next;
+	uint64_t next[TK_ALGO_MAX_WORDS]; /* any kind's state fits */
 	int64_t now_ms;
 
 	conf_redis_raw_state(&redis, t, key, &st);
-	tk_algo_check_w(&t->algo, st.present, st.w, now, cost, &next, &want);
+	tk_algo_check_w(&t->algo, st.present, st.w, now, cost, next, &want);
 	conf_redis_check(&redis, t, key, now, cost, &got, &now_ms, &rst);
 	tkt_assert_decision("gcra.lua after a lease", &got, &want);
 }

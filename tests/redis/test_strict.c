@@ -227,8 +227,7 @@ test_cache_exact_two_hosts(void **state)
 		"slidingWindowLog:limit=4,windowMs=500;mode=strict,prefix=ce",
 		"tokenBucket:capacity=4,refillPerSec=8;mode=strict,prefix=ce",
 		"fixedWindow:limit=4,windowMs=300;mode=strict,prefix=ce",
-		"slidingWindow:limit=6,windowMs=600,buckets=3;mode=strict,"
-		"prefix=ce",
+		"slidingWindow:limit=6,windowMs=600,buckets=3;mode=strict",
 	};
 	tkshm_redis *r = connect_to(srv.port, false, 2000);
 	uint64_t cached = 0, total = 0;

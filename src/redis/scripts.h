@@ -6,7 +6,9 @@
  * names, state encodings, ARGV order and `now = 0` meaning "use the
  * server's TIME", so a tkshm host and a ThrottleKit service share one key.
  * Each lives in src/redis/lua/<name>.lua and is embedded at build time as
- * `tk_lua_<name>` (cmake/embed-lua.cmake).
+ * `tk_lua_<name>` (cmake/embed-lua.cmake): `local SCRIPT_NAME = '<name>'`,
+ * src/redis/lua/prelude.lib (the helpers the scripts share), then the
+ * file, so each source is self-contained, as EVALSHA needs.
  *
  * Every check script replies
  *   { allowed, limit, remaining, resetAt, retryAfterMs,   -- ThrottleKit's

@@ -18,23 +18,7 @@
 #include "test_support.h"
 #include "tkshm.h"
 
-static struct tkt_redis srv;
 static const int gaps[SIM_HOSTS] = { 0, 400, 4000 };
-
-static int
-setup(void **state)
-{
-	(void)state;
-	tkt_redis_start(&srv);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	tkt_redis_stop(&srv);
-	return tkt_teardown(state);
-}
 
 static void
 host_stats(const struct sim_host *h, tkshm_stats *st)
@@ -72,12 +56,12 @@ test_kill_restart_safe_share(void **state)
 
 	(void)state;
 	memset(hosts, 0, sizeof hosts);
-	freeReplyObject(tkt_redis_cmd(&srv, "FLUSHALL", NULL));
+	freeReplyObject(tkt_redis_cmd(&tkt_srv, "FLUSHALL", NULL));
 	for (int h = 0; h < SIM_HOSTS; h++) {
 		sim_table(&hosts[h], h,
 			  "fixedWindow:limit=300,windowMs=1000;mode=lease,"
 			  "failure=safe-share,prefix=lf1");
-		sim_agent(s, &hosts[h], h, srv.port);
+		sim_agent(s, &hosts[h], h, tkt_srv.port);
 	}
 	usleep(400000);
 	host_stats(&hosts[0], &st);
@@ -88,7 +72,7 @@ test_kill_restart_safe_share(void **state)
 		sim_workers(s, &hosts[h], h, "api", gaps, 0);
 	usleep(1200000);
 	s->record_latency = 2;
-	tkt_redis_kill(&srv);
+	tkt_redis_kill(&tkt_srv);
 	down_from = tkshm_now_ms();
 	usleep(2600000);
 	down_to = tkshm_now_ms();
@@ -97,7 +81,7 @@ test_kill_restart_safe_share(void **state)
 	assert_false(st.global.redis_up);
 	assert_true(st.global.fallback_allowed > 0);
 	leases_before = st.global.leases;
-	tkt_redis_restart(&srv);
+	tkt_redis_restart(&tkt_srv);
 	usleep(1000000);
 	fb_recovered = fallbacks(s);
 	usleep(500000);
@@ -149,9 +133,9 @@ run_policy(const char *spec, bool want_allowed)
 	double t0;
 
 	memset(&h, 0, sizeof h);
-	freeReplyObject(tkt_redis_cmd(&srv, "FLUSHALL", NULL));
+	freeReplyObject(tkt_redis_cmd(&tkt_srv, "FLUSHALL", NULL));
 	sim_table(&h, 0, spec);
-	sim_agent(s, &h, 0, srv.port);
+	sim_agent(s, &h, 0, tkt_srv.port);
 	o.flags = 0;
 	assert_rc(tkshm_open(h.path, &o, &t), TKSHM_OK);
 	/* Demand, then credit (fail-open admits before the agent has
@@ -164,7 +148,7 @@ run_policy(const char *spec, bool want_allowed)
 		 tkt_seconds() - t0 < 3);
 	assert_true(d.allowed);
 	assert_false(d.flags & TKSHM_DECISION_FALLBACK);
-	tkt_redis_kill(&srv);
+	tkt_redis_kill(&tkt_srv);
 	t0 = tkt_seconds();
 	while (tkt_seconds() - t0 < 1.5) {
 		assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK);
@@ -176,7 +160,7 @@ run_policy(const char *spec, bool want_allowed)
 	}
 	assert_true(fb > 100);
 	tkshm_close(t);
-	tkt_redis_restart(&srv);
+	tkt_redis_restart(&tkt_srv);
 	sim_stop(s, &h, 1);
 	sim_free(s);
 }
@@ -211,24 +195,24 @@ test_pause_and_flush(void **state)
 
 	(void)state;
 	memset(hosts, 0, sizeof hosts);
-	freeReplyObject(tkt_redis_cmd(&srv, "FLUSHALL", NULL));
+	freeReplyObject(tkt_redis_cmd(&tkt_srv, "FLUSHALL", NULL));
 	for (int h = 0; h < SIM_HOSTS; h++) {
 		sim_table(&hosts[h], h,
 			  "gcra:limit=300,periodMs=1000;mode=lease,"
 			  "leaseMs=200,prefix=lf4");
-		sim_agent(s, &hosts[h], h, srv.port);
+		sim_agent(s, &hosts[h], h, tkt_srv.port);
 	}
 	usleep(300000);
 	for (int h = 0; h < SIM_HOSTS; h++)
 		sim_workers(s, &hosts[h], h, "api", gaps, 0);
 	usleep(500000);
 	s->record_latency = 2;
-	tkt_redis_pause(&srv, 700);
+	tkt_redis_pause(&tkt_srv, 700);
 	usleep(900000);
 	s->record_latency = 0;
 	host_stats(&hosts[0], &st);
 	leases = st.global.leases;
-	freeReplyObject(tkt_redis_cmd(&srv, "SCRIPT", "FLUSH", NULL));
+	freeReplyObject(tkt_redis_cmd(&tkt_srv, "SCRIPT", "FLUSH", NULL));
 	usleep(800000);
 	host_stats(&hosts[0], &st);
 	assert_true(st.global.leases > leases);
@@ -252,12 +236,12 @@ test_refused_at_start(void **state)
 
 	(void)state;
 	memset(hosts, 0, sizeof hosts);
-	tkt_redis_kill(&srv);
+	tkt_redis_kill(&tkt_srv);
 	for (int h = 0; h < SIM_HOSTS; h++) {
 		sim_table(&hosts[h], h,
 			  "fixedWindow:limit=300,windowMs=1000;mode=lease,"
 			  "hosts=3,prefix=lf5");
-		sim_agent(s, &hosts[h], h, srv.port);
+		sim_agent(s, &hosts[h], h, tkt_srv.port);
 	}
 	for (int h = 0; h < SIM_HOSTS; h++)
 		sim_workers(s, &hosts[h], h, "api", gaps, 0);
@@ -266,7 +250,7 @@ test_refused_at_start(void **state)
 	host_stats(&hosts[0], &st);
 	assert_false(st.global.redis_up);
 	assert_true(st.global.agent_pid > 0);
-	tkt_redis_restart(&srv);
+	tkt_redis_restart(&tkt_srv);
 	usleep(1200000);
 	fb = fallbacks(s);
 	usleep(400000);
@@ -295,10 +279,10 @@ test_one_agent_per_table(void **state)
 	(void)state;
 	memset(&h, 0, sizeof h);
 	sim_table(&h, 0, "gcra:limit=100,periodMs=1000;mode=lease,prefix=lf6");
-	sim_agent(s, &h, 0, srv.port);
+	sim_agent(s, &h, 0, tkt_srv.port);
 	usleep(200000);
 	tk_agent_conf_init(&c);
-	c.redis.port = srv.port;
+	c.redis.port = tkt_srv.port;
 	assert_rc(tk_agent_new(&c, &a, err, sizeof err), TKSHM_OK);
 	assert_rc(tk_agent_add_table(a, h.path, err, sizeof err), TKSHM_EBUSY);
 	tkt_expect_contains(err, "served by another agent", "refusal");
@@ -322,5 +306,6 @@ main(void)
 	};
 
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tkt_redis_group_setup,
+				      tkt_redis_group_teardown);
 }

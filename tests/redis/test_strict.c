@@ -19,23 +19,6 @@
 #include "tkshm.h"
 #include "tkshm_redis.h"
 
-static struct tkt_redis srv;
-
-static int
-setup(void **state)
-{
-	(void)state;
-	tkt_redis_start(&srv);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	tkt_redis_stop(&srv);
-	return tkt_teardown(state);
-}
-
 static tkshm_redis *
 connect_to(int port, bool server_time, double timeout_ms)
 {
@@ -66,7 +49,7 @@ strict_table(const char *spec, tkshm_redis *r)
 static void
 flushall(void)
 {
-	freeReplyObject(tkt_redis_cmd(&srv, "FLUSHALL", NULL));
+	freeReplyObject(tkt_redis_cmd(&tkt_srv, "FLUSHALL", NULL));
 }
 
 /* ------------------------------------------------------------------------
@@ -97,7 +80,7 @@ test_same_decisions(void **state)
 		"quota:limit=6,resetCadence=fixed,periodMs=1000,anchor=250",
 		"quota:limit=9,resetCadence=rolling,periodMs=1000,buckets=4",
 	};
-	tkshm_redis *r = connect_to(srv.port, false, 2000);
+	tkshm_redis *r = connect_to(tkt_srv.port, false, 2000);
 	uint64_t cached = 0, compared = 0;
 
 	(void)state;
@@ -151,7 +134,7 @@ test_same_decisions(void **state)
 static void
 test_multi_same(void **state)
 {
-	tkshm_redis *r = connect_to(srv.port, false, 2000);
+	tkshm_redis *r = connect_to(tkt_srv.port, false, 2000);
 	const char *s1 = "gcra:limit=5,periodMs=1000,burst=3";
 	const char *s2 = "fixedWindow:limit=4,windowMs=500";
 	const char *s3 = "tokenBucket:capacity=6,refillPerSec=2";
@@ -208,7 +191,7 @@ test_multi_same(void **state)
 	}
 	/* The keys are ThrottleKit's "name:raw" with the raw key as its
 	 * hash tag. */
-	assert_int_equal(tkt_redis_int(&srv, "EXISTS", "mg:{u1}", NULL), 1);
+	assert_int_equal(tkt_redis_int(&tkt_srv, "EXISTS", "mg:{u1}", NULL), 1);
 	tkshm_redis_close(r);
 }
 
@@ -229,7 +212,7 @@ test_cache_exact_two_hosts(void **state)
 		"fixedWindow:limit=4,windowMs=300;mode=strict,prefix=ce",
 		"slidingWindow:limit=6,windowMs=600,buckets=3;mode=strict",
 	};
-	tkshm_redis *r = connect_to(srv.port, false, 2000);
+	tkshm_redis *r = connect_to(tkt_srv.port, false, 2000);
 	uint64_t cached = 0, total = 0;
 
 	(void)state;
@@ -272,7 +255,7 @@ test_cache_exact_two_hosts(void **state)
 static void
 test_cache_clock_bound(void **state)
 {
-	tkshm_redis *r = connect_to(srv.port, true, 2000);
+	tkshm_redis *r = connect_to(tkt_srv.port, true, 2000);
 	tkshm_table *t = strict_table(
 		"gcra:limit=1000,periodMs=1000;mode=strict,prefix=cb", r);
 	tkshm_decision d;
@@ -285,7 +268,7 @@ test_cache_clock_bound(void **state)
 		double redis_ms, est;
 
 		assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK);
-		y = tkt_redis_cmd(&srv, "TIME", NULL);
+		y = tkt_redis_cmd(&tkt_srv, "TIME", NULL);
 		assert_int_equal(y->type, REDIS_REPLY_ARRAY);
 		redis_ms = atof(y->element[0]->str) * 1000 +
 			   floor(atof(y->element[1]->str) / 1000);
@@ -308,7 +291,7 @@ test_cache_clock_bound(void **state)
 static void
 test_cache_recovers(void **state)
 {
-	tkshm_redis *r = connect_to(srv.port, true, 2000);
+	tkshm_redis *r = connect_to(tkt_srv.port, true, 2000);
 	tkshm_table *t = strict_table(
 		"gcra:limit=10,periodMs=500,burst=2;mode=strict,prefix=cr", r);
 	tkshm_decision d;
@@ -387,7 +370,7 @@ test_failure_policies(void **state)
 static void
 test_kill_restart_recovers(void **state)
 {
-	tkshm_redis *r = connect_to(srv.port, true, 100);
+	tkshm_redis *r = connect_to(tkt_srv.port, true, 100);
 	tkshm_table *t = strict_table(
 		"gcra:limit=1000,periodMs=1000;mode=strict,failure=fail-closed",
 		r);
@@ -399,7 +382,7 @@ test_kill_restart_recovers(void **state)
 	(void)state;
 	assert_rc(tkshm_check(t, "a", 1, 1, &d), TKSHM_OK);
 	assert_true(d.allowed && !(d.flags & TKSHM_DECISION_FALLBACK));
-	tkt_redis_kill(&srv);
+	tkt_redis_kill(&tkt_srv);
 	for (int i = 0; i < 5; i++) {
 		assert_rc(tkshm_check(t, "a", 1, 1, &d), TKSHM_OK);
 		assert_false(d.allowed);
@@ -412,7 +395,7 @@ test_kill_restart_recovers(void **state)
 		assert_rc(tkshm_check(t, "a", 1, 1, &d), TKSHM_OK);
 	assert_rc(tkshm_stats_get(t, &st), TKSHM_OK);
 	assert_true(st.global.redis_calls - calls <= 1);
-	tkt_redis_restart(&srv); /* a new connection loads the scripts */
+	tkt_redis_restart(&tkt_srv); /* a new connection loads the scripts */
 	t0 = tkt_seconds();
 	do {
 		usleep(20000);
@@ -427,7 +410,7 @@ test_kill_restart_recovers(void **state)
 static void
 test_pause_and_flush(void **state)
 {
-	tkshm_redis *r = connect_to(srv.port, true, 100);
+	tkshm_redis *r = connect_to(tkt_srv.port, true, 100);
 	tkshm_table *t = strict_table(
 		"fixedWindow:limit=100000,windowMs=86400000;mode=strict,"
 		"failure=fail-open,prefix=pf",
@@ -441,14 +424,15 @@ test_pause_and_flush(void **state)
 	assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK);
 	assert_true(d.allowed && !(d.flags & TKSHM_DECISION_FALLBACK));
 	/* Paused longer than the timeout: the command is not resent. */
-	tkt_redis_pause(&srv, 600);
+	tkt_redis_pause(&tkt_srv, 600);
 	assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK);
 	assert_true(d.allowed && (d.flags & TKSHM_DECISION_FALLBACK));
 	usleep(700000);
 	/* The timed-out command was not resent: it ran at most once, when
 	 * the pause ended (or never, if Redis dropped it with the closed
 	 * connection). */
-	assert_in_range(tkt_redis_int(&srv, "HGET", "pf:k", "c", NULL), 1, 2);
+	assert_in_range(tkt_redis_int(&tkt_srv, "HGET", "pf:k", "c", NULL), 1,
+			2);
 	/* Recovered by itself once the breaker's probe got through. */
 	t0 = tkt_seconds();
 	do {
@@ -458,7 +442,7 @@ test_pause_and_flush(void **state)
 	assert_false(d.flags & TKSHM_DECISION_FALLBACK);
 	/* SCRIPT FLUSH under a live connection: NOSCRIPT, reloaded, the
 	 * same check goes through. */
-	freeReplyObject(tkt_redis_cmd(&srv, "SCRIPT", "FLUSH", NULL));
+	freeReplyObject(tkt_redis_cmd(&tkt_srv, "SCRIPT", "FLUSH", NULL));
 	assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK);
 	assert_true(d.allowed);
 	assert_false(d.flags & TKSHM_DECISION_FALLBACK);
@@ -473,7 +457,7 @@ test_pause_and_flush(void **state)
 static void
 test_fork_shares_the_limit(void **state)
 {
-	tkshm_redis *r = connect_to(srv.port, true, 2000);
+	tkshm_redis *r = connect_to(tkt_srv.port, true, 2000);
 	tkshm_table *t = strict_table(
 		"fixedWindow:limit=50,windowMs=86400000;mode=strict,prefix=fk",
 		r);
@@ -517,7 +501,7 @@ test_bad_use(void **state)
 {
 	tkshm_table *local = tkt_anon("gcra:limit=5,periodMs=1000", 64);
 	tkshm_table *s = tkt_anon("gcra:limit=5,periodMs=1000;mode=strict", 64);
-	tkshm_redis *r = connect_to(srv.port, true, 2000);
+	tkshm_redis *r = connect_to(tkt_srv.port, true, 2000);
 	tkshm_redis_options o = TKSHM_REDIS_OPTIONS_INIT;
 	tkshm_decision d;
 	tkshm_key hk;
@@ -555,5 +539,6 @@ main(void)
 	};
 
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tkt_redis_group_setup,
+				      tkt_redis_group_teardown);
 }

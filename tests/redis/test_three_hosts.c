@@ -19,25 +19,9 @@
 #include "test_support.h"
 #include "tkshm.h"
 
-static struct tkt_redis srv;
 /* Skew: host 0 as fast as it can, host 1 every 0.4 ms, host 2 every 4 ms
  * (per worker). */
 static const int gaps[SIM_HOSTS] = { 0, 400, 4000 };
-
-static int
-setup(void **state)
-{
-	(void)state;
-	tkt_redis_start(&srv);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	tkt_redis_stop(&srv);
-	return tkt_teardown(state);
-}
 
 /* Runs three hosts of `spec` for `seconds`; returns the sorted stamps. */
 static double *
@@ -48,11 +32,11 @@ run(const char *spec, bool agents, int strict_port, double seconds, uint64_t *n,
 	struct sim_host hosts[SIM_HOSTS];
 
 	memset(hosts, 0, sizeof hosts);
-	freeReplyObject(tkt_redis_cmd(&srv, "FLUSHALL", NULL));
+	freeReplyObject(tkt_redis_cmd(&tkt_srv, "FLUSHALL", NULL));
 	for (int h = 0; h < SIM_HOSTS; h++) {
 		sim_table(&hosts[h], h, spec);
 		if (agents)
-			sim_agent(s, &hosts[h], h, srv.port);
+			sim_agent(s, &hosts[h], h, tkt_srv.port);
 	}
 	usleep(300000); /* agents attached, hosts registered */
 	*from = tkshm_now_ms();
@@ -132,7 +116,7 @@ test_lease_fixed_window(void **state)
 	assert_true((double)total >= 0.6 * limit * (double)nw);
 	expect_no_errors("lease fixedWindow");
 	/* Wire-shared: the Redis counter ThrottleKit reads is within it. */
-	assert_true(tkt_redis_int(&srv, "HGET", "th1:api", "c", NULL) <=
+	assert_true(tkt_redis_int(&tkt_srv, "HGET", "th1:api", "c", NULL) <=
 		    (long long)limit);
 	free(st);
 	sim_free(s);
@@ -180,7 +164,7 @@ test_strict_fixed_window(void **state)
 
 	(void)state;
 	st = run("fixedWindow:limit=300,windowMs=1000;mode=strict,prefix=th3",
-		 false, srv.port, 3.2, &n, &from, &to, &s);
+		 false, tkt_srv.port, 3.2, &n, &from, &to, &s);
 	best = sim_max_aligned(st, n, win, from, to, &nw, &total);
 	report("strict fixedWindow", s);
 	printf("strict fixedWindow: %llu windows, most %llu, mean %.1f\n",
@@ -206,5 +190,6 @@ main(void)
 	};
 
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tkt_redis_group_setup,
+				      tkt_redis_group_teardown);
 }

@@ -12,18 +12,16 @@ Reply    { live hosts,    ZCARD after the heartbeat and the pruning
   heartbeat is more than ttlMs old are dropped, one exactly ttlMs old is
   kept; PEXPIRE max(1, ceil(2 * ttlMs)), so a set no host beats for twice
   the TTL disappears.
+
+The build puts prelude.lib before this file (cmake/embed-lua.cmake); floor,
+ceil, fail and now_or_time come from there.
 --]]
-
-local floor, ceil = math.floor, math.ceil
-
-local function fail(msg)
-	error({ err = 'ERR tkshm hosts: ' .. msg })
-end
 
 local key = KEYS[1]
 local now = tonumber(ARGV[1])
 local host = ARGV[2]
 local ttl = tonumber(ARGV[3])
+-- Not num(): a bad now, whatever its fault, has the one message.
 if now == nil or now ~= now or now == math.huge or now < 0 then
 	fail('now must be a finite number >= 0')
 end
@@ -33,10 +31,7 @@ end
 if ttl == nil or not (ttl > 0) or ttl == math.huge then
 	fail('ttlMs must be a finite number > 0')
 end
-if now == 0 then
-	local t = redis.call('TIME')
-	now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-end
+now = now_or_time(now)
 
 local expire = ceil(2 * ttl)
 if expire < 1 then

@@ -16,32 +16,10 @@ Reply    { granted,       g, 0 .. want
   g = min(want, remaining)
   g >= 1: SET tatEff + T*g PX max(1, ceil(that - now))
   g = 0: nothing is written.
+
+The build puts prelude.lib before this file (cmake/embed-lua.cmake); floor,
+fail, num, ttl_arg and now_or_time come from there.
 --]]
-
-local floor, ceil = math.floor, math.ceil
-local TTL_MAX = 1e15 -- ms; a longer TTL is kept as this (31,000 years)
-
-local function fail(msg)
-	error({ err = 'ERR tkshm lease_gcra: ' .. msg })
-end
-
-local function num(i, name)
-	local v = tonumber(ARGV[i])
-	if v == nil or v ~= v or v == math.huge or v == -math.huge then
-		fail(name .. ' is not a finite number')
-	end
-	return v
-end
-
-local function ttl_arg(ms)
-	ms = ceil(ms)
-	if not (ms >= 1) then
-		ms = 1
-	elseif ms > TTL_MAX then
-		ms = TTL_MAX
-	end
-	return string.format('%.0f', ms)
-end
 
 local key = KEYS[1]
 local now = num(1, 'now')
@@ -56,10 +34,7 @@ end
 if not (want >= 1) or want ~= floor(want) or want > 9007199254740991 then
 	fail('want must be an integer >= 1')
 end
-if now == 0 then
-	local t = redis.call('TIME')
-	now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-end
+now = now_or_time(now)
 
 local T = period / limit
 local tau = T * burst

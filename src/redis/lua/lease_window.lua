@@ -22,32 +22,10 @@ As fixed_window.lua does, a now whose window starts before s (a clock
 regression) is served from the state's later window (its count, its start
 and its end), so no window is ever granted more than limit.  Forward
 timelines follow the formulas above exactly.
+
+The build puts prelude.lib before this file (cmake/embed-lua.cmake); floor,
+ceil, fail, num, ttl_arg and now_or_time come from there.
 --]]
-
-local floor, ceil = math.floor, math.ceil
-local TTL_MAX = 1e15 -- ms; a longer TTL is kept as this (31,000 years)
-
-local function fail(msg)
-	error({ err = 'ERR tkshm lease_window: ' .. msg })
-end
-
-local function num(i, name)
-	local v = tonumber(ARGV[i])
-	if v == nil or v ~= v or v == math.huge or v == -math.huge then
-		fail(name .. ' is not a finite number')
-	end
-	return v
-end
-
-local function ttl_arg(ms)
-	ms = ceil(ms)
-	if not (ms >= 1) then
-		ms = 1
-	elseif ms > TTL_MAX then
-		ms = TTL_MAX
-	end
-	return string.format('%.0f', ms)
-end
 
 local key = KEYS[1]
 local now = num(1, 'now')
@@ -61,10 +39,7 @@ end
 if not (want >= 1) or want ~= floor(want) or want > 9007199254740991 then
 	fail('want must be an integer >= 1')
 end
-if now == 0 then
-	local t = redis.call('TIME')
-	now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-end
+now = now_or_time(now)
 
 local h = redis.call('HMGET', key, 's', 'c')
 local s = h[1] and tonumber(h[1]) or nil

@@ -30,62 +30,14 @@ As in tkshm, a now whose period starts before s (a clock regression) is
 decided within the state's later period, whose reset is that of s.  Day
 counts are clamped to +-2^40 as tkshm clamps them.  An admission writes
 HSET s c and PEXPIRE max(1, ceil(reset - now)); a denial writes nothing.
+
+The build puts prelude.lib before this file (cmake/embed-lua.cmake); floor,
+ceil, COST_MAX, int, floor0, fail, num, ttl_arg and now_or_time come from
+there.
 --]]
 
-local floor, ceil = math.floor, math.ceil
-local COST_MAX = 9007199254740991 -- 2^53 - 1, ThrottleKit's largest cost
-local I64 = 9223372036854774784 -- the largest double below 2^63
-local TTL_MAX = 1e15 -- ms; a longer TTL is kept as this (31,000 years)
 local D = 86400000 -- ms per day
 local DAY_LIMIT = 1099511627776 -- 2^40 days, tkshm's clamp
-
--- A reply integer as tkshm's tk_field makes it: truncated, saturated.
-local function int(x)
-	if x ~= x then
-		return 0
-	end
-	if x >= I64 then
-		return I64
-	end
-	if x <= -I64 then
-		return -I64
-	end
-	if x >= 0 then
-		return floor(x)
-	end
-	return ceil(x)
-end
-
--- max(0, floor(x)) as a reply integer (tk_field_floor0).
-local function floor0(x)
-	x = floor(x)
-	if not (x >= 0) then
-		return 0
-	end
-	return int(x)
-end
-
-local function fail(msg)
-	error({ err = 'ERR tkshm quota: ' .. msg })
-end
-
-local function num(i, name)
-	local v = tonumber(ARGV[i])
-	if v == nil or v ~= v or v == math.huge or v == -math.huge then
-		fail(name .. ' is not a finite number')
-	end
-	return v
-end
-
-local function ttl_arg(ms)
-	ms = ceil(ms)
-	if not (ms >= 1) then
-		ms = 1
-	elseif ms > TTL_MAX then
-		ms = TTL_MAX
-	end
-	return string.format('%.0f', ms)
-end
 
 -- floor(a / b) for integers |a| < 2^53 and b >= 1, exact: the double
 -- quotient may round to the next integer, which one step corrects.
@@ -164,10 +116,7 @@ end
 if not (cost > 0) or cost > COST_MAX then
 	fail('cost must be > 0 and <= 2^53 - 1')
 end
-if now == 0 then
-	local t = redis.call('TIME')
-	now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-end
+now = now_or_time(now)
 
 -- The period [start, reset) containing x.
 local function period_of(x)

@@ -20,27 +20,22 @@ Types 1-3 list the state as the check scripts read it: a value that is
 missing or not a number makes the key absent, and numbers are listed as
 string.format('%.17g').  Types 4 and 5 list what HGETALL and ZRANGE
 WITHSCORES answer, unchanged.  Nothing is written.
+
+The build puts prelude.lib before this file (cmake/embed-lua.cmake); floor,
+fail and now_or_time come from there.
 --]]
-
-local floor = math.floor
-
-local function fail(msg)
-	error({ err = 'ERR tkshm read: ' .. msg })
-end
 
 local key = KEYS[1]
 local now = tonumber(ARGV[1])
 local type = tonumber(ARGV[2])
+-- Not num(): a bad now, whatever its fault, has the one message.
 if now == nil or now ~= now or now == math.huge or now < 0 then
 	fail('now must be a finite number >= 0')
 end
 if type ~= 1 and type ~= 2 and type ~= 3 and type ~= 4 and type ~= 5 then
 	fail('type must be 1..5')
 end
-if now == 0 then
-	local t = redis.call('TIME')
-	now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-end
+now = now_or_time(now)
 local reply = { floor(now) }
 
 if type == 1 then

@@ -27,52 +27,12 @@ something is to be pruned), ZADD and PEXPIRE max(1, ceil(windowMs + t -
 now)) (ThrottleKit's ceil(windowMs) on a forward timeline); a denial
 writes nothing, not even the pruning.  A member's rank is count + i, so
 members stay distinct (ThrottleKit's scheme).
+
+The build puts prelude.lib before this file (cmake/embed-lua.cmake); floor,
+ceil, COST_MAX, int, fail, num, ttl_arg and now_or_time come from there.
 --]]
 
-local floor, ceil = math.floor, math.ceil
-local COST_MAX = 9007199254740991 -- 2^53 - 1, ThrottleKit's largest cost
-local I64 = 9223372036854774784 -- the largest double below 2^63
-local TTL_MAX = 1e15 -- ms; a longer TTL is kept as this (31,000 years)
 local ZADD_BATCH = 256 -- members per ZADD (Lua's unpack has a stack limit)
-
--- A reply integer as tkshm's tk_field makes it: truncated, saturated.
-local function int(x)
-	if x ~= x then
-		return 0
-	end
-	if x >= I64 then
-		return I64
-	end
-	if x <= -I64 then
-		return -I64
-	end
-	if x >= 0 then
-		return floor(x)
-	end
-	return ceil(x)
-end
-
-local function fail(msg)
-	error({ err = 'ERR tkshm slidingWindowLog: ' .. msg })
-end
-
-local function num(i, name)
-	local v = tonumber(ARGV[i])
-	if v == nil or v ~= v or v == math.huge or v == -math.huge then
-		fail(name .. ' is not a finite number')
-	end
-	return v
-end
-
-local function ttl_arg(ms)
-	ms = ceil(ms)
-	if not (ms >= 1) then
-		ms = 1
-	elseif ms > TTL_MAX then
-		ms = TTL_MAX
-	end
-	return string.format('%.0f', ms)
-end
 
 local key = KEYS[1]
 local now = num(1, 'now')
@@ -86,10 +46,7 @@ end
 if not (cost > 0) or cost > COST_MAX then
 	fail('cost must be > 0 and <= 2^53 - 1')
 end
-if now == 0 then
-	local t = redis.call('TIME')
-	now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-end
+now = now_or_time(now)
 
 -- The log, ascending (a ZSET's scores are numbers: each parses).
 local z = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')

@@ -404,6 +404,23 @@ tkt_redis_stop(struct tkt_redis *r)
 	r->dir[0] = '\0';
 }
 
+struct tkt_redis tkt_srv;
+
+int
+tkt_redis_group_setup(void **state)
+{
+	(void)state;
+	tkt_redis_start(&tkt_srv);
+	return 0;
+}
+
+int
+tkt_redis_group_teardown(void **state)
+{
+	tkt_redis_stop(&tkt_srv);
+	return tkt_teardown(state);
+}
+
 void
 tkt_redis_kill(struct tkt_redis *r)
 {

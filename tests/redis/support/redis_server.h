@@ -91,6 +91,15 @@ redisContext *tkt_redis_connect(struct tkt_redis *r);
  * tk_redis_conf_init with its host and port. */
 void tkt_redis_conf(const struct tkt_redis *r, struct tk_redis_conf *conf);
 
+/* A cmocka group fixture for a test file whose tests share one server,
+ * tkt_srv: the setup starts it (tkt_redis_start), the teardown stops it
+ * and removes the test's table directory (tkt_teardown).
+ *   cmocka_run_group_tests(tests, tkt_redis_group_setup,
+ *                          tkt_redis_group_teardown); */
+extern struct tkt_redis tkt_srv;
+int tkt_redis_group_setup(void **state);
+int tkt_redis_group_teardown(void **state);
+
 /* A TCP port on 127.0.0.1 that refuses connections: a socket bound to it
  * and not listening, kept open in *holder so no one else can take the
  * port; close(*holder) when done. */

@@ -61,7 +61,12 @@ check_healthy(const cJSON *o, const char *mode, bool hot, struct seen *s)
 		/* One script per decision that reaches Redis, and a host
 		 * registration at most once a second (and once at the
 		 * start of the phase). */
-		double allowance = ceil(tkt_num_at(o, "seconds")) + 1;
+		/* ... and the checks that fall between the workers' count
+		 * and the table's at the phase's edges (the counts are not
+		 * read at one instant; under load they drift apart by up to
+		 * a few per cent in this short run). */
+		double allowance =
+			ceil(tkt_num_at(o, "seconds")) + 1 + 0.03 * decisions;
 
 		assert_true(tkt_num_at(o, "redis_calls") <=
 			    decisions + allowance);

@@ -157,6 +157,17 @@ conf_eval(struct conf_redis *r, enum tk_script_id id, const char *const *keys,
 		fail_msg("%s: %s (%s)", tk_script_name(id),
 			 tkshm_error_name(rc), err);
 	assert_non_null(reply);
+	for (int i = 0; r->persist && i < nkeys; i++) {
+		const char *argv[2] = { "PERSIST", keys[i] };
+		size_t alen[2] = { 7, klen[i] };
+		struct tk_args cmd = { 2, argv, alen };
+		redisReply *y = NULL;
+
+		rc = tk_conn_command(r->conn, &cmd, &y, err, sizeof err);
+		if (rc != TKSHM_OK)
+			fail_msg("PERSIST: %s (%s)", tkshm_error_name(rc), err);
+		freeReplyObject(y);
+	}
 	return reply;
 }
 

@@ -28,6 +28,11 @@
 struct conf_redis {
 	struct tkt_redis srv;
 	struct tk_conn *conn;
+	/* Timelines on an explicit clock: after each script, the keys'
+	 * TTLs (set in simulated ms) are removed, so that real time passing
+	 * between two steps cannot expire a state the simulated clock still
+	 * holds.  The TTLs themselves are checked by test_redis_golden. */
+	bool persist;
 };
 
 void conf_redis_up(struct conf_redis *r);

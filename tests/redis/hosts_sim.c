@@ -2,6 +2,7 @@
  * hosts_sim.c - simulated hosts for the Redis tier's tests (hosts_sim.h).
  */
 #define _GNU_SOURCE
+#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -136,8 +137,13 @@ sim_worker_run(struct sim *s, const char *path, const char *key, int gap_us,
 		if (d.flags & TKSHM_DECISION_FALLBACK)
 			w->fallback++;
 		if (d.allowed) {
+			double wms = s->window_ms;
+
 			w->admitted++;
-			if (w->nstamps < SIM_MAX_ADMITS)
+			if (wms > 0 &&
+			    floor(now / wms) != floor(tkshm_now_ms() / wms))
+				w->ambiguous++;
+			else if (w->nstamps < SIM_MAX_ADMITS)
 				w->stamps[w->nstamps++] = now;
 		} else {
 			w->denied++;
@@ -216,6 +222,17 @@ sim_stamps_of(const struct sim *s, int h0, int h1, uint64_t *n)
 	qsort(all, total, sizeof *all, sim_cmp);
 	*n = total;
 	return all;
+}
+
+uint64_t
+sim_ambiguous(const struct sim *s)
+{
+	uint64_t n = 0;
+
+	for (int h = 0; h < SIM_HOSTS; h++)
+		for (int i = 0; i < SIM_WORKERS; i++)
+			n += s->w[h][i].ambiguous;
+	return n;
 }
 
 double *

@@ -18,6 +18,10 @@
 
 struct sim_worker {
 	uint64_t admitted, denied, fallback, checks;
+	/* Admissions whose window is not known: the clock crossed a window
+	 * boundary between the `now` passed and the check's return, so
+	 * the authority may have counted it in either window. */
+	uint64_t ambiguous;
 	uint64_t nstamps;
 	double stamps[SIM_MAX_ADMITS]; /* epoch ms of each admission */
 	uint64_t nlat[2];
@@ -27,6 +31,9 @@ struct sim_worker {
 struct sim {
 	volatile int stop_workers, stop_agents;
 	volatile int record_latency; /* 0: none, 1 or 2: into that phase */
+	/* > 0: admissions straddling a boundary of windows this long are
+	 * counted as ambiguous instead of stamped (per-window bounds). */
+	double window_ms;
 	struct sim_worker w[SIM_HOSTS][SIM_WORKERS];
 };
 
@@ -49,11 +56,14 @@ void sim_agent(struct sim *s, struct sim_host *h, int index, int port);
 /* Forks host h's workers: worker w of host h checks `key` with a pause of
  * gap_us[h] between checks (0: as fast as it can), cost 1; for strict
  * tables (redis_port > 0) each worker attaches its own connection. */
-void sim_workers(struct sim *s, struct sim_host *h, int index,
-		 const char *key, const int *gap_us, int redis_port);
+void sim_workers(struct sim *s, struct sim_host *h, int index, const char *key,
+		 const int *gap_us, int redis_port);
 
 /* Stops and reaps the workers, then the agents. */
 void sim_stop(struct sim *s, struct sim_host *hosts, int n);
+
+/* Ambiguous admissions of all workers. */
+uint64_t sim_ambiguous(const struct sim *s);
 
 /* Every admission of every worker, sorted (caller frees). */
 double *sim_stamps(const struct sim *s, uint64_t *n);

@@ -56,6 +56,7 @@ test_kill_restart_safe_share(void **state)
 
 	(void)state;
 	memset(hosts, 0, sizeof hosts);
+	s->window_ms = 1000;
 	freeReplyObject(tkt_redis_cmd(&tkt_srv, "FLUSHALL", NULL));
 	for (int h = 0; h < SIM_HOSTS; h++) {
 		sim_table(&hosts[h], h,
@@ -105,8 +106,8 @@ test_kill_restart_safe_share(void **state)
 		       h, (unsigned long long)nw, (unsigned long long)most);
 		assert_true(nw >= 1);
 		assert_true(most <= 100);
-		if (h == 0)
-			assert_int_equal(most, 100); /* the share is used */
+		if (h == 0) /* the share is used (but for a straddler) */
+			assert_in_range(most, 99, 100);
 		free(st_h);
 	}
 	p99_up = sim_p99_us(s, 1);

@@ -110,6 +110,7 @@ group_setup(void **state)
 {
 	(void)state;
 	conf_redis_up(&redis);
+	redis.persist = true;
 	return 0;
 }
 

@@ -25,12 +25,13 @@ static const int gaps[SIM_HOSTS] = { 0, 400, 4000 };
 
 /* Runs three hosts of `spec` for `seconds`; returns the sorted stamps. */
 static double *
-run(const char *spec, bool agents, int strict_port, double seconds, uint64_t *n,
-    double *from, double *to, struct sim **out)
+run(const char *spec, bool agents, int strict_port, double window_ms,
+    double seconds, uint64_t *n, double *from, double *to, struct sim **out)
 {
 	struct sim *s = sim_new();
 	struct sim_host hosts[SIM_HOSTS];
 
+	s->window_ms = window_ms;
 	memset(hosts, 0, sizeof hosts);
 	freeReplyObject(tkt_redis_cmd(&tkt_srv, "FLUSHALL", NULL));
 	for (int h = 0; h < SIM_HOSTS; h++) {
@@ -100,7 +101,7 @@ test_lease_fixed_window(void **state)
 
 	(void)state;
 	st = run("fixedWindow:limit=300,windowMs=1000;mode=lease,prefix=th1",
-		 true, 0, 4.2, &n, &from, &to, &s);
+		 true, 0, win, 4.2, &n, &from, &to, &s);
 	best = sim_max_aligned(st, n, win, from, to, &nw, &total);
 	report("lease fixedWindow", s);
 	printf("lease fixedWindow: %llu windows, most %llu (limit %.0f), "
@@ -108,6 +109,7 @@ test_lease_fixed_window(void **state)
 	       (unsigned long long)nw, (unsigned long long)best, limit,
 	       nw ? (double)total / (double)nw : 0);
 	assert_true(nw >= 3);
+	assert_true(sim_ambiguous(s) <= n / 50 + 2);
 	if ((double)best > limit)
 		fail_msg("a window admitted %llu > limit %.0f",
 			 (unsigned long long)best, limit);
@@ -135,7 +137,7 @@ test_lease_gcra(void **state)
 	(void)state;
 	st = run("gcra:limit=200,periodMs=1000,burst=40;mode=lease,"
 		 "leaseMs=100,prefix=th2",
-		 true, 0, 3.5, &n, &from, &to, &s);
+		 true, 0, 0, 3.5, &n, &from, &to, &s);
 	report("lease gcra", s);
 	for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
 		double w = windows[i], bound = b + r * (w + lease);
@@ -164,7 +166,7 @@ test_strict_fixed_window(void **state)
 
 	(void)state;
 	st = run("fixedWindow:limit=300,windowMs=1000;mode=strict,prefix=th3",
-		 false, tkt_srv.port, 3.2, &n, &from, &to, &s);
+		 false, tkt_srv.port, win, 3.2, &n, &from, &to, &s);
 	best = sim_max_aligned(st, n, win, from, to, &nw, &total);
 	report("strict fixedWindow", s);
 	printf("strict fixedWindow: %llu windows, most %llu, mean %.1f\n",
@@ -175,7 +177,13 @@ test_strict_fixed_window(void **state)
 		fail_msg("a window admitted %llu > limit %.0f",
 			 (unsigned long long)best, limit);
 	/* Exact: every full window used the whole limit. */
-	assert_int_equal(total, (uint64_t)limit * nw);
+	/* Exact: the full windows used the limit, but for the admissions
+	 * that straddled a boundary (their window is the server's to say). */
+	printf("strict fixedWindow: %llu admissions straddled a boundary\n",
+	       (unsigned long long)sim_ambiguous(s));
+	assert_true((double)total >=
+		    limit * (double)nw - (double)sim_ambiguous(s) - 2);
+	assert_true(sim_ambiguous(s) <= n / 50 + 2);
 	free(st);
 	sim_free(s);
 }

@@ -108,7 +108,7 @@ enum tkshm_error {
 	TKSHM_EUNAVAILABLE = -30927, /**< Redis did not answer: refused,
 				       timed out, connection lost, or the
 				       circuit breaker is open */
-	TKSHM_EREDIS = -30928, /**< Redis answered with an error (a
+	TKSHM_EREDIS = -30928,	     /**< Redis answered with an error (a
 				 script error, WRONGTYPE, NOPERM...) */
 };
 
@@ -1007,13 +1007,14 @@ typedef struct tkshm_stats {
 		uint64_t breaker_opens;	   /**< times the circuit opened */
 		uint64_t cache_denials;	   /**< strict: denied from the
 					     negative cache */
-		uint64_t fallback_allowed; /**< admitted by the failure policy */
-		uint64_t fallback_denied;  /**< denied by the failure policy */
-		uint64_t no_lease;	   /**< lease: denied for want of
+		uint64_t
+			fallback_allowed; /**< admitted by the failure policy */
+		uint64_t fallback_denied; /**< denied by the failure policy */
+		uint64_t no_lease;	  /**< lease: denied for want of
 					     leased budget */
-		uint64_t leases;	   /**< lease: grants written */
-		uint64_t lease_units;	   /**< lease: units granted */
-		uint64_t lease_round_trips; /**< lease: the agent's round
+		uint64_t leases;	  /**< lease: grants written */
+		uint64_t lease_units;	  /**< lease: units granted */
+		uint64_t lease_round_trips;   /**< lease: the agent's round
 					     trips to Redis */
 		uint64_t lease_units_expired; /**< lease: units unspent when
 						their lease ended */

@@ -138,9 +138,9 @@ tk_algo_init(struct tk_algo *a, const tkshm_policy *p, char *err,
 		tmp.lease.base = p->kind;
 		tmp.lease.gcra = tmp.u.gcra;
 		tmp.lease.fixed_window = tmp.u.fixed_window;
-		tmp.lease.capacity = p->kind == TKSHM_KIND_GCRA
-					     ? tmp.u.gcra.burst
-					     : tmp.u.fixed_window.limit;
+		tmp.lease.capacity = p->kind == TKSHM_KIND_GCRA ?
+					     tmp.u.gcra.burst :
+					     tmp.u.fixed_window.limit;
 		tmp.words = TK_LEASE_WORDS;
 	}
 	/* Every state fits the largest one the store is built for. */

@@ -35,11 +35,11 @@
 	  "a signal interrupted the wait; the reservation stands")           \
 	X(TKSHM_ENOTHELD,                                                    \
 	  "the permit is not held (released already, taken back from a "     \
-	  "dead holder, or another process's)")                            \
+	  "dead holder, or another process's)")                              \
 	X(TKSHM_ENOREDIS,                                                    \
-	  "a strict table needs a Redis connection (tkshm_redis_attach)")   \
+	  "a strict table needs a Redis connection (tkshm_redis_attach)")    \
 	X(TKSHM_EUNAVAILABLE,                                                \
-	  "Redis did not answer (refused, timed out, connection lost, or "  \
+	  "Redis did not answer (refused, timed out, connection lost, or "   \
 	  "the circuit breaker is open)")                                    \
 	X(TKSHM_EREDIS, "Redis answered with an error")
 

@@ -355,9 +355,9 @@ tk_global_stats(const tkshm_table *t, tkshm_stats *out)
 		out->global.redis_up = !env.redis_down;
 	} else {
 		/* Strict: up while the shared breaker is closed. */
-		out->global.redis_up = atomic_load_explicit(
-					       &g->breaker.open_until,
-					       memory_order_relaxed) == 0;
+		out->global.redis_up =
+			atomic_load_explicit(&g->breaker.open_until,
+					     memory_order_relaxed) == 0;
 	}
 	/* The heartbeat is monotonic; shown as the epoch ms it was. */
 	if (out->global.agent_pid) {

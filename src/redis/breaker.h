@@ -40,8 +40,8 @@ void tk_breaker_success(struct tk_breaker *b);
 
 /* The call failed (no answer).  Returns true when this failure opened the
  * circuit (threshold reached, or a failed probe). */
-bool tk_breaker_failure(struct tk_breaker *b, double now_ms,
-			unsigned threshold, double open_ms);
+bool tk_breaker_failure(struct tk_breaker *b, double now_ms, unsigned threshold,
+			double open_ms);
 
 /* True while the circuit is open or half-open (for stats). */
 bool tk_breaker_is_open(const struct tk_breaker *b, double now_ms);

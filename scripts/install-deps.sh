@@ -19,7 +19,7 @@ DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev)
 # bench/procs, and the Redis tier's tests.
 TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	libclang-rt-14-dev binutils python3 procps spin libhiredis-dev
-	redis-server)
+	redis-server python3-dev gunicorn)
 BENCH_PKGS=("${TEST_PKGS[@]}" libbenchmark-dev g++ gnuplot-nox)
 # -----------------------------------------------------------------------------
 

@@ -1,0 +1,787 @@
+/* _tkshm: the CPython binding of tkshm (the C API directly).
+ *
+ * tkshm/__init__.py re-exports this module's names as `tkshm`:
+ *   Table(path, policy=None, slots=0, create=True, mode=0o600)
+ *   Table.check / peek / reset / stats / close / policy, a context manager
+ *   Decision: a frozen result (allowed, limit, remaining, reset_at,
+ *             retry_after_ms, flags; bool(d) == d.allowed)
+ *   Error(Exception): .code (the library's negative code), .name
+ *
+ * The GIL is held across every library call.  A check takes ~50 ns; giving
+ * up and taking back the GIL costs more than that, and would let another
+ * thread close() the handle during the call.  No call here blocks: the
+ * library never waits on a lock (a lost compare-and-swap is retried). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <tkshm.h>
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+	PyObject *error; /* tkshm.Error */
+	PyTypeObject *decision_type;
+	PyTypeObject *table_type;
+} module_state;
+
+static struct PyModuleDef tkshm_module;
+
+static module_state *
+state_of_type(PyTypeObject *tp)
+{
+	PyObject *m = PyType_GetModuleByDef(tp, &tkshm_module);
+	return m ? (module_state *)PyModule_GetState(m) : NULL;
+}
+
+/* Raises tkshm.Error(message) with .code and .name; returns NULL. */
+static PyObject *
+raise_code(module_state *st, int code, const char *detail)
+{
+	PyObject *exc;
+	PyObject *val;
+
+	if (detail && detail[0])
+		exc = PyObject_CallFunction(st->error, "s", detail);
+	else
+		exc = PyObject_CallFunction(st->error, "s",
+					    tkshm_strerror(code));
+	if (!exc)
+		return NULL;
+	val = PyLong_FromLong(code);
+	if (!val || PyObject_SetAttrString(exc, "code", val) < 0)
+		goto fail;
+	Py_DECREF(val);
+	val = PyUnicode_FromString(tkshm_error_name(code));
+	if (!val || PyObject_SetAttrString(exc, "name", val) < 0)
+		goto fail;
+	Py_DECREF(val);
+	PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+	Py_DECREF(exc);
+	return NULL;
+fail:
+	Py_XDECREF(val);
+	Py_DECREF(exc);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * Decision
+ * ---------------------------------------------------------------------- */
+
+typedef struct {
+	PyObject_HEAD tkshm_decision d;
+	char allowed; /* T_BOOL member */
+} DecisionObject;
+
+static PyMemberDef decision_members[] = {
+	{ "allowed", T_BOOL, offsetof(DecisionObject, allowed), READONLY,
+	  "admitted (and consumed)" },
+	{ "limit", T_LONGLONG, offsetof(DecisionObject, d.limit), READONLY,
+	  "the effective ceiling" },
+	{ "remaining", T_LONGLONG, offsetof(DecisionObject, d.remaining),
+	  READONLY, "whole units left" },
+	{ "reset_at", T_LONGLONG, offsetof(DecisionObject, d.reset_at),
+	  READONLY, "epoch ms of full replenishment" },
+	{ "retry_after_ms", T_LONGLONG,
+	  offsetof(DecisionObject, d.retry_after_ms), READONLY,
+	  "ms to wait before a retry can pass (0 when allowed)" },
+	{ "flags", T_UINT, offsetof(DecisionObject, d.flags), READONLY,
+	  "TKSHM_DECISION_* bits" },
+	{ NULL, 0, 0, 0, NULL },
+};
+
+static PyObject *
+decision_new(module_state *st, const tkshm_decision *d)
+{
+	DecisionObject *o = PyObject_New(DecisionObject, st->decision_type);
+
+	if (!o)
+		return NULL;
+	o->d = *d;
+	o->allowed = d->allowed ? 1 : 0;
+	return (PyObject *)o;
+}
+
+static void
+decision_dealloc(PyObject *self)
+{
+	PyTypeObject *tp = Py_TYPE(self);
+
+	PyObject_Free(self);
+	Py_DECREF(tp);
+}
+
+static int
+decision_bool(PyObject *self)
+{
+	return ((DecisionObject *)self)->allowed;
+}
+
+static PyObject *
+decision_repr(PyObject *self)
+{
+	const tkshm_decision *d = &((DecisionObject *)self)->d;
+
+	return PyUnicode_FromFormat(
+		"tkshm.Decision(allowed=%s, limit=%lld, remaining=%lld, "
+		"reset_at=%lld, retry_after_ms=%lld)",
+		d->allowed ? "True" : "False", (long long)d->limit,
+		(long long)d->remaining, (long long)d->reset_at,
+		(long long)d->retry_after_ms);
+}
+
+static PyObject *
+decision_richcompare(PyObject *a, PyObject *b, int op)
+{
+	const tkshm_decision *x;
+	const tkshm_decision *y;
+	int eq;
+
+	if (Py_TYPE(a) != Py_TYPE(b) || (op != Py_EQ && op != Py_NE))
+		Py_RETURN_NOTIMPLEMENTED;
+	x = &((DecisionObject *)a)->d;
+	y = &((DecisionObject *)b)->d;
+	eq = x->allowed == y->allowed && x->limit == y->limit &&
+	     x->remaining == y->remaining && x->reset_at == y->reset_at &&
+	     x->retry_after_ms == y->retry_after_ms && x->flags == y->flags;
+	return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static Py_hash_t
+decision_hash(PyObject *self)
+{
+	const tkshm_decision *d = &((DecisionObject *)self)->d;
+	Py_hash_t h = (Py_hash_t)(d->allowed ? 1 : 0);
+
+	h = h * 1000003 ^ (Py_hash_t)d->limit;
+	h = h * 1000003 ^ (Py_hash_t)d->remaining;
+	h = h * 1000003 ^ (Py_hash_t)d->reset_at;
+	h = h * 1000003 ^ (Py_hash_t)d->retry_after_ms;
+	h = h * 1000003 ^ (Py_hash_t)d->flags;
+	return h == -1 ? -2 : h;
+}
+
+static PyType_Slot decision_slots[] = {
+	{ Py_tp_doc, "The frozen result of a check or peek; bool() is "
+		     "`allowed`." },
+	{ Py_tp_dealloc, decision_dealloc },
+	{ Py_tp_members, decision_members },
+	{ Py_tp_repr, decision_repr },
+	{ Py_tp_richcompare, decision_richcompare },
+	{ Py_tp_hash, decision_hash },
+	{ Py_nb_bool, decision_bool },
+	{ 0, NULL },
+};
+
+static PyType_Spec decision_spec = {
+	.name = "tkshm.Decision",
+	.basicsize = sizeof(DecisionObject),
+	.flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE |
+		 Py_TPFLAGS_DISALLOW_INSTANTIATION,
+	.slots = decision_slots,
+};
+
+/* ------------------------------------------------------------------------
+ * Table
+ * ---------------------------------------------------------------------- */
+
+typedef struct {
+	PyObject_HEAD tkshm_table *t;
+	PyObject *policy; /* canonical policy string */
+} TableObject;
+
+/* An int >= 0 (OverflowError if negative or too large). */
+static int
+u64_converter(PyObject *o, void *out)
+{
+	unsigned long long v;
+
+	if (!PyLong_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "expected an int, not %.100s",
+			     Py_TYPE(o)->tp_name);
+		return 0;
+	}
+	v = PyLong_AsUnsignedLongLong(o);
+	if (v == (unsigned long long)-1 && PyErr_Occurred())
+		return 0;
+	*(unsigned long long *)out = v;
+	return 1;
+}
+
+static int
+table_init(PyObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "path",   "policy", "slots",
+				  "create", "mode",   NULL };
+	TableObject *o = (TableObject *)self;
+	module_state *st = state_of_type(Py_TYPE(self));
+	PyObject *path_obj = Py_None;
+	PyObject *path_bytes = NULL;
+	const char *policy_str = NULL;
+	unsigned long long slots = 0;
+	int create = 1;
+	unsigned long long mode = 0600;
+	tkshm_options opts = TKSHM_OPTIONS_INIT;
+	tkshm_policy pol;
+	tkshm_stats stats;
+	tkshm_table *t = NULL;
+	char err[256] = "";
+	char buf[TKSHM_POLICY_MAX];
+	int rc;
+
+	if (!st)
+		return -1;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|zO&pO&:Table", kwlist,
+					 &path_obj, &policy_str, u64_converter,
+					 &slots, &create, u64_converter, &mode))
+		return -1;
+	if (mode > 07777) {
+		PyErr_SetString(PyExc_ValueError,
+				"mode must be permission bits (0..0o7777)");
+		return -1;
+	}
+	if (o->t) {
+		PyErr_SetString(PyExc_RuntimeError,
+				"tkshm.Table is already open");
+		return -1;
+	}
+	if (path_obj != Py_None &&
+	    !PyUnicode_FSConverter(path_obj, &path_bytes))
+		return -1;
+	if (policy_str) {
+		rc = tkshm_policy_parse(policy_str, &pol, err, sizeof(err));
+		if (rc != TKSHM_OK) {
+			Py_XDECREF(path_bytes);
+			raise_code(st, rc, err);
+			return -1;
+		}
+		opts.policy = &pol;
+	}
+	opts.slots = slots;
+	opts.mode = (uint32_t)mode;
+	opts.flags = create ? TKSHM_O_CREATE : 0;
+	opts.errbuf = err;
+	opts.errbuf_len = sizeof(err);
+	rc = tkshm_open(path_bytes ? PyBytes_AS_STRING(path_bytes) : NULL,
+			&opts, &t);
+	Py_XDECREF(path_bytes);
+	if (rc != TKSHM_OK) {
+		raise_code(st, rc, err);
+		return -1;
+	}
+	rc = tkshm_stats_get(t, &stats);
+	if (rc == TKSHM_OK)
+		rc = tkshm_policy_format(&stats.policy, buf, sizeof(buf));
+	if (rc < 0) {
+		tkshm_close(t);
+		raise_code(st, rc, NULL);
+		return -1;
+	}
+	o->policy = PyUnicode_FromStringAndSize(buf, rc);
+	if (!o->policy) {
+		tkshm_close(t);
+		return -1;
+	}
+	o->t = t;
+	return 0;
+}
+
+static void
+table_dealloc(PyObject *self)
+{
+	TableObject *o = (TableObject *)self;
+	PyTypeObject *tp = Py_TYPE(self);
+
+	PyObject_GC_UnTrack(self);
+	if (o->t)
+		tkshm_close(o->t);
+	o->t = NULL;
+	Py_CLEAR(o->policy);
+	tp->tp_free(self);
+	Py_DECREF(tp);
+}
+
+static int
+table_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(Py_TYPE(self));
+	(void)arg;
+	return 0;
+}
+
+static tkshm_table *
+table_handle(TableObject *o)
+{
+	if (!o->t)
+		PyErr_SetString(PyExc_ValueError,
+				"operation on a closed tkshm.Table");
+	return o->t;
+}
+
+/* A key is str (as UTF-8) or bytes. */
+static int
+key_of(PyObject *key, const char **p, Py_ssize_t *len)
+{
+	if (PyUnicode_Check(key)) {
+		*p = PyUnicode_AsUTF8AndSize(key, len);
+		return *p ? 0 : -1;
+	}
+	if (PyBytes_Check(key)) {
+		*p = PyBytes_AS_STRING(key);
+		*len = PyBytes_GET_SIZE(key);
+		return 0;
+	}
+	PyErr_Format(PyExc_TypeError, "key must be str or bytes, not %.100s",
+		     Py_TYPE(key)->tp_name);
+	return -1;
+}
+
+/* now_ms: None (the system clock) or a number. */
+static int
+now_of(PyObject *now, double *out, int *given)
+{
+	*given = 0;
+	if (!now || now == Py_None)
+		return 0;
+	if (!PyFloat_Check(now) && !PyLong_Check(now)) {
+		PyErr_Format(PyExc_TypeError,
+			     "now_ms must be a number or None, not %.100s",
+			     Py_TYPE(now)->tp_name);
+		return -1;
+	}
+	*out = PyFloat_AsDouble(now);
+	if (*out == -1.0 && PyErr_Occurred())
+		return -1;
+	*given = 1;
+	return 0;
+}
+
+static PyObject *
+table_check(PyObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "key", "cost", "now_ms", NULL };
+	module_state *st = state_of_type(Py_TYPE(self));
+	PyObject *key;
+	PyObject *cost_obj = NULL;
+	PyObject *now_obj = NULL;
+	double cost = 1.0;
+	double now = 0;
+	int given;
+	const char *k;
+	Py_ssize_t klen;
+	tkshm_table *t;
+	tkshm_decision d;
+	int rc;
+
+	if (!st ||
+	    !PyArg_ParseTupleAndKeywords(args, kwds, "O|OO:check", kwlist, &key,
+					 &cost_obj, &now_obj))
+		return NULL;
+	t = table_handle((TableObject *)self);
+	if (!t || key_of(key, &k, &klen) < 0 ||
+	    now_of(now_obj, &now, &given) < 0)
+		return NULL;
+	if (cost_obj) {
+		if (!PyFloat_Check(cost_obj) && !PyLong_Check(cost_obj)) {
+			PyErr_Format(PyExc_TypeError,
+				     "cost must be a number, not %.100s",
+				     Py_TYPE(cost_obj)->tp_name);
+			return NULL;
+		}
+		cost = PyFloat_AsDouble(cost_obj);
+		if (cost == -1.0 && PyErr_Occurred())
+			return NULL;
+	}
+	/* The GIL stays held: see the comment at the top of the file. */
+	rc = given ? tkshm_check_at(t, k, (size_t)klen, cost, now, &d) :
+		     tkshm_check(t, k, (size_t)klen, cost, &d);
+	if (rc != TKSHM_OK)
+		return raise_code(st, rc, NULL);
+	return decision_new(st, &d);
+}
+
+static PyObject *
+table_peek(PyObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "key", "now_ms", NULL };
+	module_state *st = state_of_type(Py_TYPE(self));
+	PyObject *key;
+	PyObject *now_obj = NULL;
+	double now = 0;
+	int given;
+	const char *k;
+	Py_ssize_t klen;
+	tkshm_table *t;
+	tkshm_decision d;
+	int rc;
+
+	if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "O|O:peek", kwlist,
+						&key, &now_obj))
+		return NULL;
+	t = table_handle((TableObject *)self);
+	if (!t || key_of(key, &k, &klen) < 0 ||
+	    now_of(now_obj, &now, &given) < 0)
+		return NULL;
+	rc = given ? tkshm_peek_at(t, k, (size_t)klen, now, &d) :
+		     tkshm_peek(t, k, (size_t)klen, &d);
+	if (rc != TKSHM_OK)
+		return raise_code(st, rc, NULL);
+	return decision_new(st, &d);
+}
+
+static PyObject *
+table_reset(PyObject *self, PyObject *key)
+{
+	module_state *st = state_of_type(Py_TYPE(self));
+	const char *k;
+	Py_ssize_t klen;
+	tkshm_table *t;
+	int rc;
+
+	if (!st)
+		return NULL;
+	t = table_handle((TableObject *)self);
+	if (!t || key_of(key, &k, &klen) < 0)
+		return NULL;
+	rc = tkshm_reset(t, k, (size_t)klen);
+	if (rc != TKSHM_OK)
+		return raise_code(st, rc, NULL);
+	Py_RETURN_NONE;
+}
+
+static int
+put_u64(PyObject *d, const char *name, uint64_t v)
+{
+	PyObject *o = PyLong_FromUnsignedLongLong(v);
+	int rc;
+
+	if (!o)
+		return -1;
+	rc = PyDict_SetItemString(d, name, o);
+	Py_DECREF(o);
+	return rc;
+}
+
+static int
+put_obj(PyObject *d, const char *name, PyObject *o)
+{
+	int rc;
+
+	if (!o)
+		return -1;
+	rc = PyDict_SetItemString(d, name, o);
+	Py_DECREF(o);
+	return rc;
+}
+
+static PyObject *
+table_stats(PyObject *self, PyObject *unused)
+{
+	TableObject *o = (TableObject *)self;
+	module_state *st = state_of_type(Py_TYPE(self));
+	tkshm_table *t;
+	tkshm_stats s;
+	PyObject *d;
+	int rc;
+
+	(void)unused;
+	if (!st)
+		return NULL;
+	t = table_handle(o);
+	if (!t)
+		return NULL;
+	rc = tkshm_stats_get(t, &s);
+	if (rc != TKSHM_OK)
+		return raise_code(st, rc, NULL);
+	d = PyDict_New();
+	if (!d)
+		return NULL;
+	if (put_u64(d, "allowed", s.allowed) < 0 ||
+	    put_u64(d, "denied", s.denied) < 0 ||
+	    put_u64(d, "inserts", s.inserts) < 0 ||
+	    put_u64(d, "reclaims", s.reclaims) < 0 ||
+	    put_u64(d, "evictions", s.evictions) < 0 ||
+	    put_u64(d, "evictions_in_debt", s.evictions_in_debt) < 0 ||
+	    put_u64(d, "debt_restores", s.debt_restores) < 0 ||
+	    put_u64(d, "cas_retries", s.cas_retries) < 0 ||
+	    put_u64(d, "refusals", s.refusals) < 0 ||
+	    put_u64(d, "duplicates_killed", s.duplicates_killed) < 0 ||
+	    put_u64(d, "resets", s.resets) < 0 ||
+	    put_u64(d, "multi_rollbacks", s.multi_rollbacks) < 0 ||
+	    put_u64(d, "claims_stolen", s.claims_stolen) < 0 ||
+	    put_u64(d, "releases", s.releases) < 0 ||
+	    put_u64(d, "reaped", s.reaped) < 0 ||
+	    put_u64(d, "slots", s.slots) < 0 ||
+	    put_u64(d, "buckets", s.buckets) < 0 ||
+	    put_u64(d, "debt_cells", s.debt_cells) < 0 ||
+	    put_u64(d, "file_bytes", s.file_bytes) < 0 ||
+	    put_obj(d, "bytes_per_key", PyFloat_FromDouble(s.bytes_per_key)) <
+		    0 ||
+	    put_obj(d, "created_ms", PyFloat_FromDouble(s.created_ms)) < 0 ||
+	    put_u64(d, "layout_version", s.layout_version) < 0 ||
+	    put_obj(d, "on_full",
+		    PyUnicode_FromString(s.on_full == TKSHM_ON_FULL_REFUSE ?
+						 "refuse" :
+						 "evict")) < 0 ||
+	    put_obj(d, "anonymous", PyBool_FromLong(s.anonymous)) < 0 ||
+	    PyDict_SetItemString(d, "policy", o->policy) < 0) {
+		Py_DECREF(d);
+		return NULL;
+	}
+	return d;
+}
+
+static PyObject *
+table_close(PyObject *self, PyObject *unused)
+{
+	TableObject *o = (TableObject *)self;
+
+	(void)unused;
+	if (o->t)
+		tkshm_close(o->t);
+	o->t = NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+table_enter(PyObject *self, PyObject *unused)
+{
+	(void)unused;
+	if (!table_handle((TableObject *)self))
+		return NULL;
+	return Py_NewRef(self);
+}
+
+static PyObject *
+table_exit(PyObject *self, PyObject *args)
+{
+	(void)args;
+	return table_close(self, NULL);
+}
+
+static PyObject *
+table_get_policy(PyObject *self, void *closure)
+{
+	TableObject *o = (TableObject *)self;
+
+	(void)closure;
+	if (!o->policy) {
+		PyErr_SetString(PyExc_ValueError, "tkshm.Table is not open");
+		return NULL;
+	}
+	return Py_NewRef(o->policy);
+}
+
+static PyObject *
+table_get_closed(PyObject *self, void *closure)
+{
+	(void)closure;
+	return PyBool_FromLong(((TableObject *)self)->t == NULL);
+}
+
+static PyObject *
+table_repr(PyObject *self)
+{
+	TableObject *o = (TableObject *)self;
+
+	if (!o->t || !o->policy)
+		return PyUnicode_FromString("<tkshm.Table closed>");
+	return PyUnicode_FromFormat("<tkshm.Table policy=%R>", o->policy);
+}
+
+static PyMethodDef table_methods[] = {
+	{ "check", (PyCFunction)(void (*)(void))table_check,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "check(key, cost=1, now_ms=None) -> Decision\n\nChecks key (str or "
+	  "bytes), consuming cost if admitted." },
+	{ "peek", (PyCFunction)(void (*)(void))table_peek,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "peek(key, now_ms=None) -> Decision\n\nWhat a check of cost 1 would "
+	  "decide, consuming nothing." },
+	{ "reset", table_reset, METH_O, "reset(key)\n\nForgets key." },
+	{ "stats", table_stats, METH_NOARGS,
+	  "stats() -> dict of the table's counters and geometry" },
+	{ "close", table_close, METH_NOARGS,
+	  "close()\n\nUnmaps the table (the shared state stays)." },
+	{ "__enter__", table_enter, METH_NOARGS, NULL },
+	{ "__exit__", table_exit, METH_VARARGS, NULL },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef table_getset[] = {
+	{ "policy", table_get_policy, NULL, "the canonical policy string",
+	  NULL },
+	{ "closed", table_get_closed, NULL, "True once closed", NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyType_Slot table_slots[] = {
+	{ Py_tp_doc,
+	  "Table(path, policy=None, slots=0, create=True, mode=0o600)\n\n"
+	  "Opens (or creates) the table at path; path None creates an "
+	  "anonymous table shared with the processes forked after.  Open "
+	  "once per worker process." },
+	{ Py_tp_new, PyType_GenericNew },
+	{ Py_tp_init, table_init },
+	{ Py_tp_dealloc, table_dealloc },
+	{ Py_tp_traverse, table_traverse },
+	{ Py_tp_methods, table_methods },
+	{ Py_tp_getset, table_getset },
+	{ Py_tp_repr, table_repr },
+	{ 0, NULL },
+};
+
+static PyType_Spec table_spec = {
+	.name = "tkshm.Table",
+	.basicsize = sizeof(TableObject),
+	.flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE |
+		 Py_TPFLAGS_HAVE_GC,
+	.slots = table_slots,
+};
+
+/* ------------------------------------------------------------------------
+ * Module
+ * ---------------------------------------------------------------------- */
+
+static PyObject *
+mod_strerror(PyObject *m, PyObject *arg)
+{
+	long code = PyLong_AsLong(arg);
+
+	(void)m;
+	if (code == -1 && PyErr_Occurred())
+		return NULL;
+	return PyUnicode_FromString(tkshm_strerror((int)code));
+}
+
+static PyObject *
+mod_now_ms(PyObject *m, PyObject *unused)
+{
+	(void)m;
+	(void)unused;
+	return PyFloat_FromDouble(tkshm_now_ms());
+}
+
+static PyMethodDef module_methods[] = {
+	{ "strerror", mod_strerror, METH_O,
+	  "strerror(code) -> the library's sentence for an error code" },
+	{ "now_ms", mod_now_ms, METH_NOARGS,
+	  "now_ms() -> epoch ms (the clock checks use)" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static const struct {
+	const char *name;
+	int code;
+} error_codes[] = {
+#define E(x)          \
+	{             \
+#x, x \
+	}
+	E(TKSHM_ENULL),	       E(TKSHM_EINVAL),	   E(TKSHM_EKEYEMPTY),
+	E(TKSHM_EKEYLONG),     E(TKSHM_ECOST),	   E(TKSHM_ENOW),
+	E(TKSHM_EPOLICY),      E(TKSHM_EMISMATCH), E(TKSHM_EBADMAGIC),
+	E(TKSHM_EVERSION),     E(TKSHM_ESIZE),	   E(TKSHM_ECORRUPT),
+	E(TKSHM_ESYMLINK),     E(TKSHM_ENOTFILE),  E(TKSHM_EPERM),
+	E(TKSHM_ENOENT),       E(TKSHM_EEXIST),	   E(TKSHM_ENOSPC),
+	E(TKSHM_ENOMEM),       E(TKSHM_ESYSTEM),   E(TKSHM_EFULL),
+	E(TKSHM_EBUSY),	       E(TKSHM_EREADONLY), E(TKSHM_ENOTSUP),
+	E(TKSHM_EINTR),	       E(TKSHM_ENOTHELD),  E(TKSHM_ENOREDIS),
+	E(TKSHM_EUNAVAILABLE), E(TKSHM_EREDIS),
+#undef E
+};
+
+static int
+module_exec(PyObject *m)
+{
+	module_state *st = PyModule_GetState(m);
+	PyObject *dict;
+	size_t i;
+
+	dict = Py_BuildValue("{s:i,s:s}", "code", 0, "name", "TKSHM_OK");
+	if (!dict)
+		return -1;
+	st->error = PyErr_NewExceptionWithDoc(
+		"tkshm.Error",
+		"A tkshm call failed: .code is the library's negative error "
+		"code, .name its symbol (TKSHM_EKEYEMPTY).",
+		PyExc_Exception, dict);
+	Py_DECREF(dict);
+	if (!st->error || PyModule_AddObjectRef(m, "Error", st->error) < 0)
+		return -1;
+	st->decision_type = (PyTypeObject *)PyType_FromModuleAndSpec(
+		m, &decision_spec, NULL);
+	if (!st->decision_type || PyModule_AddType(m, st->decision_type) < 0)
+		return -1;
+	st->table_type =
+		(PyTypeObject *)PyType_FromModuleAndSpec(m, &table_spec, NULL);
+	if (!st->table_type || PyModule_AddType(m, st->table_type) < 0)
+		return -1;
+	for (i = 0; i < sizeof(error_codes) / sizeof(error_codes[0]); i++)
+		if (PyModule_AddIntConstant(m, error_codes[i].name + 6,
+					    error_codes[i].code) < 0)
+			return -1;
+	if (PyModule_AddIntConstant(m, "KEY_MAX", TKSHM_KEY_MAX) < 0 ||
+	    PyModule_AddIntConstant(m, "DECISION_EVICTED_DEBTOR",
+				    TKSHM_DECISION_EVICTED_DEBTOR) < 0 ||
+	    PyModule_AddIntConstant(m, "DECISION_DEBT_RESTORED",
+				    TKSHM_DECISION_DEBT_RESTORED) < 0 ||
+	    PyModule_AddStringConstant(m, "library_version", tkshm_version()) <
+		    0)
+		return -1;
+	return 0;
+}
+
+static int
+module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+	module_state *st = PyModule_GetState(m);
+
+	Py_VISIT(st->error);
+	Py_VISIT(st->decision_type);
+	Py_VISIT(st->table_type);
+	return 0;
+}
+
+static int
+module_clear(PyObject *m)
+{
+	module_state *st = PyModule_GetState(m);
+
+	Py_CLEAR(st->error);
+	Py_CLEAR(st->decision_type);
+	Py_CLEAR(st->table_type);
+	return 0;
+}
+
+static void
+module_free(void *m)
+{
+	module_clear((PyObject *)m);
+}
+
+static PyModuleDef_Slot module_slots[] = {
+	{ Py_mod_exec, module_exec },
+	{ 0, NULL },
+};
+
+static struct PyModuleDef tkshm_module = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "tkshm._tkshm",
+	.m_doc = "tkshm: lock-free shared-memory rate limiting across "
+		 "processes (the C extension; import tkshm).",
+	.m_size = sizeof(module_state),
+	.m_methods = module_methods,
+	.m_slots = module_slots,
+	.m_traverse = module_traverse,
+	.m_clear = module_clear,
+	.m_free = module_free,
+};
+
+PyMODINIT_FUNC
+PyInit__tkshm(void)
+{
+	return PyModuleDef_Init(&tkshm_module);
+}

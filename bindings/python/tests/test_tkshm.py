@@ -1,0 +1,281 @@
+"""Unit tests of the Python extension (run by ctest with PYTHONPATH set)."""
+
+import gc
+import os
+import shutil
+import tempfile
+import unittest
+
+import tkshm
+
+FW = "fixedWindow:limit=5,windowMs=1000"
+T0 = 1_000_000_000_000.0  # an epoch ms on a window boundary
+
+
+class TableTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="tkshm-py-")
+        self.path = os.path.join(self.dir, "t.tkshm")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_check_counts_down_then_denies(self):
+        with tkshm.Table(self.path, FW, slots=64) as t:
+            for i in range(5):
+                d = t.check("k", now_ms=T0 + i)
+                self.assertTrue(d)
+                self.assertTrue(d.allowed)
+                self.assertEqual(d.limit, 5)
+                self.assertEqual(d.remaining, 4 - i)
+                self.assertEqual(d.retry_after_ms, 0)
+            d = t.check("k", now_ms=T0 + 10)
+            self.assertFalse(d)
+            self.assertFalse(d.allowed)
+            self.assertEqual(d.remaining, 0)
+            self.assertEqual(d.reset_at, int(T0) + 1000)
+            self.assertEqual(d.retry_after_ms, 990)
+            # the next window admits again
+            self.assertTrue(t.check("k", now_ms=T0 + 1000))
+
+    def test_cost_bytes_and_str_keys_are_the_same(self):
+        with tkshm.Table(self.path, FW) as t:
+            self.assertEqual(t.check("é", 3, T0).remaining, 2)
+            self.assertEqual(t.check("é".encode(), now_ms=T0).remaining, 1)
+            self.assertFalse(t.check(b"\xc3\xa9", cost=2.0, now_ms=T0))
+
+    def test_peek_consumes_nothing(self):
+        with tkshm.Table(self.path, FW) as t:
+            t.check("k", now_ms=T0)
+            for _ in range(3):
+                d = t.peek("k", now_ms=T0 + 1)
+                self.assertTrue(d)
+                self.assertEqual(d.remaining, 4)
+            self.assertEqual(t.peek("k").limit, 5)  # system clock
+
+    def test_reset(self):
+        with tkshm.Table(self.path, FW) as t:
+            t.check("k", 5, T0)
+            self.assertFalse(t.check("k", now_ms=T0))
+            self.assertIsNone(t.reset("k"))
+            self.assertEqual(t.check("k", now_ms=T0).remaining, 4)
+            t.reset(b"absent")
+
+    def test_stats_and_policy(self):
+        with tkshm.Table(self.path, FW, slots=100) as t:
+            self.assertEqual(t.policy, "fixedWindow:limit=5,windowMs=1000")
+            for _ in range(7):
+                t.check("k", now_ms=T0)
+            t.reset("k")
+            s = t.stats()
+            self.assertEqual(s["allowed"], 5)
+            self.assertEqual(s["denied"], 2)
+            self.assertEqual(s["resets"], 1)
+            self.assertEqual(s["slots"], 128)
+            self.assertEqual(s["policy"], t.policy)
+            self.assertFalse(s["anonymous"])
+            self.assertGreater(s["file_bytes"], 0)
+            for k in ("inserts", "evictions", "cas_retries", "refusals",
+                      "layout_version", "created_ms", "on_full"):
+                self.assertIn(k, s)
+
+    def test_canonical_policy_and_attach(self):
+        t = tkshm.Table(self.path, "slidingWindow:limit=10,windowMs=1000")
+        self.assertEqual(t.policy,
+                         "slidingWindow:limit=10,windowMs=1000,buckets=10")
+        t.check("k", now_ms=T0)
+        # a second handle adopts the table's policy and sees its state
+        with tkshm.Table(self.path) as u:
+            self.assertEqual(u.policy, t.policy)
+            self.assertEqual(u.peek("k", now_ms=T0).remaining, 9)
+        t.close()
+
+    def test_anonymous_shared_with_forked_child(self):
+        with tkshm.Table(None, FW, slots=64) as t:
+            self.assertTrue(t.stats()["anonymous"])
+            pid = os.fork()
+            if pid == 0:
+                code = 0 if t.check("k", 3, T0).remaining == 2 else 1
+                os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+            self.assertEqual(t.check("k", now_ms=T0).remaining, 1)
+
+    def test_decision_is_frozen(self):
+        with tkshm.Table(self.path, FW) as t:
+            d = t.check("k", now_ms=T0)
+        for name in ("allowed", "limit", "remaining", "reset_at",
+                     "retry_after_ms", "flags"):
+            with self.assertRaises(AttributeError):
+                setattr(d, name, 1)
+        with self.assertRaises(AttributeError):
+            d.other = 1
+        with self.assertRaises(TypeError):
+            tkshm.Decision()
+        self.assertIn("remaining=4", repr(d))
+        self.assertIsInstance(d, tkshm.Decision)
+        self.assertEqual(hash(d), hash(d))
+
+    def test_context_manager_and_close(self):
+        t = tkshm.Table(self.path, FW)
+        with t as u:
+            self.assertIs(t, u)
+            self.assertFalse(t.closed)
+        self.assertTrue(t.closed)
+        with self.assertRaises(ValueError):
+            t.check("k")
+        with self.assertRaises(ValueError):
+            t.stats()
+        t.close()  # twice is fine
+        with self.assertRaises(ValueError):
+            with t:
+                pass
+        # a table dropped without close is closed by the collector
+        tkshm.Table(self.path)
+        gc.collect()
+
+    def test_errors(self):
+        with tkshm.Table(self.path, FW) as t:
+            with self.assertRaises(tkshm.Error) as cm:
+                t.check("")
+            e = cm.exception
+            self.assertEqual(e.code, tkshm.EKEYEMPTY)
+            self.assertEqual(e.code, -30902)
+            self.assertEqual(e.name, "TKSHM_EKEYEMPTY")
+            self.assertEqual(str(e), tkshm.strerror(tkshm.EKEYEMPTY))
+            with self.assertRaises(tkshm.Error) as cm:
+                t.check(b"x" * (tkshm.KEY_MAX + 1))
+            self.assertEqual(cm.exception.code, tkshm.EKEYLONG)
+            for cost in (0, -1, float("nan"), float("inf")):
+                with self.assertRaises(tkshm.Error) as cm:
+                    t.check("k", cost)
+                self.assertEqual(cm.exception.code, tkshm.ECOST)
+            with self.assertRaises(tkshm.Error) as cm:
+                t.check("k", now_ms=-1)
+            self.assertEqual(cm.exception.code, tkshm.ENOW)
+            with self.assertRaises(tkshm.Error) as cm:
+                t.peek(b"")
+            self.assertEqual(cm.exception.code, tkshm.EKEYEMPTY)
+            with self.assertRaises(tkshm.Error) as cm:
+                t.reset("")
+            self.assertEqual(cm.exception.code, tkshm.EKEYEMPTY)
+        with self.assertRaises(tkshm.Error) as cm:
+            tkshm.Table(self.path + "2", "fixedWindow:limit=0,windowMs=1")
+        self.assertEqual(cm.exception.code, tkshm.EPOLICY)
+        self.assertEqual(cm.exception.name, "TKSHM_EPOLICY")
+        with self.assertRaises(tkshm.Error) as cm:
+            tkshm.Table(self.path, "gcra:limit=1,periodMs=1000")
+        self.assertEqual(cm.exception.code, tkshm.EMISMATCH)
+        with self.assertRaises(tkshm.Error) as cm:
+            tkshm.Table(os.path.join(self.dir, "absent"), FW, create=False)
+        self.assertEqual(cm.exception.code, tkshm.ENOENT)
+        self.assertTrue(issubclass(tkshm.Error, Exception))
+
+    def test_bad_input_types(self):
+        with tkshm.Table(self.path, FW) as t:
+            for key in (1, None, 1.5, ["k"], bytearray(b"k")):
+                with self.assertRaises(TypeError):
+                    t.check(key)
+            with self.assertRaises(TypeError):
+                t.check("k", "1")
+            with self.assertRaises(TypeError):
+                t.check("k", now_ms="now")
+            with self.assertRaises(TypeError):
+                t.check()
+            with self.assertRaises(TypeError):
+                t.reset(3)
+            with self.assertRaises(UnicodeEncodeError):
+                t.check("\ud800")
+        with self.assertRaises(TypeError):
+            tkshm.Table(self.path, 5)
+        with self.assertRaises(TypeError):
+            tkshm.Table()
+        with self.assertRaises(OverflowError):
+            tkshm.Table(self.path, FW, slots=-1)
+        with self.assertRaises(TypeError):
+            tkshm.Table(self.path, FW, slots="8")
+        with self.assertRaises(ValueError):
+            tkshm.Table(self.path, FW, mode=0o10000)
+
+    def test_mode(self):
+        p = os.path.join(self.dir, "m.tkshm")
+        tkshm.Table(p, FW, slots=8, mode=0o640).close()
+        self.assertEqual(os.stat(p).st_mode & 0o777, 0o640)
+
+
+class HeadersTest(unittest.TestCase):
+    def setUp(self):
+        self.t = tkshm.Table(None, FW, slots=8)
+
+    def tearDown(self):
+        self.t.close()
+
+    def test_draft_allowed(self):
+        d = self.t.check("k", now_ms=T0)
+        h = tkshm.headers(d, now=T0)
+        self.assertEqual(h, [
+            ("RateLimit-Policy", '"default";q=5'),
+            ("RateLimit", '"default";r=4;t=1'),
+        ])
+        h = tkshm.headers(d, "api", window_s=1, now=T0 + 500)
+        self.assertEqual(h[0], ("RateLimit-Policy", '"api";q=5;w=1'))
+        self.assertEqual(h[1], ("RateLimit", '"api";r=4;t=1'))
+
+    def test_legacy_denied(self):
+        self.t.check("k", 5, T0)
+        d = self.t.check("k", now_ms=T0 + 100)
+        h = dict(tkshm.headers(d, draft=False, now=T0 + 100))
+        self.assertEqual(h, {
+            "RateLimit-Limit": "5",
+            "RateLimit-Remaining": "0",
+            "RateLimit-Reset": "1",
+            "Retry-After": "1",
+        })
+        h = dict(tkshm.headers(d, now=T0 + 100))
+        self.assertEqual(h["Retry-After"], "1")
+        self.assertEqual(h["RateLimit"], '"default";r=0;t=1')
+
+    def test_bad_decision(self):
+        with self.assertRaises(TypeError):
+            tkshm.headers(None)
+
+
+class WsgiTest(unittest.TestCase):
+    def test_client_key(self):
+        from tkshm.wsgi import client_key
+        self.assertEqual(client_key({"REMOTE_ADDR": "10.0.0.1"}), "10.0.0.1")
+        self.assertEqual(client_key({"REMOTE_ADDR": "2001:db8:1:2:3:4:5:6"}),
+                         "2001:db8:1:2::/64")
+        self.assertEqual(client_key({"REMOTE_ADDR": "::ffff:10.0.0.2"}),
+                         "10.0.0.2")
+        self.assertEqual(client_key({}), "-")
+
+    def test_middleware(self):
+        from tkshm.wsgi import RateLimitMiddleware
+
+        def app(environ, start_response):
+            start_response("200 OK", [("Content-Type", "text/plain")])
+            return [b"ok"]
+
+        with tkshm.Table(None, "fixedWindow:limit=2,windowMs=86400000",
+                         slots=8) as t:
+            mw = RateLimitMiddleware(app, t)
+            seen = []
+
+            def sr(status, headers, exc_info=None):
+                seen.append((status, dict(headers)))
+
+            env = {"REMOTE_ADDR": "192.0.2.1"}
+            for _ in range(3):
+                mw(env, sr)
+            self.assertEqual([s for s, _ in seen],
+                             ["200 OK", "200 OK", "429 Too Many Requests"])
+            self.assertIn("RateLimit", seen[0][1])
+            self.assertNotIn("Retry-After", seen[0][1])
+            self.assertIn("Retry-After", seen[2][1])
+            self.assertTrue(seen[2][1]["RateLimit"].startswith(
+                '"default";r=0;t='))
+
+
+if __name__ == "__main__":
+    unittest.main()

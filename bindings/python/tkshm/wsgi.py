@@ -1,0 +1,90 @@
+"""A WSGI middleware that rate-limits requests with a tkshm table.
+
+    from tkshm.wsgi import RateLimitMiddleware
+    table = tkshm.Table("/dev/shm/api.tkshm", "gcra:limit=10,periodMs=1000")
+    application = RateLimitMiddleware(application, table)
+
+The key is the client address by default, an IPv6 address aggregated to its
+/64 (one host usually owns a whole /64).
+"""
+
+import ipaddress
+
+from . import Error, headers as _headers
+
+_STATUS_TEXT = {429: "Too Many Requests", 503: "Service Unavailable"}
+
+
+def client_key(environ):
+    """REMOTE_ADDR; an IPv6 address becomes its /64 ("2001:db8::/64")."""
+    addr = environ.get("REMOTE_ADDR") or "-"
+    try:
+        ip = ipaddress.ip_address(addr.split("%", 1)[0])
+    except ValueError:
+        return addr
+    if ip.version == 6:
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network((ip, 64), strict=False))
+    return str(ip)
+
+
+class RateLimitMiddleware:
+    """Checks every request against `table`; a denial answers `status`
+    (429) without calling the app.  headers: True adds the IETF draft's
+    RateLimit-Policy/RateLimit, "legacy" the older RateLimit-Limit/
+    -Remaining/-Reset, False none (Retry-After is always sent on a denial).
+    key_func(environ) returns the key (str or bytes), or None to let the
+    request through unchecked.  cost is a number or a function of environ.
+    A table error (full, busy) fails open unless fail_open=False."""
+
+    default_key = staticmethod(client_key)
+
+    def __init__(self, app, table, key_func=client_key, cost=1, status=429,
+                 headers=True, policy_name=None, fail_open=True):
+        self.app = app
+        self.table = table
+        self.key_func = key_func
+        self.cost = cost
+        self.status = "%d %s" % (status, _STATUS_TEXT.get(status, "Denied"))
+        self.headers = headers
+        self.policy_name = policy_name
+        self.fail_open = fail_open
+
+    def _headers(self, d):
+        if self.headers is False or self.headers is None:
+            if d.allowed:
+                return []
+            return [h for h in _headers(d) if h[0] == "Retry-After"]
+        return _headers(d, self.policy_name,
+                        draft=self.headers != "legacy")
+
+    def __call__(self, environ, start_response):
+        key = self.key_func(environ)
+        if key is None:
+            return self.app(environ, start_response)
+        cost = self.cost(environ) if callable(self.cost) else self.cost
+        try:
+            d = self.table.check(key, cost)
+        except Error:
+            if self.fail_open:
+                return self.app(environ, start_response)
+            start_response("503 Service Unavailable",
+                           [("Content-Type", "text/plain")])
+            return [b"rate limiter unavailable\n"]
+        extra = self._headers(d)
+        if not d.allowed:
+            body = b"Too Many Requests\n"
+            start_response(self.status, [
+                ("Content-Type", "text/plain"),
+                ("Content-Length", str(len(body))),
+            ] + extra)
+            return [body]
+        if not extra:
+            return self.app(environ, start_response)
+
+        def _start(status, response_headers, exc_info=None):
+            return start_response(status, list(response_headers) + extra,
+                                  exc_info)
+
+        return self.app(environ, _start)

@@ -61,6 +61,18 @@ struct tk_global_shm {
 _Static_assert(sizeof(struct tk_global_shm) <= 4096,
 	       "the region fits its page");
 
+/* The live host count last read from Redis, or `fallback` (the policy's
+ * hosts) when none was read or the value is out of range (the region is
+ * never trusted). */
+static inline double
+tk_global_hosts(struct tk_global_shm *g, double fallback)
+{
+	/* Relaxed: a hint read on its own. */
+	uint64_t h = atomic_load_explicit(&g->hosts, memory_order_relaxed);
+
+	return h >= 1 && h <= 1000000 ? (double)h : fallback;
+}
+
 /* Counters are statistics: relaxed, as the table's shard counters. */
 static inline void
 tk_gcount(struct tk_global_shm *g, enum tk_gcounter c, uint64_t n)

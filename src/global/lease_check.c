@@ -15,11 +15,11 @@ tk_lease_env_of(const struct tkshm_table *t, struct tk_lease_env *env)
 	 * fresh beat comes with the redis_up and hosts of that round. */
 	double beat = tk_word_f64(
 		atomic_load_explicit(&g->agent_beat, memory_order_acquire));
-	/* Relaxed (the three below): ordered after the beat's acquire. */
+	/* Relaxed (these, and hosts below): ordered after the beat's
+	 * acquire. */
 	uint64_t pid =
 		atomic_load_explicit(&g->agent_pid, memory_order_relaxed);
 	uint64_t up = atomic_load_explicit(&g->redis_up, memory_order_relaxed);
-	uint64_t hosts = atomic_load_explicit(&g->hosts, memory_order_relaxed);
 	double poll = tk_word_f64(
 		atomic_load_explicit(&g->poll_ms, memory_order_relaxed));
 	double age = tk_mono_coarse_ms() - beat;
@@ -28,8 +28,7 @@ tk_lease_env_of(const struct tkshm_table *t, struct tk_lease_env *env)
 	 * workers fall back or wait, never index or divide by zero. */
 	env->redis_down = pid == 0 || up != 1 || !(age <= TK_AGENT_STALE_MS);
 	env->failure = t->policy.global.failure;
-	env->hosts = hosts >= 1 && hosts <= 1000000 ? (double)hosts :
-						      t->policy.global.hosts;
+	env->hosts = tk_global_hosts(g, t->policy.global.hosts);
 	env->retry_ms = poll >= 1 && poll <= 1000 ? poll : 1;
 }
 

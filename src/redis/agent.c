@@ -273,16 +273,6 @@ tk_track_rate(struct tk_atable *at, uint64_t index, uint64_t fp,
 	return k->rate;
 }
 
-static double
-tk_table_hosts(const tkshm_table *t)
-{
-	/* Relaxed: a hint read on its own. */
-	uint64_t h =
-		atomic_load_explicit(&t->global->hosts, memory_order_relaxed);
-
-	return h >= 1 && h <= 1000000 ? (double)h : t->policy.global.hosts;
-}
-
 static void
 tk_ask_args(const struct tk_agent *a, const tkshm_table *t, double now,
 	    double want, struct tk_ask *q)
@@ -417,10 +407,7 @@ static void
 tk_agent_hosts(struct tk_agent *a, struct tk_atable *at, double now)
 {
 	tkshm_table *t = at->t;
-	char key[TKSHM_PREFIX_MAX + 32], now_s[40], ttl_s[40];
-	const char *kv[1] = { key }, *av[3] = { now_s, a->conf.host_id, ttl_s };
-	size_t kl[1], al[3];
-	struct tk_args keys = { 1, kv, kl }, args = { 3, av, al };
+	struct tk_hosts_req q;
 	redisReply *y = NULL;
 	double mono = tk_mono_ms();
 	int rc;
@@ -428,14 +415,12 @@ tk_agent_hosts(struct tk_agent *a, struct tk_atable *at, double now)
 	if (mono < at->next_hosts || !a->redis_up)
 		return;
 	at->next_hosts = mono + a->conf.heartbeat_ms;
-	kl[0] = (size_t)snprintf(key, sizeof key, "tkshm:hosts:%s",
-				 t->policy.global.prefix);
-	al[0] = tk_arg_f64(now_s, sizeof now_s,
-			   a->conf.server_time ? 0 : floor(now));
-	al[1] = strlen(a->conf.host_id);
-	al[2] = tk_arg_f64(ttl_s, sizeof ttl_s, 3 * a->conf.heartbeat_ms);
+	tk_hosts_req_init(&q, t, a->conf.host_id,
+			  a->conf.server_time ? 0 : floor(now),
+			  3 * a->conf.heartbeat_ms);
 	tk_gcount(t->global, TK_G_REDIS_CALLS, 1);
-	rc = tk_conn_eval(a->conn, TK_SCRIPT_HOSTS, &keys, &args, &y, NULL, 0);
+	rc = tk_conn_eval(a->conn, TK_SCRIPT_HOSTS, &q.keys, &q.args, &y, NULL,
+			  0);
 	if (rc != TKSHM_OK) {
 		tk_gcount(t->global, TK_G_REDIS_ERRORS, 1);
 		if (rc == TKSHM_EUNAVAILABLE) {
@@ -446,13 +431,7 @@ tk_agent_hosts(struct tk_agent *a, struct tk_atable *at, double now)
 		}
 		return;
 	}
-	if (y->type == REDIS_REPLY_ARRAY && y->elements >= 1 &&
-	    y->element[0]->type == REDIS_REPLY_INTEGER &&
-	    y->element[0]->integer >= 1 && y->element[0]->integer <= 1000000)
-		/* Relaxed: a hint for safe-share and lease sizing. */
-		atomic_store_explicit(&t->global->hosts,
-				      (uint64_t)y->element[0]->integer,
-				      memory_order_relaxed);
+	tk_hosts_store(t, y);
 	freeReplyObject(y);
 }
 
@@ -465,7 +444,7 @@ tk_agent_table(struct tk_agent *a, struct tk_atable *at, double now,
 	const struct tk_lease *l = &t->algo.lease;
 	uint64_t words[TK_ALGO_MAX_WORDS];
 	uint64_t cursor = 0, index, fp;
-	double hosts = tk_table_hosts(t);
+	double hosts = tk_global_hosts(t->global, t->policy.global.hosts);
 	double cap = floor(l->capacity / hosts);
 	double lead = 2 * a->rtt_ms + a->conf.poll_ms;
 	size_t n = 0;

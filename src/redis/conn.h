@@ -27,22 +27,22 @@
 #include "redis/scripts.h"
 
 struct tk_redis_conf {
-	char host[256];	      /* default "127.0.0.1" */
-	int port;	      /* default 6379 */
-	char unix_path[108];  /* when not empty: a unix socket instead */
-	char username[128];   /* AUTH username password (ACL), if both */
-	char password[256];   /* AUTH password, when not empty */
-	int db;		      /* SELECT db, when not 0 */
+	char host[256];		   /* default "127.0.0.1" */
+	int port;		   /* default 6379 */
+	char unix_path[108];	   /* when not empty: a unix socket instead */
+	char username[128];	   /* AUTH username password (ACL), if both */
+	char password[256];	   /* AUTH password, when not empty */
+	int db;			   /* SELECT db, when not 0 */
 	double connect_timeout_ms; /* default 200 */
 	double command_timeout_ms; /* default 100 */
 };
 
 /* Counters of one connection (process-local), for stats. */
 struct tk_conn_stats {
-	uint64_t calls;		  /* commands sent */
-	uint64_t errors;	  /* failed: unavailable or error reply */
+	uint64_t calls;	 /* commands sent */
+	uint64_t errors; /* failed: unavailable or error reply */
 	uint64_t noscript_reloads;
-	uint64_t connects;	  /* successful (re)connections */
+	uint64_t connects; /* successful (re)connections */
 };
 
 struct tk_conn;

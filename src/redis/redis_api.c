@@ -194,16 +194,43 @@ tk_redis_call(struct tkshm_table *t, enum tk_script_id id,
 }
 
 void
+tk_hosts_req_init(struct tk_hosts_req *q, const struct tkshm_table *t,
+		  const char *host_id, double now, double ttl_ms)
+{
+	q->kl[0] = (size_t)snprintf(q->key, sizeof q->key, "tkshm:hosts:%s",
+				    t->policy.global.prefix);
+	q->kv[0] = q->key;
+	q->al[0] = tk_arg_f64(q->now_s, sizeof q->now_s, now);
+	q->av[0] = q->now_s;
+	q->al[1] = strlen(host_id);
+	q->av[1] = host_id;
+	q->al[2] = tk_arg_f64(q->ttl_s, sizeof q->ttl_s, ttl_ms);
+	q->av[2] = q->ttl_s;
+	q->keys = (struct tk_args){ 1, q->kv, q->kl };
+	q->args = (struct tk_args){ 3, q->av, q->al };
+}
+
+void
+tk_hosts_store(struct tkshm_table *t, const redisReply *y)
+{
+	if (y->type == REDIS_REPLY_ARRAY && y->elements >= 1 &&
+	    y->element[0]->type == REDIS_REPLY_INTEGER &&
+	    y->element[0]->integer >= 1 && y->element[0]->integer <= 1000000)
+		/* Relaxed: a hint for safe-share and lease sizing, read on
+		 * its own (tk_global_hosts). */
+		atomic_store_explicit(&t->global->hosts,
+				      (uint64_t)y->element[0]->integer,
+				      memory_order_relaxed);
+}
+
+void
 tk_redis_hosts_tick(struct tkshm_table *t)
 {
 	struct tk_global_shm *g = t->global;
 	double now = tk_mono_ms();
 	/* Relaxed: a schedule; the CAS below decides who registers. */
 	uint64_t at = atomic_load_explicit(&g->hosts_at, memory_order_relaxed);
-	char key[TKSHM_PREFIX_MAX + 32], now_s[32], ttl_s[32];
-	const char *kv[1] = { key }, *av[3] = { now_s, NULL, ttl_s };
-	size_t kl[1], al[3];
-	struct tk_args keys = { 1, kv, kl }, args = { 3, av, al };
+	struct tk_hosts_req q;
 	redisReply *reply = NULL;
 
 	if (now < tk_word_f64(at) + 1000.0)
@@ -214,25 +241,12 @@ tk_redis_hosts_tick(struct tkshm_table *t)
 		    &g->hosts_at, &at, tk_f64_word(now), memory_order_relaxed,
 		    memory_order_relaxed))
 		return;
-	kl[0] = (size_t)snprintf(key, sizeof key, "tkshm:hosts:%s",
-				 t->policy.global.prefix);
-	if (t->redis->server_time)
-		snprintf(now_s, sizeof now_s, "0");
-	else
-		tk_arg_f64(now_s, sizeof now_s, floor(tkshm_now_ms()));
-	av[1] = t->redis->host_id;
-	snprintf(ttl_s, sizeof ttl_s, "%d", 5000);
-	for (int i = 0; i < 3; i++)
-		al[i] = strlen(av[i]);
-	if (tk_redis_call(t, TK_SCRIPT_HOSTS, &keys, &args, &reply) != TKSHM_OK)
+	tk_hosts_req_init(&q, t, t->redis->host_id,
+			  t->redis->server_time ? 0 : floor(tkshm_now_ms()),
+			  5000);
+	if (tk_redis_call(t, TK_SCRIPT_HOSTS, &q.keys, &q.args, &reply) !=
+	    TKSHM_OK)
 		return;
-	if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
-	    reply->element[0]->type == REDIS_REPLY_INTEGER &&
-	    reply->element[0]->integer >= 1 &&
-	    reply->element[0]->integer <= 1000000)
-		/* Relaxed: a hint for safe-share, read on its own. */
-		atomic_store_explicit(&g->hosts,
-				      (uint64_t)reply->element[0]->integer,
-				      memory_order_relaxed);
+	tk_hosts_store(t, reply);
 	freeReplyObject(reply);
 }

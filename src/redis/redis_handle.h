@@ -40,6 +40,22 @@ int tk_redis_call(struct tkshm_table *t, enum tk_script_id id,
 		  const struct tk_args *keys, const struct tk_args *args,
 		  redisReply **reply);
 
+/* hosts.lua's call for table t (the set "tkshm:hosts:<prefix>", shared
+ * by strict workers and lease agents of one limit): KEYS and ARGV point
+ * into the struct, so it is filled in place and never copied. */
+struct tk_hosts_req {
+	char key[TKSHM_PREFIX_MAX + 16], now_s[40], ttl_s[40];
+	const char *kv[1], *av[3];
+	size_t kl[1], al[3];
+	struct tk_args keys, args;
+};
+void tk_hosts_req_init(struct tk_hosts_req *q, const struct tkshm_table *t,
+		       const char *host_id, double now, double ttl_ms);
+
+/* Stores the live host count of hosts.lua's reply in the table (values
+ * out of 1..1000000 are ignored). */
+void tk_hosts_store(struct tkshm_table *t, const redisReply *y);
+
 /* Registers this host for the table's limit at most once a second per
  * host (the first worker past the deadline does it) and stores the live
  * host count in the table for safe-share. */

@@ -27,13 +27,13 @@ enum tk_script_id {
 	TK_SCRIPT_FIXED_WINDOW,	  /* fixedWindow.check */
 	TK_SCRIPT_SLIDING_WINDOW, /* slidingWindow.check */
 	TK_SCRIPT_SLIDING_LOG,	  /* slidingWindowLog.check */
-	TK_SCRIPT_QUOTA,	  /* quota check (calendar and fixed cadences) */
-	TK_SCRIPT_LEAKY,	  /* leaky bucket reserve */
-	TK_SCRIPT_MULTI,	  /* multi-dimensional all/any */
-	TK_SCRIPT_READ,		  /* a key's state and the server's now */
-	TK_SCRIPT_LEASE_GCRA,	  /* lease mode: tokens from a GCRA key */
-	TK_SCRIPT_LEASE_WINDOW,	  /* lease mode: units of a fixed window */
-	TK_SCRIPT_HOSTS,	  /* a host's heartbeat; the live host count */
+	TK_SCRIPT_QUOTA,	/* quota check (calendar and fixed cadences) */
+	TK_SCRIPT_LEAKY,	/* leaky bucket reserve */
+	TK_SCRIPT_MULTI,	/* multi-dimensional all/any */
+	TK_SCRIPT_READ,		/* a key's state and the server's now */
+	TK_SCRIPT_LEASE_GCRA,	/* lease mode: tokens from a GCRA key */
+	TK_SCRIPT_LEASE_WINDOW, /* lease mode: units of a fixed window */
+	TK_SCRIPT_HOSTS,	/* a host's heartbeat; the live host count */
 	TK_SCRIPT_COUNT
 };
 

@@ -15,6 +15,26 @@
 /* "prefix:" + a key + NUL. */
 #define TK_RKEY_MAX (TKSHM_PREFIX_MAX + 4 + TKSHM_KEY_MAX)
 
+/* A key's Redis name and the one-key KEYS vector naming it (pointing
+ * into the struct: filled in place, never copied). */
+struct tk_rkey {
+	char name[TK_RKEY_MAX];
+	const char *v[1];
+	size_t len[1];
+	struct tk_args keys;
+};
+
+/* False when "prefix:key" does not fit. */
+static bool
+tk_rkey_init(struct tk_rkey *k, const struct tkshm_table *t, const void *key,
+	     size_t len)
+{
+	k->len[0] = tk_redis_key_of(t, key, len, k->name, sizeof k->name);
+	k->v[0] = k->name;
+	k->keys = (struct tk_args){ 1, k->v, k->len };
+	return k->len[0] != 0;
+}
+
 /* The first n elements of an array reply, as integers; false for any
  * other shape (a reply is never trusted to be what the script sends). */
 static bool
@@ -55,18 +75,6 @@ tk_decision_of(const int64_t *v, tkshm_decision *d)
 	d->remaining = v[2];
 	d->reset_at = v[3];
 	d->retry_after_ms = v[4];
-}
-
-/* The hosts safe-share divides by: the last count Redis gave, else the
- * policy's. */
-static double
-tk_share_hosts(const struct tkshm_table *t)
-{
-	/* Relaxed: a hint read on its own. */
-	uint64_t h =
-		atomic_load_explicit(&t->global->hosts, memory_order_relaxed);
-
-	return h >= 1 && h <= 1000000 ? (double)h : t->policy.global.hosts;
 }
 
 /* The key this host's safe share of `key` is kept under, in the same
@@ -129,7 +137,8 @@ tk_strict_fallback(struct tkshm_table *t, const void *key, size_t len,
 	default: {
 		unsigned char buf[24];
 		struct tk_keyref k = tk_share_key(t, key, len, buf);
-		double hosts = tk_share_hosts(t);
+		double hosts =
+			tk_global_hosts(t->global, t->policy.global.hosts);
 		double charge = cost * hosts;
 		int rc;
 
@@ -153,10 +162,7 @@ static int
 tk_strict_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 		double now, tkshm_decision *out)
 {
-	char rkey[TK_RKEY_MAX];
-	const char *kv[1] = { rkey };
-	size_t kl[1];
-	struct tk_args keys = { 1, kv, kl };
+	struct tk_rkey k;
 	struct tk_argv a;
 	enum tk_script_id id;
 	redisReply *reply = NULL;
@@ -164,8 +170,7 @@ tk_strict_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 	double rnow, sent;
 	int rc;
 
-	kl[0] = tk_redis_key_of(t, key, len, rkey, sizeof rkey);
-	if (!kl[0])
+	if (!tk_rkey_init(&k, t, key, len))
 		return TKSHM_EKEYLONG;
 	rnow = tk_cache_now(t, now);
 	if (tk_cache_denies(t, key, len, cost, rnow, out)) {
@@ -177,7 +182,7 @@ tk_strict_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 		return tk_strict_fallback(t, key, len, cost, now, out);
 	sent = tkshm_now_ms();
 	id = tk_strict_args(t, t->redis->server_time ? 0 : now, cost, &a);
-	rc = tk_redis_call(t, id, &keys, &a.args, &reply);
+	rc = tk_redis_call(t, id, &k.keys, &a.args, &reply);
 	if (rc == TKSHM_EUNAVAILABLE)
 		return tk_strict_fallback(t, key, len, cost, now, out);
 	if (rc != TKSHM_OK)
@@ -200,10 +205,7 @@ static int
 tk_strict_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 	       tkshm_decision *out)
 {
-	char rkey[TK_RKEY_MAX];
-	const char *kv[1] = { rkey };
-	size_t kl[1];
-	struct tk_args keys = { 1, kv, kl };
+	struct tk_rkey k;
 	struct tk_argv a;
 	uint64_t words[TK_ALGO_MAX_WORDS];
 	redisReply *reply = NULL;
@@ -211,11 +213,10 @@ tk_strict_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 	int64_t v[1];
 	int rc;
 
-	kl[0] = tk_redis_key_of(t, key, len, rkey, sizeof rkey);
-	if (!kl[0])
+	if (!tk_rkey_init(&k, t, key, len))
 		return TKSHM_EKEYLONG;
 	tk_strict_read_args(t, t->redis->server_time ? 0 : now, &a);
-	rc = tk_redis_call(t, TK_SCRIPT_READ, &keys, &a.args, &reply);
+	rc = tk_redis_call(t, TK_SCRIPT_READ, &k.keys, &a.args, &reply);
 	if (rc != TKSHM_OK)
 		return rc;
 	/* {now, state...}: the state read back and decided by the C
@@ -237,10 +238,7 @@ static int
 tk_strict_reserve(struct tkshm_table *t, const void *key, size_t len,
 		  double cost, double now, tkshm_reservation *out)
 {
-	char rkey[TK_RKEY_MAX];
-	const char *kv[1] = { rkey };
-	size_t kl[1];
-	struct tk_args keys = { 1, kv, kl };
+	struct tk_rkey k;
 	struct tk_argv a;
 	redisReply *reply = NULL;
 	tkshm_decision d;
@@ -248,8 +246,7 @@ tk_strict_reserve(struct tkshm_table *t, const void *key, size_t len,
 	double rnow, sent, wait;
 	int rc;
 
-	kl[0] = tk_redis_key_of(t, key, len, rkey, sizeof rkey);
-	if (!kl[0])
+	if (!tk_rkey_init(&k, t, key, len))
 		return TKSHM_EKEYLONG;
 	memset(out, 0, sizeof *out);
 	rnow = tk_cache_now(t, now);
@@ -265,11 +262,13 @@ tk_strict_reserve(struct tkshm_table *t, const void *key, size_t len,
 	(void)tk_strict_args(t, t->redis->server_time ? 0 : now, cost, &a);
 	rc = tk_strict_circuit_open(t) ?
 		     TKSHM_EUNAVAILABLE :
-		     tk_redis_call(t, TK_SCRIPT_LEAKY, &keys, &a.args, &reply);
+		     tk_redis_call(t, TK_SCRIPT_LEAKY, &k.keys, &a.args,
+				   &reply);
 	if (rc == TKSHM_EUNAVAILABLE) {
 		struct tk_keyref k;
 		unsigned char buf[24];
-		double hosts = tk_share_hosts(t);
+		double hosts =
+			tk_global_hosts(t->global, t->policy.global.hosts);
 
 		switch (t->policy.global.failure) {
 		case TKSHM_FAILURE_OPEN:

@@ -176,8 +176,8 @@ struct tk_header {
 	uint64_t labels_off;
 	uint64_t denials_off;
 	uint64_t debt_off;
-	uint64_t wide_off;   /* 0 when wide_units is 0 */
-	uint32_t wide_units; /* state words per record; 0: one-word states */
+	uint64_t wide_off;    /* 0 when wide_units is 0 */
+	uint32_t wide_units;  /* state words per record; 0: one-word states */
 	uint32_t key_records; /* 1: a keys region (lease tables), else 0 */
 	uint64_t global_off;  /* the cross-host region's page */
 	uint64_t keys_off;    /* 0 when key_records is 0 */

@@ -219,8 +219,8 @@ tk_handle_fill(struct tkshm_table *t, const struct tk_header *h,
 	t->wide_units = h->wide_units;
 	t->wide_stride = tk_wide_stride(h->wide_units);
 	t->global = (struct tk_global_shm *)(base + h->global_off);
-	t->keyrecs = h->key_records ? (struct tk_keyrec *)(base + h->keys_off)
-				    : NULL;
+	t->keyrecs = h->key_records ? (struct tk_keyrec *)(base + h->keys_off) :
+				      NULL;
 	t->nshards = h->nshards;
 	t->nbuckets = h->nbuckets;
 	t->bucket_mask = h->nbuckets - 1;

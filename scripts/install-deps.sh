@@ -16,11 +16,19 @@ export DEBIAN_FRONTEND=noninteractive
 # --- the package lists (the only place they are written) --------------------
 DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev)
 # libhiredis-dev and redis-server: the redis-strict baseline of
-# bench/procs, and the Redis tier's tests.
+# bench/procs, and the Redis tier's tests.  The bindings (bindings/) and
+# the servers their tests start: python3-dev and gunicorn; apache2-dev
+# (apxs) and apache2; php8.2-dev (php-config), php8.2-cli, php8.2-fpm and
+# libfcgi-bin (cgi-fcgi, a FastCGI client).
 TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	libclang-rt-14-dev binutils python3 procps spin libhiredis-dev
-	redis-server python3-dev gunicorn)
-BENCH_PKGS=("${TEST_PKGS[@]}" libbenchmark-dev g++ gnuplot-nox)
+	redis-server python3-dev gunicorn apache2 apache2-dev php8.2-cli
+	php8.2-dev php8.2-fpm libfcgi-bin)
+# The peers the benchmarks measure beside tkshm: nginx (limit_req) driven
+# by wrk, ab, and APCu and Symfony's RateLimiter for the PHP loop.
+BENCH_PKGS=("${TEST_PKGS[@]}" libbenchmark-dev g++ gnuplot-nox nginx-light
+	wrk apache2-utils php-apcu php-symfony-rate-limiter
+	php-symfony-cache php-symfony-lock)
 # -----------------------------------------------------------------------------
 
 usage() {

@@ -16,6 +16,7 @@
 #include <structmember.h>
 
 #include <tkshm.h>
+#include <tkshm_http.h>
 
 #include <stdint.h>
 #include <string.h>
@@ -476,6 +477,40 @@ put_obj(PyObject *d, const char *name, PyObject *o)
 	return rc;
 }
 
+/* stats()["global"]: the cross-host tier's counters (zero for local
+ * tables). */
+static PyObject *
+global_stats(const tkshm_stats *s)
+{
+	PyObject *g = PyDict_New();
+
+	if (!g)
+		return NULL;
+	if (put_u64(g, "redis_calls", s->global.redis_calls) < 0 ||
+	    put_u64(g, "redis_errors", s->global.redis_errors) < 0 ||
+	    put_u64(g, "noscript_reloads", s->global.noscript_reloads) < 0 ||
+	    put_u64(g, "breaker_opens", s->global.breaker_opens) < 0 ||
+	    put_u64(g, "cache_denials", s->global.cache_denials) < 0 ||
+	    put_u64(g, "fallback_allowed", s->global.fallback_allowed) < 0 ||
+	    put_u64(g, "fallback_denied", s->global.fallback_denied) < 0 ||
+	    put_u64(g, "no_lease", s->global.no_lease) < 0 ||
+	    put_u64(g, "leases", s->global.leases) < 0 ||
+	    put_u64(g, "lease_units", s->global.lease_units) < 0 ||
+	    put_u64(g, "lease_round_trips", s->global.lease_round_trips) < 0 ||
+	    put_u64(g, "lease_units_expired", s->global.lease_units_expired) <
+		    0 ||
+	    put_u64(g, "hosts", s->global.hosts) < 0 ||
+	    put_obj(g, "redis_up", PyBool_FromLong(s->global.redis_up)) < 0 ||
+	    put_obj(g, "agent_pid", PyLong_FromLongLong(s->global.agent_pid)) <
+		    0 ||
+	    put_obj(g, "agent_beat_ms",
+		    PyFloat_FromDouble(s->global.agent_beat_ms)) < 0) {
+		Py_DECREF(g);
+		return NULL;
+	}
+	return g;
+}
+
 static PyObject *
 table_stats(PyObject *self, PyObject *unused)
 {
@@ -526,7 +561,8 @@ table_stats(PyObject *self, PyObject *unused)
 						 "refuse" :
 						 "evict")) < 0 ||
 	    put_obj(d, "anonymous", PyBool_FromLong(s.anonymous)) < 0 ||
-	    PyDict_SetItemString(d, "policy", o->policy) < 0) {
+	    PyDict_SetItemString(d, "policy", o->policy) < 0 ||
+	    put_obj(d, "global", global_stats(&s)) < 0) {
 		Py_DECREF(d);
 		return NULL;
 	}
@@ -664,11 +700,83 @@ mod_now_ms(PyObject *m, PyObject *unused)
 	return PyFloat_FromDouble(tkshm_now_ms());
 }
 
+/* client_key(addr, v6_prefix=64) -> str (tkshm_http_client_key). */
+static PyObject *
+mod_client_key(PyObject *m, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "addr", "v6_prefix", NULL };
+	const char *addr;
+	unsigned int bits = TKSHM_HTTP_V6_PREFIX_DEFAULT;
+	char out[TKSHM_HTTP_CLIENT_KEY_MAX];
+	int n;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|I:client_key", kwlist,
+					 &addr, &bits))
+		return NULL;
+	n = tkshm_http_client_key(addr, bits, out, sizeof(out));
+	if (n < 0)
+		return raise_code(PyModule_GetState(m), n, NULL);
+	return PyUnicode_FromStringAndSize(out, n);
+}
+
+/* http_headers(decision, style, policy_name, window_s, now) -> list of
+ * (name, value) (tkshm_http_headers; tkshm.headers() is the friendly
+ * form). */
+static PyObject *
+mod_http_headers(PyObject *m, PyObject *args)
+{
+	module_state *st = PyModule_GetState(m);
+	PyObject *dec;
+	int style;
+	const char *name;
+	long long window_s;
+	double now;
+	tkshm_http_header h[TKSHM_HTTP_HEADERS_MAX];
+	char *buf;
+	size_t len;
+	PyObject *list;
+	int n;
+
+	if (!PyArg_ParseTuple(args, "O!izLd:http_headers", st->decision_type,
+			      &dec, &style, &name, &window_s, &now))
+		return NULL;
+	len = TKSHM_HTTP_BUF_SIZE(name ? strlen(name) : 7);
+	buf = PyMem_Malloc(len);
+	if (!buf)
+		return PyErr_NoMemory();
+	n = tkshm_http_headers(&((DecisionObject *)dec)->d,
+			       (tkshm_http_style)style, name,
+			       (int64_t)window_s, now, h, buf, len);
+	if (n < 0) {
+		PyMem_Free(buf);
+		return raise_code(st, n, NULL);
+	}
+	list = PyList_New(n);
+	for (int i = 0; list && i < n; i++) {
+		PyObject *pair = Py_BuildValue("(ss)", h[i].name, h[i].value);
+		if (!pair) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, i, pair);
+	}
+	PyMem_Free(buf);
+	return list;
+}
+
 static PyMethodDef module_methods[] = {
 	{ "strerror", mod_strerror, METH_O,
 	  "strerror(code) -> the library's sentence for an error code" },
 	{ "now_ms", mod_now_ms, METH_NOARGS,
 	  "now_ms() -> epoch ms (the clock checks use)" },
+	{ "client_key", (PyCFunction)(void (*)(void))mod_client_key,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "client_key(addr, v6_prefix=64) -> the rate-limit key of a client "
+	  "address (IPv6 aggregated to its prefix); tkshm.Error (EINVAL) if "
+	  "addr is not an IP address" },
+	{ "http_headers", mod_http_headers, METH_VARARGS,
+	  "http_headers(decision, style, policy_name, window_s, now) -> "
+	  "[(name, value)]; style 0 draft, 1 legacy, 2 none" },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -728,6 +836,14 @@ module_exec(PyObject *m)
 				    TKSHM_DECISION_EVICTED_DEBTOR) < 0 ||
 	    PyModule_AddIntConstant(m, "DECISION_DEBT_RESTORED",
 				    TKSHM_DECISION_DEBT_RESTORED) < 0 ||
+	    PyModule_AddIntConstant(m, "DECISION_CACHED",
+				    TKSHM_DECISION_CACHED) < 0 ||
+	    PyModule_AddIntConstant(m, "DECISION_FALLBACK",
+				    TKSHM_DECISION_FALLBACK) < 0 ||
+	    PyModule_AddIntConstant(m, "DECISION_NO_LEASE",
+				    TKSHM_DECISION_NO_LEASE) < 0 ||
+	    PyModule_AddIntConstant(m, "V6_PREFIX_DEFAULT",
+				    TKSHM_HTTP_V6_PREFIX_DEFAULT) < 0 ||
 	    PyModule_AddStringConstant(m, "library_version", tkshm_version()) <
 		    0)
 		return -1;

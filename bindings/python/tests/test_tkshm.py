@@ -73,6 +73,13 @@ class TableTest(unittest.TestCase):
             self.assertEqual(s["resets"], 1)
             self.assertEqual(s["slots"], 128)
             self.assertEqual(s["policy"], t.policy)
+            # A local table: the cross-host tier's counters are all zero.
+            g = s["global"]
+            self.assertEqual(g["redis_calls"], 0)
+            self.assertEqual(g["leases"], 0)
+            self.assertIs(g["redis_up"], False)
+            self.assertEqual(g["agent_pid"], 0)
+            self.assertEqual(len(g), 16)
             self.assertFalse(s["anonymous"])
             self.assertGreater(s["file_bytes"], 0)
             for k in ("inserts", "evictions", "cas_retries", "refusals",
@@ -235,9 +242,58 @@ class HeadersTest(unittest.TestCase):
         self.assertEqual(h["Retry-After"], "1")
         self.assertEqual(h["RateLimit"], '"default";r=0;t=1')
 
+    def test_none_style_and_bad_input(self):
+        self.t.check("k", 5, T0)
+        d = self.t.check("k", now_ms=T0 + 100)
+        self.assertEqual(tkshm.headers(d, draft="none", now=T0 + 100),
+                         [("Retry-After", "1")])
+        with self.assertRaises(ValueError):
+            tkshm.headers(d, draft="html")
+        # A CR LF in the policy name would split the response's headers.
+        with self.assertRaises(tkshm.Error) as cm:
+            tkshm.headers(d, "a\r\nSet-Cookie: x")
+        self.assertEqual(cm.exception.code, tkshm.EINVAL)
+        self.assertEqual(tkshm.headers(d, 'say "hi"', now=T0)[0][1],
+                         '"say \\"hi\\"";q=5')
+
     def test_bad_decision(self):
         with self.assertRaises(TypeError):
             tkshm.headers(None)
+
+
+class ClientKeyTest(unittest.TestCase):
+    def test_same_as_ipaddress(self):
+        """The C key equals Python's ipaddress text for random addresses,
+        prefixes and zero runs (RFC 5952 on both sides)."""
+        import ipaddress
+        import random
+        rng = random.Random(8)
+        for _ in range(20000):
+            groups = [rng.choice((0, 0, 0, 1, 0xffff, rng.getrandbits(16)))
+                      for _ in range(8)]
+            ip = ipaddress.IPv6Address(
+                int.from_bytes(b"".join(g.to_bytes(2, "big")
+                                        for g in groups), "big"))
+            bits = rng.choice((1, 7, 48, 56, 63, 64, 64, 65, 127, 128))
+            if ip.ipv4_mapped is not None:
+                want = str(ip.ipv4_mapped)
+            else:
+                want = str(ipaddress.ip_network((ip, bits), strict=False))
+            self.assertEqual(tkshm.client_key(ip.exploded, bits), want)
+            self.assertEqual(tkshm.client_key(str(ip), bits), want)
+        for _ in range(1000):
+            v4 = ipaddress.IPv4Address(rng.getrandbits(32))
+            self.assertEqual(tkshm.client_key(str(v4)), str(v4))
+
+    def test_errors(self):
+        for bad in ("", "example.org", "1.2.3", "::g"):
+            with self.assertRaises(tkshm.Error) as cm:
+                tkshm.client_key(bad)
+            self.assertEqual(cm.exception.code, tkshm.EINVAL)
+        with self.assertRaises(tkshm.Error):
+            tkshm.client_key("::1", 0)
+        self.assertEqual(tkshm.client_key("2001:db8::1", v6_prefix=48),
+                         "2001:db8::/48")
 
 
 class WsgiTest(unittest.TestCase):
@@ -249,6 +305,8 @@ class WsgiTest(unittest.TestCase):
         self.assertEqual(client_key({"REMOTE_ADDR": "::ffff:10.0.0.2"}),
                          "10.0.0.2")
         self.assertEqual(client_key({}), "-")
+        self.assertEqual(client_key({"REMOTE_ADDR": "unix:/run/a.sock"}),
+                         "unix:/run/a.sock")
 
     def test_middleware(self):
         from tkshm.wsgi import RateLimitMiddleware

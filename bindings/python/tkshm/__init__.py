@@ -11,12 +11,11 @@ fork(), so a table opened before the fork (path=None: anonymous) is shared
 with the children.
 """
 
-import math
-
 from ._tkshm import (  # noqa: F401
     Decision,
     Error,
     Table,
+    client_key,
     now_ms,
     strerror,
 )
@@ -30,40 +29,35 @@ del _name
 
 __version__ = _tkshm.library_version
 
-__all__ = ["Decision", "Error", "Table", "headers", "now_ms", "strerror"]
+__all__ = ["Decision", "Error", "Table", "client_key", "headers", "now_ms",
+           "strerror"]
+
+
+_STYLES = {True: 0, "draft": 0, False: 1, "legacy": 1, "none": 2}
 
 
 def headers(decision, policy_name=None, draft=True, window_s=None, now=None):
     """The response headers for `decision`, as a list of (name, value).
 
-    draft=True: the IETF draft's structured fields
+    draft=True (or "draft"): the IETF draft's structured fields
         RateLimit-Policy: "<name>";q=<limit>[;w=<window_s>]
         RateLimit: "<name>";r=<remaining>;t=<seconds to reset>
-    draft=False: the older RateLimit-Limit, RateLimit-Remaining and
-    RateLimit-Reset (seconds from now).  A denial adds Retry-After (whole
-    seconds, at least 1).  policy_name defaults to "default"; `now` (epoch
-    ms) to the clock checks use.
+    draft=False (or "legacy"): the older RateLimit-Limit,
+    RateLimit-Remaining and RateLimit-Reset (seconds from now); "none":
+    no RateLimit headers.  A denial adds Retry-After (whole seconds, at
+    least 1).  policy_name defaults to "default" (printable ASCII);
+    `now` (epoch ms) to the clock checks use.  The same C function builds
+    the Apache module's and the PHP extension's headers.
     """
     if not isinstance(decision, Decision):
         raise TypeError("decision must be a tkshm.Decision")
+    try:
+        style = _STYLES[draft]
+    except (KeyError, TypeError):
+        raise ValueError("draft must be True, False, 'draft', 'legacy' "
+                         "or 'none'") from None
     if now is None:
         now = now_ms()
-    reset_s = max(0, math.ceil((decision.reset_at - now) / 1000.0))
-    out = []
-    if draft:
-        name = policy_name if policy_name is not None else "default"
-        name = name.replace("\\", "\\\\").replace('"', '\\"')
-        pol = '"%s";q=%d' % (name, decision.limit)
-        if window_s is not None:
-            pol += ";w=%d" % window_s
-        out.append(("RateLimit-Policy", pol))
-        out.append(("RateLimit", '"%s";r=%d;t=%d'
-                    % (name, decision.remaining, reset_s)))
-    else:
-        out.append(("RateLimit-Limit", str(decision.limit)))
-        out.append(("RateLimit-Remaining", str(decision.remaining)))
-        out.append(("RateLimit-Reset", str(reset_s)))
-    if not decision.allowed:
-        retry = max(1, math.ceil(decision.retry_after_ms / 1000.0))
-        out.append(("Retry-After", str(retry)))
-    return out
+    return _tkshm.http_headers(decision, style, policy_name,
+                               -1 if window_s is None else int(window_s),
+                               float(now))

@@ -8,25 +8,20 @@ The key is the client address by default, an IPv6 address aggregated to its
 /64 (one host usually owns a whole /64).
 """
 
-import ipaddress
-
-from . import Error, headers as _headers
+from . import Error, client_key as _client_key, headers as _headers
 
 _STATUS_TEXT = {429: "Too Many Requests", 503: "Service Unavailable"}
 
 
 def client_key(environ):
-    """REMOTE_ADDR; an IPv6 address becomes its /64 ("2001:db8::/64")."""
+    """REMOTE_ADDR as tkshm.client_key() keys it: an IPv6 address becomes
+    its /64 ("2001:db8::/64"), a v4-mapped one its IPv4 address; anything
+    that is not an IP address (a unix socket's name) is used as it is."""
     addr = environ.get("REMOTE_ADDR") or "-"
     try:
-        ip = ipaddress.ip_address(addr.split("%", 1)[0])
-    except ValueError:
+        return _client_key(addr)
+    except Error:
         return addr
-    if ip.version == 6:
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.ip_network((ip, 64), strict=False))
-    return str(ip)
 
 
 class RateLimitMiddleware:

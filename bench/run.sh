@@ -2,7 +2,7 @@
 # The whole benchmark suite in one command:
 #
 #   bench/run.sh [--quick] [--out-dir DIR] [--skip-core] [--skip-procs]
-#                [--skip-redis-tier] [--report-only]
+#                [--skip-redis-tier] [--skip-servers] [--report-only]
 #                [--benchmark_*=...]... [-- DRIVER_ARGS...]
 #
 # 1. installs what is missing (scripts/install-deps.sh bench);
@@ -14,18 +14,22 @@
 # 4. runs tkshm_bench_procs, JSON Lines in DIR/procs.jsonl;
 # 5. runs tkshm_bench_redis_tier (about 30 s), JSON Lines in
 #    DIR/redis_tier.jsonl;
-# 6. runs bench/report.py: DIR/RESULTS.md and the plots DIR/*.png, then
-#    bench/procs/report_redis_tier.py: the Redis tier's section of
-#    DIR/RESULTS.md.
+# 6. runs the server benchmarks of the bindings: bench/apache/run.sh
+#    (Apache with and without mod_tkshm, nginx limit_req; DIR/apache.jsonl)
+#    and bench/php/run.sh (a PHP loop beside APCu and Symfony;
+#    DIR/php.jsonl), each a few minutes;
+# 7. runs bench/report.py: DIR/RESULTS.md and the plots DIR/*.png, then
+#    the sections of the Redis tier (bench/procs/report_redis_tier.py),
+#    Apache (bench/apache/report.py) and PHP (bench/php/report.py).
 #
 # DIR is bench/results (the committed results) unless --out-dir says
 # otherwise.  --quick is a smoke of every step: each core case runs once for
 # 20 ms, the driver gets --quick, and DIR defaults to build/bench/quick so
 # that a smoke never overwrites the committed results.
 #
-#   --skip-core / --skip-procs / --skip-redis-tier
+#   --skip-core / --skip-procs / --skip-redis-tier / --skip-servers
 #                                keep that step's previous output in DIR
-#   --report-only                only step 6, on what DIR holds
+#   --report-only                only step 7, on what DIR holds
 #   --benchmark_*                passed to tkshm_bench_check, e.g.
 #                                --benchmark_filter=BM_algo
 #   -- DRIVER_ARGS               the rest goes to tkshm_bench_procs, e.g.
@@ -51,6 +55,7 @@ out_dir=
 run_core=1
 run_procs=1
 run_tier=1
+run_servers=1
 build_only_report=0
 procs_args=()
 core_args=()
@@ -66,10 +71,12 @@ while [[ $# -gt 0 ]]; do
 	--skip-core) run_core=0 ;;
 	--skip-procs) run_procs=0 ;;
 	--skip-redis-tier) run_tier=0 ;;
+	--skip-servers) run_servers=0 ;;
 	--report-only)
 		run_core=0
 		run_procs=0
 		run_tier=0
+		run_servers=0
 		build_only_report=1
 		;;
 	--)
@@ -196,6 +203,22 @@ if [[ $run_tier -eq 1 ]]; then
 	fi
 fi
 
+# The bindings' server benchmarks build what they load themselves (the
+# module and the extension, Release, in their own build directory).
+if [[ $run_servers -eq 1 ]]; then
+	for srv in apache php; do
+		[[ -f "$root/bench/$srv/run.sh" ]] || continue
+		step "$srv: bench/$srv/run.sh -> $out_dir/$srv.jsonl"
+		quick_arg=()
+		[[ $quick -eq 1 ]] && quick_arg=(--quick)
+		if ! bash "$root/bench/$srv/run.sh" --out-dir "$out_dir" \
+			${quick_arg[@]+"${quick_arg[@]}"}; then
+			echo "run.sh: bench/$srv/run.sh failed" >&2
+			failed=1
+		fi
+	done
+fi
+
 step "report -> $out_dir/RESULTS.md"
 if ! python3 "$root/bench/report.py" --results "$out_dir"; then
 	echo "run.sh: report.py failed" >&2
@@ -208,6 +231,14 @@ if ! python3 "$root/bench/procs/report_redis_tier.py" \
 	echo "run.sh: report_redis_tier.py failed" >&2
 	failed=1
 fi
+for srv in apache php; do
+	[[ -f "$root/bench/$srv/report.py" ]] || continue
+	if ! python3 "$root/bench/$srv/report.py" \
+		--results "$out_dir" >/dev/null; then
+		echo "run.sh: bench/$srv/report.py failed" >&2
+		failed=1
+	fi
+done
 
 echo
 echo "results: $out_dir"

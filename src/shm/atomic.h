@@ -2,7 +2,8 @@
  * atomic.h - the only atomics the shared segment is touched with.
  *
  * Every shared word is accessed through these wrappers so that each access
- * names its memory order at the call site (with a one-line reason there).
+ * names its memory order at the call site (with a one-line reason there),
+ * and so that a crash-point build (crash_point.h) sees every write.
  *
  * The 16-byte compare-and-swap must be address-free: it must work between
  * processes.  GCC does not inline __atomic_compare_exchange on 16 bytes and
@@ -21,6 +22,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "shm/crash_point.h"
 
 #if !defined(__x86_64__) || !defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16)
 #error "tkshm needs x86-64 with cmpxchg16b (compile with -mcx16)"
@@ -58,18 +61,21 @@ tk_load_seq_cst(const uint64_t *p)
 static inline void
 tk_store_relaxed(uint64_t *p, uint64_t v)
 {
+	TK_CRASH_POINT();
 	__atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 
 static inline void
 tk_store_release(uint64_t *p, uint64_t v)
 {
+	TK_CRASH_POINT();
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
 static inline void
 tk_fetch_add_relaxed(uint64_t *p, uint64_t v)
 {
+	TK_CRASH_POINT();
 	(void)__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 
@@ -78,6 +84,7 @@ tk_fetch_add_relaxed(uint64_t *p, uint64_t v)
 static inline bool
 tk_cas64(uint64_t *p, uint64_t *expected, uint64_t desired)
 {
+	TK_CRASH_POINT();
 	return __atomic_compare_exchange_n(p, expected, desired, false,
 					   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
@@ -91,6 +98,8 @@ tk_cas128(void *p, uint64_t old_lo, uint64_t old_hi, uint64_t new_lo,
 {
 	tk_u128 expected = ((tk_u128)old_hi << 64) | old_lo;
 	tk_u128 desired = ((tk_u128)new_hi << 64) | new_lo;
+
+	TK_CRASH_POINT();
 #ifdef TK_TSAN
 	return __atomic_compare_exchange_n((tk_u128 *)p, &expected, desired,
 					   false, __ATOMIC_SEQ_CST,

@@ -3,7 +3,8 @@
 # command; stops at the first failing stage.
 #
 #   plain  build/plain  RelWithDebInfo              all tests
-#   asan   build/asan   Debug, address+undefined    all tests
+#   asan   build/asan   Debug, address+undefined,   all tests
+#                       crash points
 #   tsan   build/tsan   Debug, clang, thread        tests labelled concurrency
 #   demo   build        Release (scripts/demo.sh)   the README's first command,
 #                                                   for a few seconds
@@ -109,8 +110,10 @@ stage_times+=("plain=$((SECONDS - t0))s")
 # --- asan + ubsan -----------------------------------------------------------
 banner "[2/3] asan: Debug, address+undefined, all tests (build/asan)"
 t0=$SECONDS
+# With crash points compiled in: tests/crash kills a process at every
+# shared-memory write of each kind of transition (src/shm/crash_point.h).
 configure_build build/asan -DCMAKE_BUILD_TYPE=Debug \
-	'-DTKSHM_SANITIZE=address;undefined'
+	'-DTKSHM_SANITIZE=address;undefined' -DTKSHM_CRASH_POINTS=ON
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # The spin model is not compiled with the sanitizers: it ran in the plain stage.

@@ -12,20 +12,23 @@
 static _Thread_local uint64_t writes;
 static _Thread_local uint64_t armed;
 
-void tk_crash_point(void)
+void
+tk_crash_point(void)
 {
 	writes++;
 	if (armed != 0 && writes == armed)
 		raise(SIGKILL);
 }
 
-void tk_crash_arm(uint64_t n)
+void
+tk_crash_arm(uint64_t n)
 {
 	writes = 0;
 	armed = n;
 }
 
-uint64_t tk_crash_writes(void)
+uint64_t
+tk_crash_writes(void)
 {
 	return writes;
 }

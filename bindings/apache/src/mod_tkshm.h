@@ -1,0 +1,107 @@
+/*
+ * mod_tkshm.h - what the files of the Apache module share: the tables that
+ * TkshmTable declares, the limits that TkshmLimit puts on a section, and
+ * the per-directory configuration.
+ *
+ * Life of a table: the directives only describe it (tables.c keeps one
+ * record per name, whichever of TkshmTable and TkshmLimit names it first);
+ * post_config opens every table in the parent process, as root, before any
+ * child is forked, and the children inherit the mapping (a tkshm handle
+ * survives fork()), so every child of every MPM decides on the same shared
+ * state and no child needs the right to open the file.  A restart reads the
+ * configuration again and attaches the same files: their state survives.
+ */
+#ifndef MOD_TKSHM_H
+#define MOD_TKSHM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "httpd.h"
+#include "http_config.h"
+#include "ap_expr.h"
+#include "apr_tables.h"
+
+#include <tkshm.h>
+#include <tkshm_http.h>
+
+/* httpd finds the module by this symbol: the only one the module exports
+ * (mod_tkshm.map), hence default visibility in a -fvisibility=hidden
+ * build. */
+extern module AP_MODULE_DECLARE_DATA tkshm_module
+	__attribute__((visibility("default")));
+
+/** The longest table name: it is also the RateLimit policy name. */
+#define TKAP_TABLE_NAME_MAX 64
+
+/** One table, named by TkshmTable (its definition) and by TkshmLimit (its
+ *  uses), in either order.  Lives in the configuration pool. */
+typedef struct tkap_table {
+	const char *name;
+	/** TkshmTable's "file:line"; NULL while no TkshmTable names it. */
+	const char *defined_at;
+	/** The first TkshmLimit naming it, for the error when none defines
+	 *  it. */
+	const char *first_use;
+	/** The first TkshmLimit naming it in a section of several limits
+	 *  (checked together by tkshm_check_multi_at); NULL if none. */
+	const char *multi_use;
+	/* The definition (valid when defined_at is set). */
+	const char *path;
+	tkshm_policy policy;
+	uint64_t slots;
+	uint32_t mode;
+	int64_t gid;
+	uint32_t flags;
+	tkshm_on_full on_full;
+	/** Opened by post_config in the parent, inherited by the children;
+	 *  closed when the configuration pool is cleared. */
+	tkshm_table *handle;
+} tkap_table;
+
+/** One TkshmLimit: a table, the key of a request in it, and what a
+ *  request costs. */
+typedef struct tkap_limit {
+	tkap_table *table;
+	/** NULL: the client's address (tkshm_http_client_key). */
+	const ap_expr_info_t *key;
+	double cost;
+} tkap_limit;
+
+/** What TkshmOnError does when a check fails (a full table that refuses
+ *  to evict, contention that does not settle, a key that is too long). */
+enum tkap_on_error {
+	TKAP_ON_ERROR_ALLOW = 0, /* let the request through (the default) */
+	TKAP_ON_ERROR_DENY = 1,	 /* answer 503 */
+};
+
+/** Per-directory configuration (also the server's defaults).  Fields left
+ *  unset (-1, NULL) take the enclosing section's value when merged. */
+typedef struct tkap_dir_conf {
+	/** The limits of this section, an array of tkap_limit: NULL when the
+	 *  section sets none (it inherits its parent's), empty after
+	 *  "TkshmLimit off".  At most TKSHM_MULTI_MAX. */
+	apr_array_header_t *limits;
+	int headers;	 /* a tkshm_http_style */
+	int v6_prefix;	 /* bits of an IPv6 client address kept in its key */
+	int deny_status; /* the status of a denial */
+	int on_error;	 /* an enum tkap_on_error */
+	int dry_run;	 /* 1: count and log, never deny */
+} tkap_dir_conf;
+
+/* config.c: the directives and the per-directory configuration. */
+extern const command_rec tkap_commands[];
+void *tkap_dir_conf_create(apr_pool_t *p, char *dir);
+void *tkap_dir_conf_merge(apr_pool_t *p, void *parent, void *child);
+
+/* tables.c: the registry of tables of one configuration generation. */
+tkap_table *tkap_table_named(apr_pool_t *pconf, const char *name);
+/* check_config (configtest too): every table used is defined, lease tables
+ * decide alone.  post_config: opens every table. */
+int tkap_tables_check(apr_pool_t *pconf, server_rec *s);
+int tkap_tables_open(apr_pool_t *pconf, server_rec *s);
+
+/* limit.c: the check of a request (the header_parser hook). */
+int tkap_limit_request(request_rec *r);
+
+#endif /* MOD_TKSHM_H */

@@ -1,0 +1,266 @@
+"""A private httpd for the tests of mod_tkshm: its own directory, its own
+configuration (the site's body given by the test), a free port on
+127.0.0.1, started in the foreground and always stopped.
+
+The environment (set by ctest, from the build) names what is used:
+  TKSHM_HTTPD          the httpd binary (/usr/sbin/apache2)
+  TKSHM_HTTPD_MODULES  httpd's module directory (the MPMs, mod_dir...)
+  TKSHM_APACHE_MODULE  the mod_tkshm.so under test
+Without the httpd binary a test exits 77 (skipped); without the module it
+fails.  Standard library only.
+"""
+
+import http.client
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HTTPD = os.environ.get("TKSHM_HTTPD", "/usr/sbin/apache2")
+MODULES = os.environ.get("TKSHM_HTTPD_MODULES", "/usr/lib/apache2/modules")
+MODULE = os.environ.get("TKSHM_APACHE_MODULE", "")
+
+# The MPMs the tests run, sized for a 2-core machine: several processes
+# (prefork) or several processes of several threads (event).
+MPMS = {
+    "prefork": """
+LoadModule mpm_prefork_module {modules}/mod_mpm_prefork.so
+StartServers 4
+MinSpareServers 4
+MaxSpareServers 8
+ServerLimit 8
+MaxRequestWorkers 8
+""",
+    "event": """
+LoadModule mpm_event_module {modules}/mod_mpm_event.so
+StartServers 2
+ServerLimit 2
+ThreadsPerChild 8
+ThreadLimit 8
+MaxRequestWorkers 16
+MinSpareThreads 8
+MaxSpareThreads 16
+""",
+}
+
+BASE = """
+ServerRoot "{dir}"
+ServerName 127.0.0.1
+Listen 127.0.0.1:{port}
+PidFile "{dir}/httpd.pid"
+DefaultRuntimeDir "{dir}"
+Mutex file:{dir} default
+ErrorLog "{dir}/error.log"
+LogLevel warn tkshm:info
+{user}
+{mpm}
+LoadModule authz_core_module {modules}/mod_authz_core.so
+LoadModule dir_module {modules}/mod_dir.so
+{extra_modules}
+LoadModule tkshm_module "{module}"
+DocumentRoot "{dir}/htdocs"
+DirectoryIndex index.html
+<Directory "{dir}/htdocs">
+    Require all granted
+</Directory>
+# the process and thread that served, the final status, the module's note
+# on the request the client sent (an ErrorDocument is a redirect of it)
+LogFormat "%P %{{tid}}P %>s %<{{tkshm}}n %U" tk
+CustomLog "{dir}/access.log" tk
+KeepAlive Off
+<Location /healthz>
+    TkshmLimit off
+</Location>
+"""
+
+
+def skip_without_httpd():
+    """Exit 77 when httpd is not installed; fail when the module is
+    missing (the build makes it)."""
+    if not os.access(HTTPD, os.X_OK):
+        print("skipped: %s is not installed (apt-get install apache2)"
+              % HTTPD, file=sys.stderr)
+        sys.exit(77)
+    if not os.path.isfile(MODULE):
+        print("TKSHM_APACHE_MODULE=%r is not a file: build mod_tkshm "
+              "(ctest sets it)" % MODULE, file=sys.stderr)
+        sys.exit(1)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def child_pids(pid):
+    """The processes whose parent is `pid`."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == pid:
+            out.append(int(name))
+    return out
+
+
+class Httpd:
+    """One httpd.  `site` is configuration appended to the base (tables,
+    locations); `files` maps paths under htdocs to their content."""
+
+    def __init__(self, site, mpm="prefork", files=None, extra_modules=()):
+        self.dir = tempfile.mkdtemp(prefix="tkshm-httpd-")
+        # httpd's children run as www-data when started as root: they
+        # read the documents.
+        os.chmod(self.dir, 0o755)
+        self.port = free_port()
+        self.proc = None
+        self.log_file = None
+        docs = {"healthz": "ok\n", "index.html": "index\n"}
+        docs.update(files or {})
+        for path, text in docs.items():
+            full = os.path.join(self.dir, "htdocs", path)
+            os.makedirs(os.path.dirname(full), mode=0o755, exist_ok=True)
+            with open(full, "w") as f:
+                f.write(text)
+            os.chmod(full, 0o644)
+        user = ""
+        if os.geteuid() == 0:
+            name = "www-data"
+            try:
+                pwd.getpwnam(name)
+            except KeyError:
+                name = "nobody"
+            user = "User %s\nGroup #%d" % (name, pwd.getpwnam(name).pw_gid)
+        self.mpm = mpm
+        self.extra_modules = "\n".join(
+            "LoadModule %s_module %s/mod_%s.so" % (m, MODULES, m)
+            for m in extra_modules)
+        self.user = user
+        self.write_conf(site)
+
+    # -- configuration --------------------------------------------------
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def write_conf(self, site):
+        text = BASE.format(dir=self.dir, port=self.port, user=self.user,
+                           mpm=MPMS[self.mpm].format(modules=MODULES),
+                           modules=MODULES, module=MODULE,
+                           extra_modules=self.extra_modules)
+        self.conf = self.path("httpd.conf")
+        with open(self.conf, "w") as f:
+            f.write(text + site.replace("{dir}", self.dir))
+
+    def configtest(self):
+        """(exit status, output) of httpd -t."""
+        p = subprocess.run([HTTPD, "-t", "-f", self.conf],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=20)
+        return p.returncode, p.stdout
+
+    # -- running --------------------------------------------------------
+    def start(self, wait=True):
+        self.log_file = open(self.path("stdout.log"), "a+")
+        self.proc = subprocess.Popen(
+            [HTTPD, "-f", self.conf, "-DFOREGROUND"],
+            stdout=self.log_file, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        if wait:
+            self.wait_ready()
+
+    def output(self):
+        """What httpd printed and logged."""
+        text = ""
+        for name in ("stdout.log", "error.log"):
+            try:
+                with open(self.path(name)) as f:
+                    text += f.read()
+            except OSError:
+                pass
+        return text
+
+    def wait_exit(self, timeout=20):
+        """httpd's exit status, waiting for it to stop by itself."""
+        return self.proc.wait(timeout)
+
+    def wait_ready(self, generation=1, timeout=20):
+        """Until /healthz answers and the MPM's first children run (and,
+        after a restart, the generation's log line is written)."""
+        want = 4 if self.mpm == "prefork" else 2
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("httpd exited (%d):\n%s"
+                                     % (self.proc.returncode, self.output()))
+            up = self.output().count("resuming normal operations")
+            if up >= generation and \
+                    len(child_pids(self.proc.pid)) >= want:
+                try:
+                    if self.get("/healthz")[0] == 200:
+                        return
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        raise AssertionError("httpd did not start:\n" + self.output())
+
+    def signal(self, sig):
+        os.kill(self.proc.pid, sig)
+
+    def stop(self):
+        """Stops httpd and every child (SIGTERM, then SIGKILL of the
+        process group); safe to call twice."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        if self.proc is not None:
+            # children left by a parent that died first
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.log_file:
+            self.log_file.close()
+            self.log_file = None
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # -- requests -------------------------------------------------------
+    def get(self, path, headers=None):
+        """(status, {header: value}, body) of one GET on a new
+        connection."""
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=20)
+        try:
+            c.request("GET", path, headers=headers or {})
+            r = c.getresponse()
+            body = r.read()
+            return r.status, {k: v for k, v in r.getheaders()}, body
+        finally:
+            c.close()
+
+    def access_log(self):
+        """[(pid, tid, status, note, path)] of every request served."""
+        rows = []
+        with open(self.path("access.log")) as f:
+            for line in f:
+                pid, tid, status, note, path = line.split()
+                rows.append((int(pid), int(tid), int(status), note, path))
+        return rows

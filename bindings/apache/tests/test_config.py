@@ -1,0 +1,162 @@
+"""mod_tkshm's configuration errors: every bad directive is refused by
+`httpd -t` (configtest) with a sentence naming what is wrong, and
+configtest creates no table; a table file that exists with another policy,
+or is not a table, stops httpd at start with the library's error and is
+left as it was.
+
+Run as a script (ctest does): exits 77 (skipped) without httpd."""
+
+import os
+import unittest
+
+import httpd
+
+GOOD = "gcra:limit=10,periodMs=86400000"  # no refill during a test
+TABLE = "TkshmTable api {dir}/api.tkshm %s\n" % GOOD
+
+# (site, what the error says): each is refused by configtest.
+REFUSED = [
+    ("TkshmTable api {dir}/a.tk gcra:limit=0,periodMs=1000",
+     "TkshmTable api: policy 'gcra:limit=0,periodMs=1000'"),
+    ("TkshmTable api {dir}/a.tk gcra:limit=1",
+     "TkshmTable api: policy 'gcra:limit=1'"),
+    ("TkshmTable api {dir}/a.tk %s slots=3" % GOOD,
+     "slots=3: expected an integer from 8"),
+    ("TkshmTable api {dir}/a.tk %s slots=12x" % GOOD,
+     "slots=12x: expected an integer"),
+    ("TkshmTable api {dir}/a.tk %s onFull=never" % GOOD,
+     "onFull=never: expected evict or refuse"),
+    ("TkshmTable api {dir}/a.tk %s mode=0999" % GOOD,
+     "mode=0999: expected octal"),
+    ("TkshmTable api {dir}/a.tk %s group=tkshm-no-such-group" % GOOD,
+     "group=tkshm-no-such-group: no such group"),
+    ("TkshmTable api {dir}/a.tk %s size=8" % GOOD,
+     "unknown option 'size=8'"),
+    ("TkshmTable api {dir}/a.tk %s slots=8 slots=16" % GOOD,
+     "'slots=16' repeats an option"),
+    ("TkshmTable api {dir}/a.tk", "takes a name, a file and a policy"),
+    ("TkshmTable api run/a.tk %s" % GOOD,
+     "file 'run/a.tk' must be an absolute path or a bare name"),
+    ("TkshmTable a/b {dir}/a.tk %s" % GOOD, "TkshmTable: bad name 'a/b'"),
+    ("TkshmTable api {dir}/a.tk leakyBucket:ratePerSec=5,maxQueueMs=0",
+     "a leakyBucket table cannot limit requests"),
+    ("TkshmTable api {dir}/a.tk concurrency:limit=4",
+     "a concurrency table cannot limit requests"),
+    ("TkshmTable api {dir}/a.tk %s;mode=strict" % GOOD,
+     "mode=strict is not supported by mod_tkshm"),
+    (TABLE + "TkshmTable api {dir}/b.tk %s" % GOOD,
+     "TkshmTable api is already defined at"),
+    ("<Location /x>\nTkshmTable api {dir}/a.tk %s\n</Location>" % GOOD,
+     "TkshmTable not allowed in <Location> context"),
+    (TABLE + "TkshmLimit api cost=0", "cost=0: expected an integer >= 1"),
+    (TABLE + "TkshmLimit api cost=1.5", "cost=1.5: expected an integer"),
+    (TABLE + "TkshmLimit api cost=1 cost=2",
+     "unknown or repeated option 'cost=2'"),
+    (TABLE + "TkshmLimit api weight=2", "unknown or repeated option"),
+    (TABLE + "TkshmLimit api key=%{tkshm_nope:x}", "TkshmLimit api: key=%{tkshm_nope:x}: Function"),
+    (TABLE + "TkshmLimit api\nTkshmLimit off",
+     "TkshmLimit off must be the only TkshmLimit"),
+    (TABLE + "TkshmLimit off\nTkshmLimit api",
+     "TkshmLimit off is already set"),
+    (TABLE + "TkshmLimit api key=k\n" * 17, "at most 16 limits"),
+    ("TkshmLimit a:b", "TkshmLimit: bad table name 'a:b'"),
+    ("TkshmIPv6Prefix 0", "TkshmIPv6Prefix takes a prefix length"),
+    ("TkshmIPv6Prefix 129", "TkshmIPv6Prefix takes a prefix length"),
+    ("TkshmDenyStatus 200", "TkshmDenyStatus takes an HTTP error status"),
+    ("TkshmHeaders ietf", "TkshmHeaders takes draft, legacy or off"),
+    ("TkshmOnError ignore", "TkshmOnError takes allow or deny"),
+    ("TkshmDryRun maybe", "TkshmDryRun must be On or Off"),
+    # what only the whole configuration shows (check_config)
+    ("<Location /x>\nTkshmLimit nope\n</Location>",
+     "uses table 'nope', which no TkshmTable defines"),
+    ("TkshmTable g {dir}/g.tk %s;mode=lease\n" % GOOD + TABLE +
+     "<Location /x>\nTkshmLimit api\nTkshmLimit g key=all\n</Location>",
+     "a lease table must be the only TkshmLimit of a section"),
+]
+
+
+class ConfigTest(unittest.TestCase):
+    def setUp(self):
+        self.httpd = httpd.Httpd("")
+        self.addCleanup(self.httpd.cleanup)
+
+    def test_configtest_refuses(self):
+        h = self.httpd
+        for site, why in REFUSED:
+            with self.subTest(site=site):
+                h.write_conf(site)
+                rc, out = h.configtest()
+                self.assertNotEqual(rc, 0, out)
+                self.assertIn(why, out)
+                self.assertNotIn("Syntax OK", out)
+        self.assertEqual([f for f in os.listdir(h.dir)
+                          if f.endswith(".tk")], [])
+
+    def test_configtest_accepts_and_creates_nothing(self):
+        h = self.httpd
+        # a limit may come before the table it uses
+        h.write_conf("""
+<Location /api>
+    TkshmLimit api key=%{HTTP:X-Api-Key} cost=2
+    TkshmLimit perip
+    TkshmHeaders legacy
+    TkshmIPv6Prefix 56
+    TkshmDenyStatus 503
+    TkshmOnError deny
+    TkshmDryRun on
+</Location>
+TkshmTable api {dir}/api.tkshm tokenBucket:capacity=10,refillPerSec=5 \
+    slots=64 onFull=refuse mode=0640 group=root hugepages
+TkshmTable perip perip-PID fixedWindow:limit=5,windowMs=1000
+TkshmTable quota {dir}/quota.tk fixedWindow:limit=5,windowMs=1000;mode=lease
+""".replace("PID", str(os.getpid())))
+        rc, out = h.configtest()
+        self.assertEqual(rc, 0, out)
+        self.assertIn("Syntax OK", out)
+        self.assertFalse(os.path.exists(h.path("api.tkshm")))
+        self.assertFalse(os.path.exists("/dev/shm/perip-%d" % os.getpid()))
+
+    def test_start_refuses_another_policy_and_keeps_the_table(self):
+        h = self.httpd
+        site = TABLE + "<Location /api>\nTkshmLimit api\n</Location>\n"
+        h.write_conf(site)
+        h.start()
+        self.assertEqual(h.get("/api")[0], 404)  # admitted, no document
+        h.stop()
+        with open(h.path("api.tkshm"), "rb") as f:
+            before = f.read()
+
+        h.write_conf(site.replace("limit=10", "limit=11"))
+        h.start(wait=False)
+        self.assertNotEqual(h.wait_exit(), 0)
+        out = h.output()
+        self.assertIn("TkshmTable api at %s:" % h.conf, out)
+        self.assertIn("TKSHM_EMISMATCH", out)
+        with open(h.path("api.tkshm"), "rb") as f:
+            self.assertEqual(f.read(), before)
+        h.stop()
+
+        # the table still serves its policy, and its state survived:
+        # 10 at once from cold, one used above
+        h.write_conf(site)
+        h.start()
+        codes = [h.get("/api")[0] for _ in range(10)]
+        self.assertEqual(codes, [404] * 9 + [429])
+
+    def test_start_refuses_a_file_that_is_no_table(self):
+        h = self.httpd
+        junk = b"not a table\n" * 2000
+        with open(h.path("api.tkshm"), "wb") as f:
+            f.write(junk)
+        h.write_conf(TABLE)
+        h.start(wait=False)
+        self.assertNotEqual(h.wait_exit(), 0)
+        self.assertIn("cannot open %s" % h.path("api.tkshm"), h.output())
+        self.assertIn("TKSHM_EBADMAGIC", h.output())
+        with open(h.path("api.tkshm"), "rb") as f:
+            self.assertEqual(f.read(), junk)
+
+
+if __name__ == "__main__":
+    httpd.skip_without_httpd()
+    unittest.main(verbosity=2)

@@ -1,0 +1,85 @@
+/*
+ * php_tkshm.h - what the files of the PHP extension share.
+ *
+ * The extension is one module (module.c) with three classes and two
+ * functions, one file each:
+ *   exception.c  Tkshm\Exception: a library error code and its sentence
+ *   decision.c   Tkshm\Decision: a check's read-only result
+ *   registry.c   the process's open tables (one handle per table and
+ *                process, kept across requests)
+ *   table.c      Tkshm\Table: check, peek, reset, stats, policy
+ *   http.c       Tkshm\headers() and Tkshm\client_key() (tkshm_http.h)
+ */
+#ifndef PHP_TKSHM_H
+#define PHP_TKSHM_H
+
+#include <php.h>
+
+#include <sys/types.h>
+
+#include <tkshm.h>
+
+/* The registry is one list per process with no lock: a thread-safe (ZTS)
+ * PHP would have several requests' threads in it at once. */
+#ifdef ZTS
+#error "tkshm's PHP extension is for the non-thread-safe PHP (PHP-FPM, CLI)"
+#endif
+
+#define PHP_TKSHM_VERSION "0.1.0"
+
+extern zend_module_entry tkshm_module_entry;
+
+/* ---- exception.c ---- */
+extern zend_class_entry *tkshm_php_exception_ce;
+void tkshm_php_exception_register(void);
+/* Throws Tkshm\Exception with getCode() == code (a negative tkshm_error)
+ * and the message `detail`, or the library's sentence when detail is NULL
+ * or empty. */
+void tkshm_php_throw(int code, const char *detail);
+
+/* ---- decision.c ---- */
+extern zend_class_entry *tkshm_php_decision_ce;
+void tkshm_php_decision_register(void);
+/* Makes `out` a new Tkshm\Decision holding *d. */
+void tkshm_php_decision_new(zval *out, const tkshm_decision *d);
+/* Reads a Tkshm\Decision back into *d.  Returns false (with an exception
+ * thrown) when a field is not set, which only an object the extension did
+ * not build can have. */
+bool tkshm_php_decision_read(zend_object *obj, tkshm_decision *d);
+
+/* ---- registry.c ---- */
+/* One open table of this process.  Entries live until the module shuts
+ * down, so Table objects may point at them for as long as they exist. */
+typedef struct tkshm_php_handle {
+	struct tkshm_php_handle *next;
+	tkshm_table *table;
+	char *key; /* path NUL canonical policy NUL slots */
+	size_t key_len;
+	char *policy; /* the table's canonical policy string */
+	size_t policy_len;
+	pid_t opener; /* the process that opened it */
+} tkshm_php_handle;
+
+/* The handle of the table at `path` with policy `policy` (a policy string)
+ * and `slots`, opened (and created with `mode` if absent) on first use in
+ * this process and reused afterwards.  Returns TKSHM_OK or a library
+ * code, with a sentence in err when the library gave one. */
+int tkshm_php_registry_get(const char *path, const char *policy, uint64_t slots,
+			   uint32_t mode, tkshm_php_handle **out, char *err,
+			   size_t err_len);
+/* Successful tkshm_open() calls made by the calling process. */
+zend_long tkshm_php_registry_open_count(void);
+/* Closes every handle (module shutdown). */
+void tkshm_php_registry_close_all(void);
+
+/* ---- table.c ---- */
+extern zend_class_entry *tkshm_php_table_ce;
+extern const zend_function_entry tkshm_php_table_methods[]; /* arginfo */
+void tkshm_php_table_register(void);
+
+/* ---- http.c ---- */
+extern const zend_function_entry tkshm_php_functions[]; /* arginfo */
+PHP_FUNCTION(tkshm_headers);
+PHP_FUNCTION(tkshm_client_key);
+
+#endif /* PHP_TKSHM_H */

@@ -1,0 +1,121 @@
+<?php
+
+/**
+ * The PHP API of the tkshm extension, as PHP declarations: the reference for
+ * src/tkshm_arginfo.h (which must match it; tests/api_test.php checks the
+ * loaded extension against it through Reflection) and a stub for IDEs and
+ * static analysers.  Not loadable beside the extension.
+ */
+
+namespace Tkshm;
+
+/** The library's error codes (Tkshm\Exception::getCode()). */
+const ENULL = -30900;
+const EINVAL = -30901;
+const EKEYEMPTY = -30902;
+const EKEYLONG = -30903;
+const ECOST = -30904;
+const ENOW = -30905;
+const EPOLICY = -30906;
+const EMISMATCH = -30907;
+const EBADMAGIC = -30908;
+const EVERSION = -30909;
+const ESIZE = -30910;
+const ECORRUPT = -30911;
+const ESYMLINK = -30912;
+const ENOTFILE = -30913;
+const EPERM = -30914;
+const ENOENT = -30915;
+const EEXIST = -30916;
+const ENOSPC = -30917;
+const ENOMEM = -30918;
+const ESYSTEM = -30919;
+const EFULL = -30920;
+const EBUSY = -30921;
+const EREADONLY = -30922;
+const ENOTSUP = -30923;
+const EINTR = -30924;
+const ENOTHELD = -30925;
+const ENOREDIS = -30926;
+const EUNAVAILABLE = -30927;
+const EREDIS = -30928;
+
+/** The longest key, in bytes. */
+const KEY_MAX = 1024;
+/** Decision::$flags bits. */
+const DECISION_EVICTED_DEBTOR = 1;
+const DECISION_DEBT_RESTORED = 2;
+const DECISION_CACHED = 4;
+const DECISION_FALLBACK = 8;
+const DECISION_NO_LEASE = 16;
+/** The C library's version ("0.1.0"). */
+const LIBRARY_VERSION = "0.1.0";
+
+/** A library call failed: getCode() is the library's negative code. */
+class Exception extends \RuntimeException
+{
+}
+
+/**
+ * The read-only result of a check or peek.  Made only by Table: `new`
+ * throws an Error, and it cannot be changed, extended or serialized.
+ */
+final readonly class Decision
+{
+    public bool $allowed;
+    /** the effective ceiling (GCRA: the burst) */
+    public int $limit;
+    /** whole units left */
+    public int $remaining;
+    /** epoch ms of full replenishment */
+    public int $resetAt;
+    /** 0 when allowed */
+    public int $retryAfterMs;
+    /** DECISION_* bits */
+    public int $flags;
+}
+
+/**
+ * A shared table.  Constructing one with the same path, policy and slots
+ * again in the same process (every request of a PHP-FPM worker) reuses the
+ * handle opened the first time.
+ */
+final class Table
+{
+    /** Opens (creating if absent) the table at $path ("name" is
+     *  /dev/shm/name); $mode applies when this call creates it. */
+    public function __construct(string $path, string $policy, int $slots = 0, int $mode = 0600) {}
+
+    /** Checks $key, consuming $cost if admitted; $nowMs (epoch ms)
+     *  defaults to the system clock. */
+    public function check(string $key, float|int $cost = 1, ?float $nowMs = null): Decision {}
+
+    /** What a check of cost 1 would decide, consuming nothing. */
+    public function peek(string $key, ?float $nowMs = null): Decision {}
+
+    /** Forgets $key: its next check starts fresh. */
+    public function reset(string $key): void {}
+
+    /** The table's counters and geometry. */
+    public function stats(): array {}
+
+    /** The table's canonical policy string. */
+    public function policy(): string {}
+
+    /** How many tables this process has opened (calls of tkshm_open that
+     *  succeeded); handles reused across requests, or inherited over
+     *  fork, do not count. */
+    public static function openCount(): int {}
+}
+
+/**
+ * The response headers for $d as name => value: the style's RateLimit
+ * headers ("draft": RateLimit-Policy and RateLimit; "legacy":
+ * RateLimit-Limit, -Remaining, -Reset; "none": none) and, on a denial,
+ * Retry-After.  $nowMs must be the clock the check used (default: now).
+ */
+function headers(Decision $d, ?string $policyName = null, string $style = "draft", ?float $nowMs = null): array {}
+
+/** The rate-limit key of a client address: IPv4 as is, IPv4-mapped IPv6
+ *  as IPv4, other IPv6 as its /$v6Prefix network ("2001:db8::/64"). */
+function client_key(string $addr, int $v6Prefix = 64): string {}

@@ -256,11 +256,20 @@ class Httpd:
         finally:
             c.close()
 
-    def access_log(self):
-        """[(pid, tid, status, note, path)] of every request served."""
-        rows = []
-        with open(self.path("access.log")) as f:
-            for line in f:
-                pid, tid, status, note, path = line.split()
-                rows.append((int(pid), int(tid), int(status), note, path))
-        return rows
+    def access_log(self, where=lambda row: True, rows=0, timeout=10):
+        """[(pid, tid, status, note, path)] of the requests served for
+        which where(row) holds, once there are at least `rows` of them: a
+        child writes its line after the response, so a client may read
+        its answer before the line is there."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = []
+            with open(self.path("access.log")) as f:
+                for line in f:
+                    pid, tid, status, note, path = line.split()
+                    row = (int(pid), int(tid), int(status), note, path)
+                    if where(row):
+                        found.append(row)
+            if len(found) >= rows or time.monotonic() > deadline:
+                return found
+            time.sleep(0.02)

@@ -50,6 +50,22 @@ tk_wide_claim_stuck(const struct tk_slot *s, uint64_t fp, uint64_t ctl)
 	return true;
 }
 
+/* After a torn read of slot `index` under control word `ctl`: true when
+ * the slot still holds {fp, ctl}.  Then nothing was published during the
+ * read (generations only grow, so a control word never comes back, W7),
+ * and claims write only the inactive record (W5): the active record itself
+ * contradicts its control word.  Only a scribbled segment does that, and
+ * reading it again would spin until TK_WIDE_BUSY_MS for nothing. */
+static bool
+tk_wide_torn_for_good(const struct tkshm_table *t, uint64_t index, uint64_t fp,
+		      uint64_t ctl)
+{
+	uint64_t f, c;
+
+	tk_slot_read(tk_slot_at(t, index), &f, &c);
+	return f == fp && c == ctl;
+}
+
 enum tk_wide_read
 tk_wide_snapshot(const struct tkshm_table *t, uint64_t index, uint64_t ctl,
 		 uint64_t *words, uint64_t *gen)
@@ -204,8 +220,11 @@ tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 		r = tk_wide_snapshot(t, index, ctl, cur, &gen);
 		if (r == TK_WIDE_INVALID)
 			return TKSHM_ECORRUPT;
-		if (r == TK_WIDE_TORN)
+		if (r == TK_WIDE_TORN) {
+			if (tk_wide_torn_for_good(t, index, fp, ctl))
+				return TKSHM_ECORRUPT;
 			goto lost;
+		}
 		/* Decided from the published state: a claim in flight has not
 		 * happened yet, so a denial never waits for it (W5, I7). */
 		what = step(ctx, t, index, ctl, r == TK_WIDE_PRESENT, cur,
@@ -373,13 +392,13 @@ tk_wide_lookup(const struct tkshm_table *t, const struct tk_where *w,
 	double since = 0;
 
 	for (unsigned retries = 1;; retries++) {
-		uint64_t ctl, gen;
+		uint64_t ctl, gen, index;
 		int pos = tk_find_real(t, w, &ctl);
 
 		if (pos < 0 || !tk_ctl_valid(ctl))
 			return 0;
-		switch (tk_wide_snapshot(t, tk_window_index(w, (unsigned)pos),
-					 ctl, words, &gen)) {
+		index = tk_window_index(w, (unsigned)pos);
+		switch (tk_wide_snapshot(t, index, ctl, words, &gen)) {
 		case TK_WIDE_ABSENT:
 			return 0;
 		case TK_WIDE_PRESENT:
@@ -387,6 +406,8 @@ tk_wide_lookup(const struct tkshm_table *t, const struct tk_where *w,
 		case TK_WIDE_INVALID:
 			return TKSHM_ECORRUPT;
 		case TK_WIDE_TORN:
+			if (tk_wide_torn_for_good(t, index, w->fp, ctl))
+				return TKSHM_ECORRUPT;
 			break; /* two publishes overtook our read: again */
 		}
 		if (retries > TK_MAX_RETRIES && tk_wide_gave_up(&since))

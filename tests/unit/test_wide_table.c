@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "algo_testing.h"
 #include "algorithms/algorithm.h"
@@ -413,6 +414,45 @@ verify_catches_torn_record(void **state)
 	tkshm_close(t);
 }
 
+/* A torn active record under a control word that stays put is no race
+ * (claims write only the inactive record, W5): a peek, a check and a
+ * forecast report it as corrupt at once.  Found by tests/fuzz/fuzz_table:
+ * each call used to retry TK_MAX_RETRIES times plus TK_WIDE_BUSY_MS
+ * (250 ms) and return TKSHM_EBUSY, so a scribbled table took seconds per
+ * key. */
+static void
+torn_record_is_corrupt_not_busy(void **state)
+{
+	tkshm_table *t = tkt_anon("fixedWindow:limit=5,windowMs=1000", 64);
+	uint64_t ctl, index;
+	struct tk_unit *u;
+	tkshm_decision d;
+	tkshm_forecast f;
+	struct timespec a, b;
+	double ms;
+
+	(void)state;
+	assert_rc(tkshm_check_at(t, "k", 1, 1, 10, &d), TKSHM_OK);
+	index = slot_of(t, "k", &ctl);
+	u = tk_wide_record(t, index, tk_ctl_active(ctl));
+	u[1].gen += 2; /* the record no longer carries one generation */
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_rc(tkshm_peek_at(t, "k", 1, 10, &d), TKSHM_ECORRUPT);
+	assert_rc(tkshm_check_at(t, "k", 1, 1, 10, &d), TKSHM_ECORRUPT);
+	assert_rc(tkshm_forecast_at(t, "k", 1, 1, 10, &f), TKSHM_ECORRUPT);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
+	     (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+	/* Three calls well inside one TK_WIDE_BUSY_MS, even under ASan. */
+	assert_true(ms < 200.0);
+	/* The unit put back, the key decides again. */
+	u[1].gen -= 2;
+	assert_rc(tkshm_check_at(t, "k", 1, 1, 10, &d), TKSHM_OK);
+	assert_true(d.allowed);
+	assert_int_equal(d.remaining, 3);
+	tkshm_close(t);
+}
+
 /* ------------------------------------------------------------------------
  * Give-backs (multi.c undoing a commit): exact when untouched, and exact for
  * every algorithm when the key was touched at the same instant since
@@ -569,6 +609,7 @@ main(void)
 		cmocka_unit_test(reset_restarts),
 		cmocka_unit_test(abandoned_claim_is_stolen),
 		cmocka_unit_test(verify_catches_torn_record),
+		cmocka_unit_test(torn_record_is_corrupt_not_busy),
 		cmocka_unit_test(token_budget_cost_must_be_whole),
 		cmocka_unit_test(give_backs),
 		cmocka_unit_test(forecast_example),

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "inspect.h"
+#include "replay_line.h"
 
 void
 ti_usage_replay(FILE *f)
@@ -66,8 +67,6 @@ ti_usage_replay(FILE *f)
 	ti_print_exit_codes(f);
 }
 
-#define TI_WS " \t\r\n\v\f"
-
 /* Reports a bad line after flushing the decisions printed before it. */
 static int ti_bad_line(unsigned long line, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -86,16 +85,6 @@ ti_bad_line(unsigned long line, const char *fmt, ...)
 	return ti_finish_stdout(TI_EXIT_CHECK);
 }
 
-/* A token shortened for a message. */
-static const char *
-ti_short(const char *s, char *buf, size_t len)
-{
-	if (strlen(s) < len)
-		return s;
-	snprintf(buf, len, "%.*s...", (int)len - 4, s);
-	return buf;
-}
-
 /* A reservation as one JSON line: ThrottleKit's shaper fields in its
  * order, then tkshm's. */
 static void
@@ -104,8 +93,7 @@ ti_json_reservation(FILE *f, const tkshm_reservation *r)
 	fprintf(f,
 		"{\"accepted\":%s,\"delayMs\":%" PRId64
 		",\"retryAfterMs\":%" PRId64 ",\"waitMs\":",
-		r->accepted ? "true" : "false", r->delay_ms,
-		r->retry_after_ms);
+		r->accepted ? "true" : "false", r->delay_ms, r->retry_after_ms);
 	ti_json_double(f, r->wait_ms);
 	fputs("}\n", f);
 }
@@ -137,52 +125,36 @@ static int
 ti_replay_line(tkshm_table *t, bool shaper, unsigned long line, char *text,
 	       size_t len)
 {
-	char *field[3], *save = NULL, *tok;
-	char sbuf[48];
-	unsigned nf = 0;
-	double now, cost;
+	struct ti_replay_fields f;
+	char msg[TI_LINE_MSG_MAX], sbuf[48];
 	int rc;
 
-	if (strlen(text) != len)
-		return ti_bad_line(line, "contains a NUL byte");
-	for (tok = strtok_r(text, TI_WS, &save); tok;
-	     tok = strtok_r(NULL, TI_WS, &save)) {
-		if (nf == 0 && tok[0] == '#')
-			return -1;
-		if (nf < 3)
-			field[nf] = tok;
-		nf++;
-	}
-	if (nf == 0)
+	switch (ti_replay_line_parse(text, len, &f, msg, sizeof msg)) {
+	case TI_LINE_SKIP:
 		return -1;
-	if (nf != 3) {
-		return ti_bad_line(line,
-				   "expected 3 fields (NOW_MS KEY COST), "
-				   "found %u",
-				   nf);
+	case TI_LINE_BAD:
+		return ti_bad_line(line, "%s", msg);
+	case TI_LINE_REQUEST:
+		break;
 	}
-	if (!ti_parse_decimal(field[0], &now))
-		return ti_bad_line(line, "NOW_MS '%s' is not a decimal number",
-				   ti_short(field[0], sbuf, sizeof sbuf));
-	if (!ti_parse_decimal(field[2], &cost))
-		return ti_bad_line(line, "COST '%s' is not a decimal number",
-				   ti_short(field[2], sbuf, sizeof sbuf));
-	rc = ti_replay_request(t, shaper, field[1], cost, now);
+	rc = ti_replay_request(t, shaper, f.key, f.cost, f.now);
 	switch (rc) {
 	case TKSHM_OK:
 		return -1;
 	case TKSHM_ENOW:
-		return ti_bad_line(line, "NOW_MS '%s' refused: %s",
-				   ti_short(field[0], sbuf, sizeof sbuf),
-				   tkshm_strerror(rc));
+		return ti_bad_line(
+			line, "NOW_MS '%s' refused: %s",
+			ti_short_token(f.now_text, sbuf, sizeof sbuf),
+			tkshm_strerror(rc));
 	case TKSHM_ECOST:
-		return ti_bad_line(line, "cost '%s' refused: %s",
-				   ti_short(field[2], sbuf, sizeof sbuf),
-				   tkshm_strerror(rc));
+		return ti_bad_line(
+			line, "cost '%s' refused: %s",
+			ti_short_token(f.cost_text, sbuf, sizeof sbuf),
+			tkshm_strerror(rc));
 	case TKSHM_EKEYEMPTY:
 	case TKSHM_EKEYLONG:
 		return ti_bad_line(line, "KEY '%s' refused: %s",
-				   ti_short(field[1], sbuf, sizeof sbuf),
+				   ti_short_token(f.key, sbuf, sizeof sbuf),
 				   tkshm_strerror(rc));
 	default:
 		return ti_bad_line(line, "%s failed: %s (%s)",

@@ -1,0 +1,94 @@
+/*
+ * fuzz_policy.c - the policy-string parser and the canonical format.
+ *
+ * Every input is read two ways.  As a string: tkshm_policy_parse must
+ * refuse it or give a policy that formats, and whose format parses back
+ * to an equal policy (tkshm_policy_format's contract).  As the bytes of a
+ * hand-built tkshm_policy: tkshm_policy_validate must judge it without
+ * reading past it, and a policy it accepts must round-trip the same way.
+ * Formatting into buffers too small must fail with TKSHM_EINVAL and write
+ * within them.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_common.h"
+#include "tkshm.h"
+
+/* The longest policy string tried: longer ones are refused the same way. */
+#define TKF_SPEC_MAX 4096
+
+/* format(p) parses back to p, and shorter buffers are refused. */
+static void
+tkf_round_trip(const tkshm_policy *p)
+{
+	char buf[TKSHM_POLICY_MAX], err[128];
+	tkshm_policy back;
+	int n;
+
+	n = tkshm_policy_format(p, buf, sizeof buf);
+	TKF_REQUIRE(n > 0 && (size_t)n < sizeof buf &&
+		    strlen(buf) == (size_t)n);
+	TKF_REQUIRE(tkshm_policy_parse(buf, &back, err, sizeof err) ==
+		    TKSHM_OK);
+	TKF_REQUIRE(tkshm_policy_equal(p, &back));
+	TKF_REQUIRE(tkshm_policy_equal(&back, p));
+	/* Too small by one, and a few bytes: refused, NUL-terminated. */
+	{
+		size_t lens[] = { (size_t)n, 1, 7 };
+		for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+			char *small = malloc(lens[i]);
+			if (!small)
+				abort();
+			TKF_REQUIRE(tkshm_policy_format(p, small, lens[i]) ==
+				    TKSHM_EINVAL);
+			TKF_REQUIRE(memchr(small, '\0', lens[i]) != NULL);
+			free(small);
+		}
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char spec[TKF_SPEC_MAX + 1], err[256];
+	tkshm_policy p, before;
+	int rc;
+
+	if (size > TKF_SPEC_MAX)
+		return 0;
+	memcpy(spec, data, size);
+	spec[size] = '\0';
+	memset(&p, 0x5a, sizeof p);
+	before = p;
+	rc = tkshm_policy_parse(spec, &p, err, sizeof err);
+	if (rc == TKSHM_OK) {
+		tkf_round_trip(&p);
+	} else {
+		TKF_REQUIRE(rc == TKSHM_EPOLICY);
+		TKF_REQUIRE(memchr(err, '\0', sizeof err) != NULL);
+		/* "*out unchanged on error" */
+		TKF_REQUIRE(memcmp(&p, &before, sizeof p) == 0);
+	}
+	/* Short error buffers are never overrun (ASan watches). */
+	{
+		char *tiny = malloc(3);
+		if (!tiny)
+			abort();
+		(void)tkshm_policy_parse(spec, &p, tiny, 3);
+		free(tiny);
+	}
+
+	/* The same bytes as a policy built by hand. */
+	memset(&p, 0, sizeof p);
+	memcpy(&p, data, size < sizeof p ? size : sizeof p);
+	rc = tkshm_policy_validate(&p, err, sizeof err);
+	if (rc == TKSHM_OK)
+		tkf_round_trip(&p);
+	else
+		TKF_REQUIRE(rc == TKSHM_EPOLICY);
+	return 0;
+}

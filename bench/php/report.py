@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Writes the PHP benchmark's section of RESULTS.md from php.jsonl.
+
+    python3 bench/php/report.py [--results DIR]
+
+Reads DIR/php.jsonl (bench/php/run.sh, one line per case of
+bench/php/bench.php) and puts its tables into DIR/RESULTS.md between the
+lines <!-- bench:php:begin --> and <!-- bench:php:end -->: in place when
+they are there, else before "## Plots", else at the end.  Nothing else in
+the file is touched.  Every figure and every pass/MISS comes from the JSON
+lines; without them the section says "not measured".
+
+Standard library only.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BEGIN, END = "<!-- bench:php:begin -->", "<!-- bench:php:end -->"
+
+# The issue's targets: tkshm's checks/s against each peer's.
+TARGETS = (("apcu_gcra", 1.5), ("symfony", 20.0))
+LABEL = {
+    "tkshm": "tkshm extension (`Tkshm\\Table::check`)",
+    "apcu_gcra": "GCRA over APCu (`apcu_fetch` + `apcu_cas`)",
+    "symfony": "Symfony RateLimiter token_bucket, ApcuAdapter, no lock",
+    "loop": "the loop alone (key, no limiter)",
+}
+
+
+def fmt_rate(x):
+    if x is None:
+        return "-"
+    for div, unit in ((1e6, "M/s"), (1e3, "k/s")):
+        if x >= div:
+            return "%.3g %s" % (x / div, unit)
+    return "%.3g /s" % x
+
+
+def load(path):
+    machine, rows, bad = None, [], 0
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                o = json.loads(line)
+            except ValueError:
+                bad += 1
+                continue
+            if o.get("suite") != "php":
+                bad += 1
+            elif o.get("record") == "machine":
+                machine = o
+            else:
+                rows.append(o)
+    return machine, rows, bad
+
+
+def md_table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def cores(r):
+    wall = r.get("wall_s") or 0
+    return r.get("cpu_s", 0) / wall if wall else None
+
+
+def suspect(r, procs):
+    """The workers got well under one core each: other work took the
+    machine while the case ran, so its rate is doubtful."""
+    c = cores(r)
+    return c is not None and c < 0.8 * min(procs, r.get("procs", procs))
+
+
+def machine_line(m):
+    if not m:
+        return "Machine: not recorded."
+    load = m.get("load_avg_1m")
+    return ("Machine: %s, %d vCPU, %s, Linux %s; PHP %s, APCu %s, Symfony "
+            "RateLimiter %s; %s%s." % (
+                m.get("cpu_model") or "unknown CPU", m.get("cpus") or 0,
+                m.get("os") or "unknown OS", m.get("kernel", "?"),
+                m.get("php") or "?", m.get("apcu") or "?",
+                m.get("symfony") or "?", m.get("date", "?"),
+                ", load average %.1f at the start" % load
+                if load is not None else ""))
+
+
+def section(machine, rows, bad):
+    out = [BEGIN, "## PHP: the extension beside APCu and Symfony", "",
+           "Written by `bench/php/report.py` from `php.jsonl`"
+           " (`bench/php/run.sh`, which runs `bench/php/bench.php`).", "",
+           machine_line(machine), ""]
+    cases = [r for r in rows if not r.get("skipped")]
+    if not cases:
+        out += ["not measured (no php.jsonl)", END]
+        return "\n".join(out)
+    procs = (machine or {}).get("procs", 2)
+    seconds = (machine or {}).get("seconds")
+    out += ["%d PHP processes (`pcntl_fork`) each check keys"
+            " `'k' . mt_rand(1, N)` in a loop for %s s through one limiter"
+            " whose state they share; one policy for all: a burst of 100,"
+            " then 10 per second (tkshm and APCu: GCRA, T = 100 ms;"
+            " Symfony: token_bucket limit 100, 10 per 1 second).  With"
+            " 100k keys every key is checked once before the timed loop."
+            "  `php -n` with only the extensions a case needs (APCu:"
+            " `apc.enable_cli=1`, `apc.shm_size=128M`).%s" % (
+                procs, "%g" % seconds if seconds else "?",
+                "  (A --quick run: a smoke, not a measurement.)"
+                if (machine or {}).get("quick") else ""), ""]
+    if bad:
+        out += ["(%d unreadable lines ignored)" % bad, ""]
+
+    by = {(r["mode"], r["keys"]): r for r in cases}
+    marks = [0]
+
+    def rate(r):
+        cell = fmt_rate(r.get("checks_per_sec"))
+        if suspect(r, procs):
+            marks[0] += 1
+            cell += " ¹"
+        return cell
+
+    t = []
+    for keys in sorted({r["keys"] for r in cases}, reverse=True):
+        tk = by.get(("tkshm", keys))
+        for mode in ("tkshm", "apcu_gcra", "symfony", "loop"):
+            r = by.get((mode, keys))
+            if not r:
+                continue
+            ratio = "-"
+            if tk and mode not in ("tkshm", "loop") and \
+                    r.get("checks_per_sec"):
+                ratio = "%.1fx" % (tk["checks_per_sec"] /
+                                   r["checks_per_sec"])
+            c = cores(r)
+            t.append(["1 hot key" if keys == 1 else "{:,}".format(keys),
+                      LABEL.get(mode, mode), rate(r), ratio,
+                      "-" if c is None else "%.2f" % c])
+    out += ["### Checks per second", "",
+            "`checks/s`: the sum of the processes' rates.  `tkshm is`:"
+            " tkshm's checks/s over this row's.  `cores`: CPU time of the"
+            " processes over the run's wall time.", "",
+            md_table(["keys", "limiter", "checks/s", "tkshm is", "cores"],
+                     t), ""]
+
+    t = []
+    for keys in sorted({r["keys"] for r in cases}, reverse=True):
+        tk = by.get(("tkshm", keys))
+        for mode, want in TARGETS:
+            r = by.get((mode, keys))
+            if not tk or not r or not r.get("checks_per_sec"):
+                continue
+            got = tk["checks_per_sec"] / r["checks_per_sec"]
+            t.append(["1 hot key" if keys == 1 else "{:,}".format(keys),
+                      "tkshm >= %gx %s" % (want, mode),
+                      "%.1fx" % got, "pass" if got >= want else "MISS"])
+    out += ["### Targets", "", md_table(["keys", "target", "measured",
+                                         "result"], t) if t else
+            "not measured", ""]
+
+    t = []
+    for mode in ("tkshm", "apcu_gcra", "symfony"):
+        r = by.get((mode, 1))
+        if not r or r.get("policy_admits") is None:
+            continue
+        want = r["policy_admits"]
+        got = r.get("allowed", 0)
+        verdict = "-"
+        if mode == "tkshm":
+            verdict = "pass" if got == want else "MISS"
+        t.append([LABEL.get(mode, mode), "%.3f s" % r.get("wall_s", 0),
+                  str(want), str(got),
+                  "%+d (%.2fx)" % (got - want, got / want if want else 0),
+                  verdict])
+    out += ["### Exactness on one hot key", "",
+            "The key is cold at the start; `the policy admits`: 100 +"
+            " floor(E / 100 ms) for GCRA, 100 + 10 x floor(E / 1 s) for"
+            " Symfony's token bucket (it refills whole intervals), E being"
+            " the time from the first check to the last.  Target: tkshm"
+            " admits exactly that number.", "",
+            md_table(["limiter", "E", "the policy admits", "admitted",
+                      "over", "exact"], t) if t else "not measured", ""]
+    if marks[0]:
+        out += ["¹ The processes got less than 80% of a core each while"
+                " timed: other work took the machine, so the rate is"
+                " doubtful.", ""]
+    skipped = [r for r in rows if r.get("skipped")]
+    if skipped:
+        out += ["Skipped:", ""]
+        out += ["- %s, %s keys: %s" % (r.get("mode"), r.get("keys"),
+                                       r["skipped"]) for r in skipped]
+        out.append("")
+    out.append(END)
+    return "\n".join(out)
+
+
+def place(text, sec):
+    i, j = text.find(BEGIN), text.find(END)
+    if i >= 0 and j > i:
+        return text[:i] + sec + text[j + len(END):]
+    k = text.find("\n## Plots")
+    if k >= 0:
+        return text[:k + 1] + sec + "\n\n" + text[k + 1:]
+    return text.rstrip("\n") + "\n\n" + sec + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--results", default=os.path.join(HERE, "..", "results"),
+                    help="directory of php.jsonl and RESULTS.md "
+                         "(default bench/results)")
+    a = ap.parse_args()
+    src = os.path.join(a.results, "php.jsonl")
+    md = os.path.join(a.results, "RESULTS.md")
+    machine, rows, bad = (load(src) if os.path.exists(src)
+                          else (None, [], 0))
+    sec = section(machine, rows, bad)
+    text = ""
+    if os.path.exists(md):
+        with open(md) as f:
+            text = f.read()
+    with open(md, "w") as f:
+        f.write(place(text, sec))
+    print(sec)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -832,6 +832,8 @@ module_exec(PyObject *m)
 					    error_codes[i].code) < 0)
 			return -1;
 	if (PyModule_AddIntConstant(m, "KEY_MAX", TKSHM_KEY_MAX) < 0 ||
+	    PyModule_AddIntConstant(m, "LEASE_KEY_MAX", TKSHM_LEASE_KEY_MAX) <
+		    0 ||
 	    PyModule_AddIntConstant(m, "DECISION_EVICTED_DEBTOR",
 				    TKSHM_DECISION_EVICTED_DEBTOR) < 0 ||
 	    PyModule_AddIntConstant(m, "DECISION_DEBT_RESTORED",

@@ -308,6 +308,38 @@ class WsgiTest(unittest.TestCase):
         self.assertEqual(client_key({"REMOTE_ADDR": "unix:/run/a.sock"}),
                          "unix:/run/a.sock")
 
+    def test_client_chosen_keys_cannot_skip_the_limit(self):
+        """An empty or over-long key from the request is limited like any
+        other: it is fitted, not refused (which would fail open)."""
+        from tkshm.wsgi import RateLimitMiddleware, fit_key
+
+        def app(environ, start_response):
+            start_response("200 OK", [])
+            return [b"ok"]
+
+        seen = []
+
+        def sr(status, headers, exc_info=None):
+            seen.append(status[:3])
+
+        # A day-long window: the real clock never crosses it here.
+        with tkshm.Table(None, "fixedWindow:limit=5,windowMs=86400000",
+                         slots=64) as t:
+            mw = RateLimitMiddleware(
+                app, t, key_func=lambda e: e.get("HTTP_X_API_KEY", ""))
+            long_a = "a" * 5000
+            long_b = "a" * 4999 + "b"
+            for key in ("", long_a, long_b):
+                seen.clear()
+                for _ in range(7):
+                    mw({"HTTP_X_API_KEY": key}, sr)
+                self.assertEqual(seen, ["200"] * 5 + ["429"] * 2, key[:8])
+        self.assertEqual(fit_key("k"), b"k")
+        self.assertEqual(len(fit_key("x" * tkshm.LEASE_KEY_MAX)),
+                         tkshm.LEASE_KEY_MAX)
+        self.assertNotEqual(fit_key(long_a), fit_key(long_b))
+        self.assertLessEqual(len(fit_key(long_a)), tkshm.LEASE_KEY_MAX)
+
     def test_middleware(self):
         from tkshm.wsgi import RateLimitMiddleware
 

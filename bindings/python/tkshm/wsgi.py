@@ -8,7 +8,10 @@ The key is the client address by default, an IPv6 address aggregated to its
 /64 (one host usually owns a whole /64).
 """
 
-from . import Error, client_key as _client_key, headers as _headers
+import hashlib
+
+from . import LEASE_KEY_MAX, Error, client_key as _client_key, \
+    headers as _headers
 
 _STATUS_TEXT = {429: "Too Many Requests", 503: "Service Unavailable"}
 
@@ -24,13 +27,30 @@ def client_key(environ):
         return addr
 
 
+def fit_key(key):
+    """The key as the table takes it, whatever the client sent: a key
+    that came from the request (a header, an API key) must not be able to
+    skip the limit by being refused.  An empty key becomes one shared
+    bucket; a key longer than LEASE_KEY_MAX bytes (the shortest limit of
+    any table) becomes a BLAKE2b digest of it, so each long key still has
+    a bucket of its own and nobody can aim at another's."""
+    if isinstance(key, str):
+        key = key.encode("utf-8", "surrogatepass")
+    if not key:
+        return b"\x00empty"
+    if len(key) > LEASE_KEY_MAX:
+        return b"\x00b2:" + hashlib.blake2b(key, digest_size=20).digest()
+    return key
+
+
 class RateLimitMiddleware:
     """Checks every request against `table`; a denial answers `status`
     (429) without calling the app.  headers: True adds the IETF draft's
     RateLimit-Policy/RateLimit, "legacy" the older RateLimit-Limit/
     -Remaining/-Reset, False none (Retry-After is always sent on a denial).
     key_func(environ) returns the key (str or bytes), or None to let the
-    request through unchecked.  cost is a number or a function of environ.
+    request through unchecked; an empty or over-long key is fitted
+    (fit_key), never refused.  cost is a number or a function of environ.
     A table error (full, busy) fails open unless fail_open=False."""
 
     default_key = staticmethod(client_key)
@@ -58,6 +78,7 @@ class RateLimitMiddleware:
         key = self.key_func(environ)
         if key is None:
             return self.app(environ, start_response)
+        key = fit_key(key)
         cost = self.cost(environ) if callable(self.cost) else self.cost
         try:
             d = self.table.check(key, cost)

@@ -1,0 +1,489 @@
+#!/usr/bin/env python3
+"""What mod_tkshm costs a request: Apache httpd (event MPM) with and
+without the module, beside nginx with and without limit_req, loaded by wrk
+on the same machine.
+
+    python3 bench/apache/bench.py --module PATH/mod_tkshm.so \\
+        --hook PATH/tkshm_bench_apache_hook --out DIR/apache.jsonl [--quick]
+
+First the module's request hook alone (hook_bench.c: the CPU time it adds
+to a request, outside httpd), then the servers.
+
+Servers (each on 127.0.0.1 and a free port, from a private directory,
+stopped at the end, also on failure):
+  apache-plain   httpd without the module, a 2-byte static file;
+  apache         httpd with mod_tkshm, the same file under locations that
+                 differ by their limit only;
+  nginx          nginx (2 workers), the same file, locations with and
+                 without limit_req (its zone keyed the same way).
+No access log anywhere: the cases differ by the limiter alone.
+
+Cases (wrk -t2 -c32, keep-alive), rounds alternating the servers and
+locations so that a drift of the machine spreads over all of them:
+  none       no limit (the baseline of the same server);
+  hot        every request checked on one key (127.0.0.1), always admitted;
+  keys_none  no limit, wrk sending X-Key from 100,000 keys (keys.lua);
+  keys       the same requests, limited per X-Key, always admitted;
+  deny       every request denied (429).
+Then `paced`: a gcra policy of 1,000/s with a burst of 100 on one key,
+hammered for a few seconds: admissions must stay within burst + rate x
+time, and come close to it.
+
+Each run also records the CPU time (user + system) all the server's
+processes used while wrk ran, per request served: the cost of a request
+that other work on a shared machine disturbs far less than req/s.
+
+Writes JSON Lines: one "machine" record, one "run" record per wrk run and
+one "paced" record per server.  Standard library only; needs apache2,
+nginx and wrk (bench/run.sh's dependencies)."""
+
+import argparse
+import datetime
+import glob
+import http.client
+import json
+import os
+import platform
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KEYS_LUA = os.path.join(HERE, "keys.lua")
+HTTPD = "/usr/sbin/apache2"
+NGINX = "/usr/sbin/nginx"
+HTTPD_MODULES = "/usr/lib/apache2/modules"
+THREADS, CONNECTIONS = 2, 32
+PACED_RATE, PACED_BURST = 1000, 100
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+# The tables: in shared memory (tmpfs) as in production, not in a
+# directory of a disk; removed at the end.
+SHM_PREFIX = "/dev/shm/tkshm-bench-apache.%d" % os.getpid()
+
+APACHE_CONF = """
+ServerRoot "{dir}"
+ServerName 127.0.0.1
+Listen 127.0.0.1:{port}
+PidFile "{dir}/httpd.pid"
+DefaultRuntimeDir "{dir}"
+Mutex file:{dir} default
+ErrorLog "{dir}/error.log"
+LogLevel warn
+{user}
+LoadModule mpm_event_module {modules}/mod_mpm_event.so
+StartServers 2
+ServerLimit 2
+ThreadsPerChild 32
+ThreadLimit 32
+MaxRequestWorkers 64
+MinSpareThreads 64
+MaxSpareThreads 64
+LoadModule authz_core_module {modules}/mod_authz_core.so
+KeepAlive On
+MaxKeepAliveRequests 0
+DocumentRoot "{docs}"
+<Directory "{docs}">
+    Require all granted
+</Directory>
+{tkshm}
+"""
+
+# Always admitted: hot and keys (limits far above what wrk can send);
+# deny admits one request a day; paced is the policy under test.
+APACHE_TKSHM = """
+LoadModule tkshm_module "{module}"
+TkshmTable hot {shm}.hot gcra:limit=1000000000,periodMs=1000
+TkshmTable keys {shm}.keys gcra:limit=1000000000,periodMs=1000 slots=262144
+TkshmTable deny {shm}.deny gcra:limit=1,periodMs=86400000
+TkshmTable paced {shm}.paced gcra:limit={rate},periodMs=1000,burst={burst}
+<Location /hot>
+    TkshmLimit hot
+</Location>
+<Location /keys>
+    TkshmLimit keys key=%{{HTTP:X-Key}}
+</Location>
+<Location /deny>
+    TkshmLimit deny
+</Location>
+<Location /paced>
+    TkshmLimit paced
+</Location>
+"""
+
+NGINX_CONF = """
+worker_processes 2;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+{user}
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    keepalive_requests 100000000;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    limit_req_status 429;
+    limit_req_zone $binary_remote_addr zone=hot:1m rate=100000000r/s;
+    limit_req_zone $http_x_key zone=keys:64m rate=100000000r/s;
+    limit_req_zone $binary_remote_addr zone=deny:1m rate=1r/m;
+    limit_req_zone $binary_remote_addr zone=paced:1m rate={rate}r/s;
+    server {{
+        listen 127.0.0.1:{port};
+        root {docs};
+        location /none/ {{ }}
+        location /hot/ {{ limit_req zone=hot burst=100000000 nodelay; }}
+        location /keys/ {{ limit_req zone=keys burst=100000000 nodelay; }}
+        location /deny/ {{ limit_req zone=deny; }}
+        location /paced/ {{ limit_req zone=paced burst={burst} nodelay; }}
+    }}
+}}
+"""
+
+# The wrk runs of one round: (server, case, path, with keys.lua).
+PLAIN_CASES = [("apache-plain", "none", "/none/f", False),
+               ("apache", "none", "/none/f", False),
+               ("apache", "hot", "/hot/f", False),
+               ("nginx", "none", "/none/f", False),
+               ("nginx", "hot", "/hot/f", False)]
+KEYED_CASES = [("apache", "keys_none", "/none/f", True),
+               ("apache", "keys", "/keys/f", True),
+               ("nginx", "keys_none", "/none/f", True),
+               ("nginx", "keys", "/keys/f", True)]
+DENY_CASES = [("apache", "deny", "/deny/f", False),
+              ("nginx", "deny", "/deny/f", False)]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_user():
+    """The user the servers' workers run as when started as root."""
+    if os.geteuid() != 0:
+        return None
+    for name in ("www-data", "nobody"):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            pass
+    return None
+
+
+class Server:
+    """A server started in the foreground in its own process group."""
+
+    def __init__(self, name, argv, port, logdir):
+        self.name, self.port = name, port
+        self.log = open(os.path.join(logdir, name + ".out"), "w")
+        self.proc = subprocess.Popen(argv, stdout=self.log,
+                                     stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+
+    def cpu_seconds(self):
+        """CPU time used so far by the server's processes (the parent and
+        its children, every thread): per request, a measure that other
+        work on the machine disturbs far less than requests per second."""
+        total = 0
+        for pid in [self.proc.pid] + child_pids(self.proc.pid):
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # exited meanwhile
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        return total / CLK_TCK
+
+    def output(self):
+        with open(self.log.name) as f:
+            return f.read()
+
+    def wait_ready(self, path):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("%s exited (%d):\n%s" % (
+                    self.name, self.proc.returncode, self.output()))
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), 1):
+                    # one request through, so that workers are up
+                    if http_status(self.port, path) == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("%s did not start:\n%s"
+                           % (self.name, self.output()))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        self.log.close()
+
+
+def child_pids(pid):
+    """The processes whose parent is `pid`."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(name))
+    return out
+
+
+def http_status(port, path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        r.read()
+        return r.status
+    finally:
+        c.close()
+
+
+def start_apache(servers, name, work, docs, module):
+    d = os.path.join(work, name)
+    os.makedirs(d)
+    port = free_port()
+    user = run_user()
+    tkshm = ""
+    if module:
+        tkshm = APACHE_TKSHM.format(module=module, shm=SHM_PREFIX,
+                                    rate=PACED_RATE, burst=PACED_BURST)
+    conf = APACHE_CONF.format(
+        dir=d, port=port, modules=HTTPD_MODULES, docs=docs, tkshm=tkshm,
+        user="User %s\nGroup #%d" % (user.pw_name, user.pw_gid)
+        if user else "")
+    with open(os.path.join(d, "httpd.conf"), "w") as f:
+        f.write(conf)
+    servers[name] = Server(name, [HTTPD, "-f", os.path.join(d, "httpd.conf"),
+                                  "-DFOREGROUND"], port, work)
+    servers[name].wait_ready("/none/f")
+
+
+def start_nginx(servers, work, docs):
+    d = os.path.join(work, "nginx")
+    os.makedirs(d)
+    port = free_port()
+    user = run_user()
+    conf = NGINX_CONF.format(dir=d, port=port, docs=docs, rate=PACED_RATE,
+                             burst=PACED_BURST,
+                             user="user %s;" % user.pw_name if user else "")
+    with open(os.path.join(d, "nginx.conf"), "w") as f:
+        f.write(conf)
+    servers["nginx"] = Server("nginx", [NGINX, "-p", d, "-c",
+                                        os.path.join(d, "nginx.conf")],
+                              port, work)
+    servers["nginx"].wait_ready("/none/f")
+
+
+UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def parse_wrk(text):
+    """Requests, duration, non-2xx, req/s and latency percentiles (ms)."""
+    out = {}
+    m = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)", text)
+    if not m:
+        raise RuntimeError("unreadable wrk output:\n" + text)
+    scale = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[m.group(3)]
+    out["requests"] = int(m.group(1))
+    out["duration_s"] = float(m.group(2)) * scale
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    out["non2xx"] = int(m.group(1)) if m else 0
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), "
+                  r"timeout (\d+)", text)
+    out["socket_errors"] = sum(int(x) for x in m.groups()) if m else 0
+    out["rps"] = out["requests"] / out["duration_s"]
+    for p in ("50", "99"):
+        m = re.search(r"^\s+%s(?:\.000)?%%\s+([\d.]+)(us|ms|s)\s*$" % p,
+                      text, re.M)
+        out["p%s_ms" % p] = float(m.group(1)) * UNITS[m.group(2)] \
+            if m else None
+    return out
+
+
+def wrk(server, path, seconds, keys):
+    argv = ["wrk", "-t%d" % THREADS, "-c%d" % CONNECTIONS,
+            "-d%ds" % seconds, "--latency", "--timeout", "5s"]
+    if keys:
+        argv += ["-s", KEYS_LUA]
+    argv.append("http://127.0.0.1:%d%s" % (server.port, path))
+    cpu0, t0 = server.cpu_seconds(), time.monotonic()
+    p = subprocess.run(argv, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True,
+                       timeout=seconds + 60)
+    wall, cpu = time.monotonic() - t0, server.cpu_seconds() - cpu0
+    if p.returncode != 0:
+        raise RuntimeError("wrk failed:\n" + p.stdout)
+    r = parse_wrk(p.stdout)
+    r["wall_s"] = wall
+    r["server_cpu_s"] = cpu
+    r["cpu_us_per_request"] = 1e6 * cpu / r["requests"] \
+        if r["requests"] else None
+    return r
+
+
+def run_hook(path, quick):
+    """The records of hook_bench.c, one per case."""
+    p = subprocess.run([path] + (["--quick"] if quick else []),
+                       stdout=subprocess.PIPE, text=True, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError("%s failed (%d)" % (path, p.returncode))
+    out = [json.loads(line) for line in p.stdout.splitlines() if line]
+    for r in out:
+        print("hook %-5s %6.0f ns of CPU per request" % (
+            r["case"], r["ns_per_request"]), file=sys.stderr)
+    return out
+
+
+def machine(args):
+    def first_line(argv):
+        try:
+            p = subprocess.run(argv, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+            return p.stdout.strip().splitlines()[0]
+        except (OSError, IndexError):
+            return None
+
+    cpu = None
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    os_name = None
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    os_name = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return {"suite": "apache", "record": "machine", "cpu_model": cpu,
+            "cpus": os.cpu_count(), "kernel": platform.release(),
+            "os": os_name,
+            "date": datetime.datetime.now(datetime.timezone.utc)
+            .isoformat(timespec="seconds"),
+            "load_avg_1m": os.getloadavg()[0],
+            "httpd": first_line([HTTPD, "-v"]),
+            "nginx": first_line([NGINX, "-v"]),
+            "wrk": first_line(["wrk", "--version"]),
+            "quick": args.quick, "seconds": args.seconds,
+            "rounds": args.rounds, "threads": THREADS,
+            "connections": CONNECTIONS}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--module", required=True, help="mod_tkshm.so")
+    ap.add_argument("--hook", required=True,
+                    help="tkshm_bench_apache_hook (hook_bench.c)")
+    ap.add_argument("--out", required=True, help="the JSON Lines file")
+    ap.add_argument("--quick", action="store_true",
+                    help="a smoke: one round of 1 s runs")
+    a = ap.parse_args()
+    a.seconds = 1 if a.quick else 3
+    a.rounds = 1 if a.quick else 5
+    paced_s = 1 if a.quick else 5
+    for tool in (HTTPD, NGINX, shutil.which("wrk") or "wrk"):
+        if not os.access(tool, os.X_OK):
+            sys.exit("bench.py: %s is missing (scripts/install-deps.sh "
+                     "bench installs it)" % tool)
+    if not os.path.isfile(a.module):
+        sys.exit("bench.py: no module at %s" % a.module)
+    a.module = os.path.abspath(a.module)  # httpd reads it from ServerRoot
+    records = [machine(a)]
+    records += run_hook(a.hook, a.quick)
+
+    work = tempfile.mkdtemp(prefix="tkshm-bench-apache-")
+    os.chmod(work, 0o755)
+    docs = os.path.join(work, "docs")
+    for loc in ("none", "hot", "keys", "deny", "paced"):
+        os.makedirs(os.path.join(docs, loc))
+        with open(os.path.join(docs, loc, "f"), "w") as f:
+            f.write("k\n")
+    servers = {}
+    try:
+        # registered before they are waited for: all are stopped below
+        start_apache(servers, "apache-plain", work, docs, None)
+        start_apache(servers, "apache", work, docs, a.module)
+        start_nginx(servers, work, docs)
+        for s in servers.values():  # warm up: workers, caches
+            wrk(s, "/none/f", 1, False)
+
+        for group, rounds in ((PLAIN_CASES, a.rounds),
+                              (KEYED_CASES, a.rounds),
+                              (DENY_CASES, max(1, a.rounds // 2))):
+            for rnd in range(rounds):
+                # each round starts one case further: no case always
+                # runs first
+                order = group[rnd % len(group):] + group[:rnd % len(group)]
+                for server, case, path, keys in order:
+                    r = wrk(servers[server], path, a.seconds, keys)
+                    r.update({"suite": "apache", "record": "run",
+                              "server": server, "case": case,
+                              "round": rnd, "keys": 100000 if keys else 1})
+                    records.append(r)
+                    print("%-12s %-9s round %d: %8.0f req/s, %5.1f us of "
+                          "CPU per request, %d non-2xx"
+                          % (server, case, rnd, r["rps"],
+                             r["cpu_us_per_request"], r["non2xx"]),
+                          file=sys.stderr)
+
+        for server in ("apache", "nginx"):
+            r = wrk(servers[server], "/paced/f", paced_s, False)
+            admitted = r["requests"] - r["non2xx"]
+            r.update({"suite": "apache", "record": "paced",
+                      "server": server, "rate": PACED_RATE,
+                      "burst": PACED_BURST, "admitted": admitted,
+                      # the most the policy allows while wrk ran (its
+                      # wall time bounds every check's time)
+                      "bound": PACED_BURST + PACED_RATE * r["wall_s"],
+                      "ideal": PACED_BURST + PACED_RATE * r["duration_s"]})
+            records.append(r)
+            print("%-12s paced: %d admitted of %d (bound %.0f)"
+                  % (server, admitted, r["requests"], r["bound"]),
+                  file=sys.stderr)
+        records[0]["load_avg_1m_end"] = os.getloadavg()[0]
+    finally:
+        for s in servers.values():
+            s.stop()
+        shutil.rmtree(work, ignore_errors=True)
+        for name in glob.glob(SHM_PREFIX + ".*"):
+            os.unlink(name)
+
+    with open(a.out, "w") as f:
+        for r in records:
+            f.write(json.dumps(r, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

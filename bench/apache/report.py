@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""Writes the Apache module's section of RESULTS.md from apache.jsonl.
+
+    python3 bench/apache/report.py [--results DIR]
+
+Reads DIR/apache.jsonl (bench/apache/bench.py) and puts its tables into
+DIR/RESULTS.md between the lines <!-- bench:apache:begin --> and
+<!-- bench:apache:end -->: in place when they are there, else before
+"## Plots" (bench/report.py rewrites RESULTS.md without them), else at the
+end.  Nothing else in the file is touched.  Every figure and every
+pass/MISS comes from the JSON lines; without them the section says "not
+measured".
+
+Standard library only.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BEGIN, END = "<!-- bench:apache:begin -->", "<!-- bench:apache:end -->"
+
+# The overhead a limiter may add to a request (the survey's target for a
+# server module: shared/notes/peers.md, "HTTP-level overhead").
+MAX_OVERHEAD = 0.01
+# A paced key must get at least this share of what its policy allows.
+MIN_PACED_SHARE = 0.95
+
+# Each limited case against the unlimited case of the same server and the
+# same requests.
+BASELINE = {"hot": "none", "keys": "keys_none", "deny": "none"}
+WHAT = {
+    "none": "no limit",
+    "hot": "limit, 1 key, always admitted",
+    "keys_none": "no limit, X-Key from 100k keys",
+    "keys": "limit per X-Key, 100k keys, always admitted",
+    "deny": "limit, every request denied (429)",
+}
+LIMITER = {"apache": "mod_tkshm", "apache-plain": "(module not loaded)",
+           "nginx": "limit_req"}
+
+
+def fmt_rate(x):
+    if x is None:
+        return "-"
+    if x >= 1e3:
+        return "%.1f k/s" % (x / 1e3)
+    return "%.0f /s" % x
+
+
+def fmt_ms(x):
+    if x is None:
+        return "-"
+    if x < 1:
+        return "%.0f µs" % (x * 1e3)
+    return "%.2f ms" % x
+
+
+def fmt_us(x):
+    return "-" if x is None else "%.1f µs" % x
+
+
+def fmt_pct(x):
+    return "-" if x is None else "%+.1f%%" % (100 * x)
+
+
+def load(path):
+    machine, runs, paced, hooks, bad = None, [], [], [], 0
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                o = json.loads(line)
+            except ValueError:
+                bad += 1
+                continue
+            kind = o.get("record") if o.get("suite") == "apache" else None
+            if kind == "machine":
+                machine = o
+            elif kind == "run":
+                runs.append(o)
+            elif kind == "paced":
+                paced.append(o)
+            elif kind == "hook":
+                hooks.append(o)
+            else:
+                bad += 1
+    return machine, runs, paced, hooks, bad
+
+
+def by_case(runs):
+    """{(server, case): {round: run}}"""
+    out = {}
+    for r in runs:
+        out.setdefault((r["server"], r["case"]), {})[r["round"]] = r
+    return out
+
+
+def ratio(cases, server, case, field):
+    """case / baseline of `field`: the median over rounds of each round's
+    pair (the two runs of a round are seconds apart), or None."""
+    base = cases.get((server, BASELINE.get(case)), {})
+    mine = cases.get((server, case), {})
+    ratios = [mine[k][field] / base[k][field] for k in mine
+              if k in base and mine[k].get(field) is not None and
+              base[k].get(field)]
+    return statistics.median(ratios) if ratios else None
+
+
+def cpu_overhead(cases, server, case):
+    """What the limit adds to the server's CPU time per request."""
+    r = ratio(cases, server, case, "cpu_us_per_request")
+    return None if r is None else r - 1
+
+
+def rps_overhead(cases, server, case):
+    """What the limit takes from the requests served per second."""
+    r = ratio(cases, server, case, "rps")
+    return None if r is None else 1 - r
+
+
+def median_rps(cases, key):
+    rounds = cases.get(key, {})
+    if not rounds:
+        return None
+    return statistics.median(r["rps"] for r in rounds.values())
+
+
+def median_of(cases, key, field):
+    vals = [r[field] for r in cases.get(key, {}).values()
+            if r.get(field) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def machine_line(m):
+    if not m:
+        return "Machine: not recorded."
+    parts = ["%s, %d vCPU, %s, Linux %s" % (
+        m.get("cpu_model") or "unknown CPU", m.get("cpus", 0),
+        m.get("os") or "unknown OS", m.get("kernel", "?"))]
+    for tool in ("httpd", "nginx", "wrk"):
+        if m.get(tool):
+            parts.append(m[tool].replace("Server version: ", ""))
+    load = "load average %.1f at the start" % m["load_avg_1m"] \
+        if m.get("load_avg_1m") is not None else ""
+    if m.get("load_avg_1m_end") is not None:
+        load += ", %.1f at the end" % m["load_avg_1m_end"]
+    return "Machine: %s; %s%s." % ("; ".join(parts), m.get("date", "?"),
+                                   ", " + load if load else "")
+
+
+def md_table(header, rows):
+    out = ["| " + " | ".join(header) + " |",
+           "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def verdict(ok):
+    return "**pass**" if ok else "**MISS**"
+
+
+def targets(cases, paced, hooks):
+    rows = []
+    # what httpd spends on a request without a limit
+    base_us = median_of(cases, ("apache", "none"), "cpu_us_per_request")
+    hook = {h["case"]: h for h in hooks}
+    for case, what in (("hot", "one client"),
+                       ("ips", "100k client addresses"),
+                       ("v6", "100k IPv6 clients (/64 keys)")):
+        h = hook.get(case)
+        target = ("mod_tkshm's hook, %s: at most %.0f%% of the CPU httpd "
+                  "spends on a request without a limit"
+                  % (what, MAX_OVERHEAD * 100))
+        if h is None or not base_us:
+            rows.append([target, "-", "-", "not measured"])
+            continue
+        share = h["ns_per_request"] / (base_us * 1e3)
+        rows.append([target, "%.2f%%" % (100 * share),
+                     "%.0f ns vs %s" % (h["ns_per_request"],
+                                        fmt_us(base_us)),
+                     verdict(share <= MAX_OVERHEAD)])
+    for case, what in (("hot", "one hot key"),
+                       ("keys", "100k keys (X-Key)")):
+        o = cpu_overhead(cases, "apache", case)
+        rows.append([
+            "mod_tkshm through the server, %s: httpd's CPU per request "
+            "against the same server without a limit" % what,
+            "-" if o is None else "%+.1f%%" % (100 * o),
+            "%s vs %s of CPU per request; %s vs %s" % (
+                fmt_us(median_of(cases, ("apache", case),
+                                 "cpu_us_per_request")),
+                fmt_us(median_of(cases, ("apache", BASELINE[case]),
+                                 "cpu_us_per_request")),
+                fmt_rate(median_rps(cases, ("apache", case))),
+                fmt_rate(median_rps(cases, ("apache", BASELINE[case])))),
+            "reported"])
+    p = next((x for x in paced if x.get("server") == "apache"), None)
+    if p is None:
+        rows.append(["mod_tkshm, a paced key under load: admissions within "
+                     "burst + rate x time", "-", "-", "not measured"])
+        rows.append(["... and at least %.0f%% of it" % (MIN_PACED_SHARE *
+                                                          100), "-", "-",
+                     "not measured"])
+    else:
+        rows.append([
+            "mod_tkshm, a paced key under load (gcra %d/s, burst %d): "
+            "admissions within burst + rate x time"
+            % (p["rate"], p["burst"]),
+            "%d admitted" % p["admitted"],
+            "bound %.0f over %.2f s" % (p["bound"], p["wall_s"]),
+            verdict(p["admitted"] <= p["bound"])])
+        share = p["admitted"] / p["ideal"] if p["ideal"] else 0
+        rows.append([
+            "... and at least %.0f%% of what the policy allows while wrk "
+            "runs" % (MIN_PACED_SHARE * 100),
+            "%.1f%%" % (100 * share),
+            "%d of %.0f" % (p["admitted"], p["ideal"]),
+            verdict(share >= MIN_PACED_SHARE)])
+    return md_table(["target", "measured", "figures", "result"], rows)
+
+
+def section(machine, runs, paced, hooks, bad):
+    out = [BEGIN, "## Apache httpd: mod_tkshm", "",
+           "Written by `bench/apache/report.py` from `apache.jsonl`"
+           " (`bench/apache/bench.py`); `bench/apache/run.sh` makes both.",
+           "", machine_line(machine), ""]
+    if machine is None and not runs:
+        out += ["not measured (no apache.jsonl)", END]
+        return "\n".join(out)
+    if machine:
+        out += ["Apache httpd (event MPM, 2 processes of 32 threads) and"
+                " nginx (2 workers) serve a 2-byte static file, without an"
+                " access log, to `wrk -t%d -c%d` (keep-alive) on the same"
+                " machine; each case ran %d round(s) of %d s, the rounds"
+                " alternating servers and cases%s.  The load generator and"
+                " the server share the vCPUs, so a figure means something"
+                " against its baseline on the same server only (each"
+                " comparison is the median over rounds of case / baseline,"
+                " the two runs of a round seconds apart); CPU time per"
+                " request is what other work on the machine disturbs"
+                " least." % (
+                    machine.get("threads", 0), machine.get("connections", 0),
+                    machine.get("rounds", 0), machine.get("seconds", 0),
+                    " (a --quick run: a smoke, not a measurement)"
+                    if machine.get("quick") else ""), ""]
+    if bad:
+        out += ["(%d unreadable lines ignored)" % bad, ""]
+    cases = by_case(runs)
+    out += ["### Targets", "",
+            "The hook's share: the CPU time mod_tkshm's request hook takes"
+            " (`hook_bench.c`: the module's own `tkap_limit_request()` on"
+            " admitted requests built as httpd builds them, outside httpd,"
+            " the median of 5 runs) against the CPU time httpd spends on a"
+            " request without a limit (below).  Through the server, the"
+            " same difference is within what other work on the machine"
+            " does to each round (see the rounds' spread below): reported,"
+            " not judged.", "",
+            targets(cases, paced, hooks), ""]
+
+    rows = []
+    for server in ("apache-plain", "apache", "nginx"):
+        for case in ("none", "hot", "keys_none", "keys", "deny"):
+            key = (server, case)
+            if key not in cases:
+                continue
+            rps = [r["rps"] for r in cases[key].values()]
+            non2xx = sum(r["non2xx"] for r in cases[key].values())
+            total = sum(r["requests"] for r in cases[key].values())
+            limited = case in BASELINE
+            rows.append([
+                server, LIMITER[server] if limited else "-",
+                WHAT[case], fmt_rate(median_rps(cases, key)),
+                "%s - %s" % (fmt_rate(min(rps)), fmt_rate(max(rps))),
+                fmt_pct(rps_overhead(cases, server, case))
+                if limited else "-",
+                fmt_us(median_of(cases, key, "cpu_us_per_request")),
+                fmt_pct(cpu_overhead(cases, server, case))
+                if limited else "-",
+                fmt_ms(median_of(cases, key, "p50_ms")),
+                fmt_ms(median_of(cases, key, "p99_ms")),
+                "%.1f%%" % (100.0 * non2xx / total) if total else "-"])
+    out += ["### Requests per second and CPU per request", "",
+            "Each limited row against the same server's `no limit` row"
+            " with the same requests: `req/s lost` (1 - req/s / baseline)"
+            " and `CPU added` (CPU per request / baseline - 1; negative:"
+            " cheaper, as a denial skips the file).  `CPU per request`:"
+            " the user and system time of all the server's processes"
+            " while wrk ran, over the requests served.  `apache-plain` is"
+            " httpd without the module.", "",
+            md_table(["server", "limiter", "case", "req/s (median)",
+                      "rounds min - max", "req/s lost", "CPU per request",
+                      "CPU added", "p50", "p99", "non-2xx"], rows)
+            if rows else "not measured", ""]
+
+    rows = []
+    for p in paced:
+        rows.append([p["server"], LIMITER.get(p["server"], "?"),
+                     "%d/s, burst %d" % (p["rate"], p["burst"]),
+                     "{:,}".format(p["requests"]),
+                     "{:,}".format(p["admitted"]),
+                     "%.0f" % p["bound"],
+                     "%.3f" % (p["admitted"] / p["bound"])])
+    out += ["### A paced key under load", "",
+            "One key (the client's address) with a policy of 1,000/s"
+            " after a burst of 100, hammered by wrk: `bound` is burst +"
+            " rate x the wall time of the wrk run, the most the policy"
+            " allows.", "",
+            md_table(["server", "limiter", "policy", "requests", "admitted",
+                      "bound", "admitted / bound"], rows)
+            if rows else "not measured", "", END]
+    return "\n".join(out)
+
+
+def place(text, sec):
+    i, j = text.find(BEGIN), text.find(END)
+    if i >= 0 and j > i:
+        return text[:i] + sec + text[j + len(END):]
+    k = text.find("\n## Plots")
+    if k >= 0:
+        return text[:k + 1] + sec + "\n\n" + text[k + 1:]
+    return text.rstrip("\n") + "\n\n" + sec + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--results", default=os.path.join(HERE, "..", "results"),
+                    help="directory of apache.jsonl and RESULTS.md "
+                         "(default bench/results)")
+    a = ap.parse_args()
+    src = os.path.join(a.results, "apache.jsonl")
+    md = os.path.join(a.results, "RESULTS.md")
+    machine, runs, paced, hooks, bad = (load(src) if os.path.exists(src)
+                                        else (None, [], [], [], 0))
+    sec = section(machine, runs, paced, hooks, bad)
+    text = ""
+    if os.path.exists(md):
+        with open(md) as f:
+            text = f.read()
+    with open(md, "w") as f:
+        f.write(place(text, sec))
+    print(sec)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The Apache module's benchmark (bench/apache/bench.py says what it runs):
+#
+#   bench/apache/run.sh [--quick] [--out-dir DIR]
+#
+# 1. builds mod_tkshm and tkshm_bench_apache_hook (Release) in
+#    build/bench-apache;
+# 2. runs bench/apache/bench.py: the module's hook alone (hook_bench.c),
+#    then Apache httpd with and without the module and nginx with and
+#    without limit_req, loaded by wrk, into DIR/apache.jsonl (about 4
+#    minutes; --quick: a smoke of about 20 seconds);
+# 3. runs bench/apache/report.py: the Apache section of DIR/RESULTS.md.
+#
+# DIR is bench/results unless --out-dir says otherwise; --quick defaults it
+# to build/bench/quick, so that a smoke never overwrites the committed
+# results.  Needs apache2, apache2-dev, nginx-light and wrk
+# (scripts/install-deps.sh bench).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build="$root/build/bench-apache"
+
+usage() {
+	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+	exit "${1:-2}"
+}
+
+quick=0
+out_dir=
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--quick) quick=1 ;;
+	--out-dir)
+		[[ $# -ge 2 ]] || usage
+		out_dir=$2
+		shift
+		;;
+	--out-dir=*) out_dir=${1#--out-dir=} ;;
+	-h | --help) usage 0 ;;
+	*)
+		echo "bench/apache/run.sh: unknown argument '$1'" >&2
+		usage
+		;;
+	esac
+	shift
+done
+if [[ -z $out_dir ]]; then
+	if [[ $quick -eq 1 ]]; then
+		out_dir="$root/build/bench/quick"
+	else
+		out_dir="$root/bench/results"
+	fi
+fi
+mkdir -p "$out_dir"
+
+# The module alone, as a server would load it: Release, no tests.
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+	-DTKSHM_WERROR=OFF -DTKSHM_BUILD_TESTS=OFF -DTKSHM_BUILD_TOOLS=OFF \
+	-DTKSHM_BUILD_DEMO=OFF -DTKSHM_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)" --target mod_tkshm \
+	tkshm_bench_apache_hook
+
+quick_arg=()
+[[ $quick -eq 1 ]] && quick_arg=(--quick)
+python3 "$root/bench/apache/bench.py" \
+	--module "$build/apache/mod_tkshm.so" \
+	--hook "$build/apache/tkshm_bench_apache_hook" \
+	--out "$out_dir/apache.jsonl" ${quick_arg[@]+"${quick_arg[@]}"}
+python3 "$root/bench/apache/report.py" --results "$out_dir"

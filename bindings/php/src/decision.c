@@ -23,6 +23,11 @@ enum {
 	PROP_COUNT
 };
 
+/* The fields are int64_t (epoch ms in resetAt): a 32-bit PHP int would
+ * cut them. */
+_Static_assert(sizeof(zend_long) == sizeof(int64_t),
+	       "tkshm's PHP extension needs a 64-bit PHP (zend_long)");
+
 static zend_object *
 decision_create(zend_class_entry *ce)
 {
@@ -97,7 +102,6 @@ tkshm_php_decision_new(zval *out, const tkshm_decision *d)
 
 	ZVAL_BOOL(p, d->allowed);
 	Z_PROP_FLAG_P(p) = 0;
-	/* zend_long is 64-bit on every platform PHP-FPM runs this on. */
 	set_slot(obj, PROP_LIMIT, (zend_long)d->limit);
 	set_slot(obj, PROP_REMAINING, (zend_long)d->remaining);
 	set_slot(obj, PROP_RESET_AT, (zend_long)d->reset_at);
@@ -109,20 +113,18 @@ tkshm_php_decision_new(zval *out, const tkshm_decision *d)
 bool
 tkshm_php_decision_read(zend_object *obj, tkshm_decision *d)
 {
-	zval *p = OBJ_PROP_NUM(obj, PROP_ALLOWED);
+	zval *allowed = OBJ_PROP_NUM(obj, PROP_ALLOWED);
+	bool set =
+		Z_TYPE_P(allowed) == IS_TRUE || Z_TYPE_P(allowed) == IS_FALSE;
 
 	for (int i = PROP_LIMIT; i < PROP_COUNT; i++)
-		if (Z_TYPE_P(OBJ_PROP_NUM(obj, i)) != IS_LONG) {
-			zend_throw_error(NULL, "Tkshm\\Decision is not "
-					       "initialised");
-			return false;
-		}
-	if (Z_TYPE_P(p) != IS_TRUE && Z_TYPE_P(p) != IS_FALSE) {
+		set = set && Z_TYPE_P(OBJ_PROP_NUM(obj, i)) == IS_LONG;
+	if (!set) {
 		zend_throw_error(NULL, "Tkshm\\Decision is not initialised");
 		return false;
 	}
 	memset(d, 0, sizeof(*d));
-	d->allowed = Z_TYPE_P(p) == IS_TRUE;
+	d->allowed = Z_TYPE_P(allowed) == IS_TRUE;
 	d->limit = Z_LVAL_P(OBJ_PROP_NUM(obj, PROP_LIMIT));
 	d->remaining = Z_LVAL_P(OBJ_PROP_NUM(obj, PROP_REMAINING));
 	d->reset_at = Z_LVAL_P(OBJ_PROP_NUM(obj, PROP_RESET_AT));

@@ -143,9 +143,11 @@ def machine_line(m):
     parts = ["%s, %d vCPU, %s, Linux %s" % (
         m.get("cpu_model") or "unknown CPU", m.get("cpus", 0),
         m.get("os") or "unknown OS", m.get("kernel", "?"))]
+    # "Server version: Apache/2.4.71 (Debian)", "nginx version:
+    # nginx/1.22.1", "wrk debian/4.1.0-3+b2 [epoll] Copyright ..."
     for tool in ("httpd", "nginx", "wrk"):
         if m.get(tool):
-            parts.append(m[tool].replace("Server version: ", ""))
+            parts.append(m[tool].split(": ")[-1].split(" [")[0])
     load = "load average %.1f at the start" % m["load_avg_1m"] \
         if m.get("load_avg_1m") is not None else ""
     if m.get("load_avg_1m_end") is not None:

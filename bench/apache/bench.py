@@ -55,6 +55,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The module's tests start servers too: their process helpers.
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bindings", "apache",
+                                "tests"))
+from httpd import child_pids, free_port  # noqa: E402
 KEYS_LUA = os.path.join(HERE, "keys.lua")
 HTTPD = "/usr/sbin/apache2"
 NGINX = "/usr/sbin/nginx"
@@ -162,12 +166,6 @@ DENY_CASES = [("apache", "deny", "/deny/f", False),
               ("nginx", "deny", "/deny/f", False)]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_user():
     """The user the servers' workers run as when started as root."""
     if os.geteuid() != 0:
@@ -238,22 +236,6 @@ class Server:
             pass
         self.proc.wait()
         self.log.close()
-
-
-def child_pids(pid):
-    """The processes whose parent is `pid`."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(name))
-    return out
 
 
 def http_status(port, path):

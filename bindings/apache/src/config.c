@@ -3,6 +3,9 @@
  *
  *   TkshmTable NAME FILE POLICY [slots=N] [onFull=evict|refuse]
  *              [mode=OCTAL] [group=NAME] [hugepages]      (server config)
+ *   TkshmRedis [host=H] [port=N] [socket=PATH] [user=U] [password=P]
+ *              [db=N] [timeoutMs=MS] [connectTimeoutMs=MS] (server config;
+ *                                                   redis.c)
  *   TkshmLimit TABLE [key=EXPR] [cost=N]  |  TkshmLimit off
  *   TkshmHeaders draft|legacy|off
  *   TkshmIPv6Prefix BITS
@@ -119,14 +122,6 @@ tkap_policy_set(cmd_parms *cmd, tkap_table *t, const char *spec)
 			"slidingWindowLog, quota or tokenBudget)",
 			t->name, spec,
 			apr_pstrndup(cmd->temp_pool, spec, strcspn(spec, ":")));
-	if (t->policy.global.mode == TKSHM_MODE_STRICT)
-		/* A strict check needs a Redis connection made in each child
-		 * (tkshm_redis_attach), which the module does not make. */
-		return apr_psprintf(cmd->pool,
-				    "TkshmTable %s: policy '%s': mode=strict "
-				    "is not supported by mod_tkshm (use "
-				    "mode=lease with tkshm-syncd, or local)",
-				    t->name, spec);
 	return NULL;
 }
 
@@ -423,6 +418,10 @@ const command_rec tkap_commands[] = {
 			  "a table: NAME FILE POLICY [slots=N] "
 			  "[onFull=evict|refuse] [mode=0600] [group=NAME] "
 			  "[hugepages]"),
+	AP_INIT_TAKE_ARGV("TkshmRedis", tkap_cmd_redis, NULL, RSRC_CONF,
+			  "where the Redis of strict tables is: [host=H] "
+			  "[port=N] [socket=PATH] [user=U] [password=P] [db=N] "
+			  "[timeoutMs=MS] [connectTimeoutMs=MS]"),
 	AP_INIT_TAKE_ARGV("TkshmLimit", tkap_cmd_limit, NULL, TKAP_WHERE,
 			  "limit requests with a table: TABLE [key=EXPR] "
 			  "[cost=N], or off"),

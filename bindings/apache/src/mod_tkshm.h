@@ -101,6 +101,16 @@ tkap_table *tkap_table_named(apr_pool_t *pconf, const char *name);
 int tkap_tables_check(apr_pool_t *pconf, server_rec *s);
 int tkap_tables_open(apr_pool_t *pconf, server_rec *s);
 
+/* redis.c: TkshmRedis, the connection of strict tables.  check: a strict
+ * table can be served (TkshmRedis set, an MPM without threads); open: the
+ * handle, before the tables; attach: to one strict table.  Each logs why
+ * and returns false on failure. */
+const char *tkap_cmd_redis(cmd_parms *cmd, void *unused, int argc,
+			   char *const argv[]);
+bool tkap_redis_check(server_rec *s, const tkap_table *t);
+bool tkap_redis_open(server_rec *s);
+bool tkap_redis_attach(server_rec *s, tkap_table *t);
+
 /* limit.c: the check of a request (the header_parser hook). */
 int tkap_limit_request(request_rec *r);
 

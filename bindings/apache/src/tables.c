@@ -71,15 +71,22 @@ tkap_table_complete(server_rec *s, const tkap_table *t)
 	}
 	if (t->multi_use && t->policy.global.mode != TKSHM_MODE_LOCAL) {
 		/* tkshm_check_multi_at cannot give back what a lease table
-		 * spent: such a table decides alone. */
+		 * spent, nor mix a strict table's Redis script with local
+		 * tables: such a table decides alone. */
 		ap_log_error(APLOG_MARK, APLOG_EMERG, 0, s,
-			     "TkshmLimit at %s combines table '%s' (a lease "
+			     "TkshmLimit at %s combines table '%s' (a %s "
 			     "table, %s) with other limits of its section; a "
-			     "lease table must be the only TkshmLimit of a "
-			     "section",
-			     t->multi_use, t->name, t->defined_at);
+			     "lease or strict table must be the only "
+			     "TkshmLimit of a section",
+			     t->multi_use, t->name,
+			     t->policy.global.mode == TKSHM_MODE_LEASE ?
+				     "lease" :
+				     "strict",
+			     t->defined_at);
 		return false;
 	}
+	if (t->policy.global.mode == TKSHM_MODE_STRICT)
+		return tkap_redis_check(s, t);
 	return true;
 }
 
@@ -111,6 +118,8 @@ tkap_table_open(apr_pool_t *pconf, server_rec *s, tkap_table *t)
 	}
 	apr_pool_cleanup_register(pconf, t, tkap_table_close,
 				  apr_pool_cleanup_null);
+	if (t->policy.global.mode == TKSHM_MODE_STRICT)
+		return tkap_redis_attach(s, t);
 	return true;
 }
 
@@ -131,6 +140,8 @@ tkap_tables_open(apr_pool_t *pconf, server_rec *s)
 {
 	if (!tkap_registry)
 		return OK;
+	if (!tkap_redis_open(s)) /* before the tables it is attached to */
+		return HTTP_INTERNAL_SERVER_ERROR;
 	for (apr_hash_index_t *i = apr_hash_first(pconf, tkap_registry); i;
 	     i = apr_hash_next(i))
 		if (!tkap_table_open(pconf, s, apr_hash_this_val(i)))

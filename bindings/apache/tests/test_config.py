@@ -43,7 +43,14 @@ REFUSED = [
     ("TkshmTable api {dir}/a.tk concurrency:limit=4",
      "a concurrency table cannot limit requests"),
     ("TkshmTable api {dir}/a.tk %s;mode=strict" % GOOD,
-     "mode=strict is not supported by mod_tkshm"),
+     "is strict: TkshmRedis must say where Redis is"),
+    ("TkshmRedis port=0", "TkshmRedis: bad option 'port=0'"),
+    ("TkshmRedis host=h timeoutMs=0", "bad option 'timeoutMs=0'"),
+    ("TkshmRedis hots=h", "bad option 'hots=h'"),
+    ("TkshmRedis\nTkshmRedis port=7000", "TkshmRedis is already set at"),
+    ("TkshmRedis\nTkshmTable s {dir}/s.tk %s;mode=strict\n" % GOOD + TABLE +
+     "<Location /x>\nTkshmLimit s\nTkshmLimit api\n</Location>",
+     "a lease or strict table must be the only TkshmLimit of a section"),
     (TABLE + "TkshmTable api {dir}/b.tk %s" % GOOD,
      "TkshmTable api is already defined at"),
     ("<Location /x>\nTkshmTable api {dir}/a.tk %s\n</Location>" % GOOD,
@@ -71,7 +78,7 @@ REFUSED = [
      "uses table 'nope', which no TkshmTable defines"),
     ("TkshmTable g {dir}/g.tk %s;mode=lease\n" % GOOD + TABLE +
      "<Location /x>\nTkshmLimit api\nTkshmLimit g key=all\n</Location>",
-     "a lease table must be the only TkshmLimit of a section"),
+     "a lease or strict table must be the only TkshmLimit of a section"),
 ]
 
 
@@ -92,6 +99,15 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual([f for f in os.listdir(h.dir)
                           if f.endswith(".tk")], [])
 
+    def test_strict_refused_with_a_threaded_mpm(self):
+        h = httpd.Httpd("TkshmRedis port=6390\n"
+                        "TkshmTable s {dir}/s.tk %s;mode=strict\n" % GOOD,
+                        mpm="event")
+        self.addCleanup(h.cleanup)
+        rc, out = h.configtest()
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("is strict, which needs an MPM without threads", out)
+
     def test_configtest_accepts_and_creates_nothing(self):
         h = self.httpd
         # a limit may come before the table it uses
@@ -109,6 +125,9 @@ TkshmTable api {dir}/api.tkshm tokenBucket:capacity=10,refillPerSec=5 \
     slots=64 onFull=refuse mode=0640 group=root hugepages
 TkshmTable perip perip-PID fixedWindow:limit=5,windowMs=1000
 TkshmTable quota {dir}/quota.tk fixedWindow:limit=5,windowMs=1000;mode=lease
+TkshmTable login {dir}/login.tk gcra:limit=5,periodMs=1000;mode=strict,prefix=l
+TkshmRedis host=10.0.0.5 port=6380 user=u password=p db=2 timeoutMs=50 \
+    connectTimeoutMs=100
 """.replace("PID", str(os.getpid())))
         rc, out = h.configtest()
         self.assertEqual(rc, 0, out)

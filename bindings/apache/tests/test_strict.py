@@ -1,0 +1,110 @@
+"""Strict tables across hosts: two httpd (prefork), each with its own table
+file, stand for two hosts sharing one limit through one redis-server
+(TkshmRedis).  80 requests spread over both from 8 client threads must
+give exactly 20 x 200 in all: every decision is one script on Redis,
+whose key is ThrottleKit's ("prefix:key").  The test starts and stops
+redis-server and both httpd itself.
+
+Run as a script (ctest does): exits 77 (skipped) without httpd or
+redis-server."""
+
+import concurrent.futures
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import httpd
+
+REDIS_SERVER = "/usr/bin/redis-server"
+LIMIT = 20
+REQUESTS = 80
+PREFIX = "tkshm-apache-%d" % os.getpid()
+SITE = """
+TkshmRedis host=127.0.0.1 port=%d timeoutMs=2000
+TkshmTable login {dir}/login.tk \
+    gcra:limit=%d,periodMs=86400000;mode=strict,prefix=%s
+<Location /login>
+    TkshmLimit login
+</Location>
+"""
+
+
+def redis_command(port, *args):
+    """One RESP command; the reply's first line."""
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a.encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    with socket.create_connection(("127.0.0.1", port), 5) as s:
+        s.sendall(out)
+        return s.makefile("rb").readline().decode().strip()
+
+
+class StrictTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="tkshm-redis-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.port = httpd.free_port()
+        self.redis = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
+             "--dir", self.dir, "--save", "", "--appendonly", "no",
+             "--loglevel", "warning"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.addCleanup(self.stop_redis)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                if redis_command(self.port, "PING") == "+PONG":
+                    break
+            except OSError:
+                pass
+            self.assertLess(time.monotonic(), deadline, "no redis-server")
+            time.sleep(0.02)
+        self.hosts = []
+        for _ in range(2):
+            h = httpd.Httpd(SITE % (self.port, LIMIT, PREFIX),
+                            mpm="prefork",
+                            files={"login/index.html": "login\n"})
+            self.addCleanup(h.cleanup)
+            self.hosts.append(h)
+
+    def stop_redis(self):
+        self.redis.kill()
+        self.redis.wait()
+
+    def test_two_hosts_share_one_limit(self):
+        for h in self.hosts:
+            h.start()
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(
+                lambda i: self.hosts[i % 2].get("/login/"),
+                range(REQUESTS)))
+        codes = [s for s, _, _ in results]
+        self.assertEqual(codes.count(200), LIMIT, codes)
+        self.assertEqual(codes.count(429), REQUESTS - LIMIT, codes)
+        # both hosts admitted some: the limit is theirs together
+        served = [[s for s, _, _ in results[i::2]].count(200)
+                  for i in range(2)]
+        self.assertTrue(all(served), served)
+        remaining = sorted(int(hd["RateLimit"].split(";r=")[1]
+                               .split(";")[0])
+                           for s, hd, _ in results if s == 200)
+        self.assertEqual(remaining, list(range(LIMIT)))
+        self.assertEqual(redis_command(self.port, "EXISTS",
+                                       PREFIX + ":127.0.0.1"), ":1")
+        print("strict: %d + %d x 200 on two hosts, %d x 429"
+              % (served[0], served[1], codes.count(429)), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    httpd.skip_without_httpd()
+    if not os.access(REDIS_SERVER, os.X_OK):
+        print("skipped: %s is not installed (apt-get install redis-server)"
+              % REDIS_SERVER, file=sys.stderr)
+        sys.exit(77)
+    unittest.main(verbosity=2)

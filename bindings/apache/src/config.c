@@ -16,7 +16,8 @@
  * Everything that can be checked while the configuration is read is
  * checked here, so that `apachectl configtest` reports it with the file
  * and line; what needs the whole configuration (a table used but never
- * defined) is checked when the tables are opened (tables.c).
+ * defined) is checked once it is all read (check_config: tables.c, which
+ * configtest runs too).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,8 +31,7 @@
 
 APLOG_USE_MODULE(tkshm);
 
-/* "file:line" of the directive being read, for later errors. */
-static const char *
+const char *
 tkap_where(const cmd_parms *cmd)
 {
 	return apr_psprintf(cmd->pool, "%s:%d", cmd->directive->filename,
@@ -58,8 +58,7 @@ tkap_name_ok(const char *name)
 	return true;
 }
 
-/* A whole decimal number in [min, max], nothing else. */
-static bool
+bool
 tkap_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;
@@ -75,8 +74,7 @@ tkap_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return true;
 }
 
-/* "name=value": the value when `arg` starts with `name=`, else NULL. */
-static const char *
+const char *
 tkap_option(const char *arg, const char *name)
 {
 	size_t n = strlen(name);

@@ -7,7 +7,8 @@
  *       TkshmLimit api
  *   </Location>
  *
- * Directives: config.c; tables: tables.c; the check: limit.c.
+ * Directives: config.c; tables: tables.c; strict tables' Redis: redis.c;
+ * the check: limit.c.
  */
 #include "mod_tkshm.h"
 

@@ -89,8 +89,15 @@ typedef struct tkap_dir_conf {
 	int dry_run;	 /* 1: count and log, never deny */
 } tkap_dir_conf;
 
-/* config.c: the directives and the per-directory configuration. */
+/* config.c: the directives and the per-directory configuration, and what
+ * reading a directive takes: tkap_where, "file:line" of the directive
+ * being read (for later errors); tkap_option, the value when `arg` is
+ * "name=value", else NULL; tkap_parse_uint, a whole decimal number in
+ * [min, max] and nothing else. */
 extern const command_rec tkap_commands[];
+const char *tkap_where(const cmd_parms *cmd);
+const char *tkap_option(const char *arg, const char *name);
+bool tkap_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 void *tkap_dir_conf_create(apr_pool_t *p, char *dir);
 void *tkap_dir_conf_merge(apr_pool_t *p, void *parent, void *child);
 

@@ -11,8 +11,6 @@
  * Without the library's Redis tier (built without hiredis) the directive
  * and strict tables are refused with a sentence saying so.
  */
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "mod_tkshm.h"
@@ -45,23 +43,6 @@ tkap_redis_forget(void *unused)
 	return APR_SUCCESS;
 }
 
-/* A whole decimal number of milliseconds in [min, max]. */
-static bool
-tkap_redis_number(const char *s, double min, double max, double *out)
-{
-	char *end;
-	double v;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || *end != '\0' || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 /* TkshmRedis [host=H] [port=N] [socket=PATH] [user=U] [password=P] [db=N]
  *            [timeoutMs=MS] [connectTimeoutMs=MS] */
 const char *
@@ -78,33 +59,29 @@ tkap_cmd_redis(cmd_parms *cmd, void *unused, int argc, char *const argv[])
 				    "TkshmRedis is already set at %s",
 				    tkap_redis.defined_at);
 	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i], *eq = strchr(a, '=');
-		const char *name = eq ? apr_pstrndup(cmd->temp_pool, a,
-						     (apr_size_t)(eq - a)) :
-					a;
-		const char *v = eq ? apr_pstrdup(cmd->pool, eq + 1) : "";
-		double n;
+		const char *a = argv[i], *v;
+		uint64_t n;
 
-		if (strcmp(name, "host") == 0 && *v) {
-			o.host = v;
-		} else if (strcmp(name, "socket") == 0 && *v == '/') {
-			o.unix_path = v;
-		} else if (strcmp(name, "user") == 0 && *v) {
-			o.username = v;
-		} else if (strcmp(name, "password") == 0 && *v) {
-			o.password = v;
-		} else if (strcmp(name, "port") == 0 &&
-			   tkap_redis_number(v, 1, 65535, &n) && n == (int)n) {
+		if ((v = tkap_option(a, "host")) && *v) {
+			o.host = apr_pstrdup(cmd->pool, v);
+		} else if ((v = tkap_option(a, "socket")) && *v == '/') {
+			o.unix_path = apr_pstrdup(cmd->pool, v);
+		} else if ((v = tkap_option(a, "user")) && *v) {
+			o.username = apr_pstrdup(cmd->pool, v);
+		} else if ((v = tkap_option(a, "password")) && *v) {
+			o.password = apr_pstrdup(cmd->pool, v);
+		} else if ((v = tkap_option(a, "port")) &&
+			   tkap_parse_uint(v, 1, 65535, &n)) {
 			o.port = (int)n;
-		} else if (strcmp(name, "db") == 0 &&
-			   tkap_redis_number(v, 0, 1e6, &n) && n == (int)n) {
+		} else if ((v = tkap_option(a, "db")) &&
+			   tkap_parse_uint(v, 0, 1000000, &n)) {
 			o.db = (int)n;
-		} else if (strcmp(name, "timeoutMs") == 0 &&
-			   tkap_redis_number(v, 1, 6e4, &n)) {
-			o.command_timeout_ms = n;
-		} else if (strcmp(name, "connectTimeoutMs") == 0 &&
-			   tkap_redis_number(v, 1, 6e4, &n)) {
-			o.connect_timeout_ms = n;
+		} else if ((v = tkap_option(a, "timeoutMs")) &&
+			   tkap_parse_uint(v, 1, 60000, &n)) {
+			o.command_timeout_ms = (double)n;
+		} else if ((v = tkap_option(a, "connectTimeoutMs")) &&
+			   tkap_parse_uint(v, 1, 60000, &n)) {
+			o.connect_timeout_ms = (double)n;
 		} else {
 			return apr_psprintf(
 				cmd->pool,
@@ -119,9 +96,7 @@ tkap_cmd_redis(cmd_parms *cmd, void *unused, int argc, char *const argv[])
 	apr_pool_cleanup_register(cmd->pool, NULL, tkap_redis_forget,
 				  apr_pool_cleanup_null);
 	tkap_redis.o = o;
-	tkap_redis.defined_at =
-		apr_psprintf(cmd->pool, "%s:%d", cmd->directive->filename,
-			     cmd->directive->line_num);
+	tkap_redis.defined_at = tkap_where(cmd);
 	return NULL;
 }
 

@@ -73,8 +73,8 @@ def cores(r):
 
 
 def suspect(r, procs):
-    """The workers got well under one core each: other work took the
-    machine while the case ran, so its rate is doubtful."""
+    """The workers used well under one core each: other work took the
+    machine while the case ran, or they slept waiting for a lock."""
     c = cores(r)
     return c is not None and c < 0.8 * min(procs, r.get("procs", procs))
 
@@ -141,15 +141,20 @@ def section(machine, rows, bad):
                 ratio = "%.1fx" % (tk["checks_per_sec"] /
                                    r["checks_per_sec"])
             c = cores(r)
+            per_cpu = (fmt_rate(r["checks"] / r["cpu_s"])
+                       if r.get("cpu_s") else "-")
             t.append(["1 hot key" if keys == 1 else "{:,}".format(keys),
                       LABEL.get(mode, mode), rate(r), ratio,
-                      "-" if c is None else "%.2f" % c])
+                      "-" if c is None else "%.2f" % c, per_cpu])
     out += ["### Checks per second", "",
             "`checks/s`: the sum of the processes' rates.  `tkshm is`:"
             " tkshm's checks/s over this row's.  `cores`: CPU time of the"
-            " processes over the run's wall time.", "",
-            md_table(["keys", "limiter", "checks/s", "tkshm is", "cores"],
-                     t), ""]
+            " processes over the run's wall time.  `per CPU-second`:"
+            " checks over the CPU time they took, less sensitive to other"
+            " work on the machine (but blind to time spent waiting for a"
+            " lock, APCu's).", "",
+            md_table(["keys", "limiter", "checks/s", "tkshm is", "cores",
+                      "per CPU-second"], t), ""]
 
     t = []
     for keys in sorted({r["keys"] for r in cases}, reverse=True):
@@ -189,9 +194,11 @@ def section(machine, rows, bad):
             md_table(["limiter", "E", "the policy admits", "admitted",
                       "over", "exact"], t) if t else "not measured", ""]
     if marks[0]:
-        out += ["¹ The processes got less than 80% of a core each while"
-                " timed: other work took the machine, so the rate is"
-                " doubtful.", ""]
+        out += ["¹ The processes used less than 80% of a core each while"
+                " timed: other work took the machine, or they waited"
+                " (APCu's lock puts waiters to sleep), so compare the rate"
+                " with care; `per CPU-second` is not affected by the"
+                " former.", ""]
     skipped = [r for r in rows if r.get("skipped")]
     if skipped:
         out += ["Skipped:", ""]

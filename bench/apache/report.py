@@ -151,7 +151,8 @@ def machine_line(m):
     load = "load average %.1f at the start" % m["load_avg_1m"] \
         if m.get("load_avg_1m") is not None else ""
     if m.get("load_avg_1m_end") is not None:
-        load += ", %.1f at the end" % m["load_avg_1m_end"]
+        load += (", %.1f at the end (the benchmark's own threads included)"
+                 % m["load_avg_1m_end"])
     return "Machine: %s; %s%s." % ("; ".join(parts), m.get("date", "?"),
                                    ", " + load if load else "")
 

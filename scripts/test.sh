@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Builds tkshm three ways and runs the test suite on each, then runs the demo
-# command; stops at the first failing stage.
+# Builds tkshm four ways and runs the test suite (or its part) on each, then
+# runs the demo command; stops at the first failing stage.
 #
 #   plain  build/plain  RelWithDebInfo              all tests
 #   asan   build/asan   Debug, address+undefined,   all tests
 #                       crash points
 #   tsan   build/tsan   Debug, clang, thread        tests labelled concurrency
+#   fuzz   build/fuzz   Debug, clang, address+      the libFuzzer targets
+#                       undefined, libFuzzer        smoke (label fuzz)
 #   demo   build        Release (scripts/demo.sh)   the README's first command,
 #                                                   for a few seconds
 #
 # In the plain and asan stages, tests labelled `serial` run alone (-j1) after
-# the others ran two at a time.  Every build uses -Werror, tools on, bench off.
+# the others ran two at a time.  Every build uses -Werror and bench off; the
+# first three build the tools too.
 # The last line is "summary: N passed, N failed" (test runs over all stages).
 set -euo pipefail
 
@@ -100,7 +103,7 @@ run_stage_tests() {
 bash scripts/install-deps.sh test
 
 # --- plain ------------------------------------------------------------------
-banner "[1/3] plain: RelWithDebInfo, all tests (build/plain)"
+banner "[1/4] plain: RelWithDebInfo, all tests (build/plain)"
 t0=$SECONDS
 configure_build build/plain -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DTKSHM_SANITIZE=
@@ -108,7 +111,7 @@ run_stage_tests plain build/plain
 stage_times+=("plain=$((SECONDS - t0))s")
 
 # --- asan + ubsan -----------------------------------------------------------
-banner "[2/3] asan: Debug, address+undefined, all tests (build/asan)"
+banner "[2/4] asan: Debug, address+undefined, all tests (build/asan)"
 t0=$SECONDS
 # With crash points compiled in: tests/crash kills a process at every
 # shared-memory write of each kind of transition (src/shm/crash_point.h).
@@ -122,7 +125,7 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 stage_times+=("asan=$((SECONDS - t0))s")
 
 # --- tsan -------------------------------------------------------------------
-banner "[3/3] tsan: Debug, clang, thread, concurrency tests (build/tsan)"
+banner "[3/4] tsan: Debug, clang, thread, concurrency tests (build/tsan)"
 t0=$SECONDS
 configure_build build/tsan -DCMAKE_BUILD_TYPE=Debug \
 	-DCMAKE_C_COMPILER=clang -DTKSHM_SANITIZE=thread
@@ -173,6 +176,26 @@ run_ctest tsan build/tsan -L concurrency
 CTEST_PREFIX=()
 unset TSAN_OPTIONS
 stage_times+=("tsan=$((SECONDS - t0))s")
+
+# --- fuzz smoke -------------------------------------------------------------
+# The libFuzzer targets of tests/fuzz/ (table files, policy strings, replay
+# lines, Redis replies), clang with address+undefined, each for a few
+# seconds over its seed corpus.  Only the targets are built here (the other
+# tests ran in the stages above); scripts/fuzz.sh runs them for long.
+banner "[4/4] fuzz: clang, address+undefined, libFuzzer smoke (build/fuzz)"
+t0=$SECONDS
+cmake -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+	-DTKSHM_WERROR=ON '-DTKSHM_SANITIZE=address;undefined' \
+	-DTKSHM_BUILD_FUZZ=ON -DTKSHM_BUILD_TESTS=ON -DTKSHM_BUILD_TOOLS=OFF \
+	-DTKSHM_BUILD_BENCH=OFF -DTKSHM_BUILD_DEMO=OFF \
+	-DTKSHM_BUILD_PYTHON=OFF -DTKSHM_BUILD_APACHE=OFF \
+	-DTKSHM_BUILD_PHP=OFF || fail "configure of build/fuzz"
+cmake --build build/fuzz -j"$JOBS" --target tkshm_fuzzers ||
+	fail "build of build/fuzz"
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+run_ctest fuzz build/fuzz -L fuzz -j"$JOBS"
+unset ASAN_OPTIONS UBSAN_OPTIONS
+stage_times+=("fuzz=$((SECONDS - t0))s")
 
 # --- the demo command -------------------------------------------------------
 # The README's first command, as a newcomer runs it (its own Release build in

@@ -1,8 +1,9 @@
 /*
  * config.c - the module's directives and its per-directory configuration.
  *
- *   TkshmTable NAME FILE POLICY [slots=N] [onFull=evict|refuse]
- *              [mode=OCTAL] [group=NAME] [hugepages]      (server config)
+ *   TkshmTable NAME FILE|anonymous POLICY [slots=N] [onFull=evict|refuse]
+ *              [mode=OCTAL] [owner=USER] [group=NAME] [hugepages]
+ *                                                          (server config)
  *   TkshmRedis [host=H] [port=N] [socket=PATH] [user=U] [password=P]
  *              [db=N] [timeoutMs=MS] [connectTimeoutMs=MS] (server config;
  *                                                   redis.c)
@@ -12,6 +13,7 @@
  *   TkshmDenyStatus CODE
  *   TkshmOnError allow|deny
  *   TkshmDryRun on|off
+ *   TkshmLogLevel emerg|alert|crit|error|warn|notice|info|debug
  *
  * Everything that can be checked while the configuration is read is
  * checked here, so that `apachectl configtest` reports it with the file
@@ -128,7 +130,7 @@ static const char *
 tkap_table_options(cmd_parms *cmd, tkap_table *t, int argc, char *const argv[])
 {
 	bool seen_slots = false, seen_full = false, seen_mode = false,
-	     seen_group = false, seen_huge = false;
+	     seen_group = false, seen_huge = false, seen_owner = false;
 
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i], *v;
@@ -182,6 +184,19 @@ tkap_table_options(cmd_parms *cmd, tkap_table *t, int argc, char *const argv[])
 						    "no such group",
 						    t->name, v);
 			t->gid = (int64_t)gid;
+		} else if ((v = tkap_option(a, "owner"))) {
+			apr_uid_t uid;
+			apr_gid_t gid;
+
+			seen = &seen_owner;
+			if (*v == '\0' ||
+			    apr_uid_get(&uid, &gid, v, cmd->temp_pool) !=
+				    APR_SUCCESS)
+				return apr_psprintf(cmd->pool,
+						    "TkshmTable %s: owner=%s: "
+						    "no such user",
+						    t->name, v);
+			t->uid = (int64_t)uid;
 		} else if (strcmp(a, "hugepages") == 0) {
 			seen = &seen_huge;
 			t->flags |= TKSHM_O_HUGEPAGES;
@@ -189,7 +204,7 @@ tkap_table_options(cmd_parms *cmd, tkap_table *t, int argc, char *const argv[])
 			return apr_psprintf(cmd->pool,
 					    "TkshmTable %s: unknown option "
 					    "'%s' (slots=, onFull=, mode=, "
-					    "group=, hugepages)",
+					    "owner=, group=, hugepages)",
 					    t->name, a);
 		}
 		if (*seen)
@@ -222,9 +237,12 @@ tkap_cmd_table(cmd_parms *cmd, void *unused, int argc, char *const argv[])
 				    "TkshmTable: bad name '%s' (1 to %d "
 				    "letters, digits, _ . -)",
 				    name, TKAP_TABLE_NAME_MAX);
+	/* "anonymous": no file, a mapping the children inherit (tables.c). */
+	if (strcmp(path, "anonymous") == 0)
+		path = NULL;
 	/* tkshm_open takes a bare name as a file in /dev/shm; any other
 	 * relative path would depend on httpd's working directory. */
-	if (path[0] != '/' && (path[0] == '\0' || strchr(path, '/')))
+	else if (path[0] != '/' && (path[0] == '\0' || strchr(path, '/')))
 		return apr_psprintf(cmd->pool,
 				    "TkshmTable %s: file '%s' must be an "
 				    "absolute path or a bare name (a file in "
@@ -237,10 +255,18 @@ tkap_cmd_table(cmd_parms *cmd, void *unused, int argc, char *const argv[])
 	def.name = name;
 	def.mode = 0600;
 	def.gid = -1;
+	def.uid = -1;
 	def.on_full = TKSHM_ON_FULL_EVICT;
 	if ((err = tkap_policy_set(cmd, &def, argv[2])) ||
 	    (err = tkap_table_options(cmd, &def, argc - 3, argv + 3)))
 		return err;
+	/* An anonymous table has no file to own or share. */
+	if (!path && (def.uid >= 0 || def.gid >= 0 || def.mode != 0600))
+		return apr_psprintf(cmd->pool,
+				    "TkshmTable %s: an anonymous table has no "
+				    "file: mode=, owner= and group= do not "
+				    "apply",
+				    name);
 
 	t = tkap_table_named(cmd->pool, name);
 	if (t->defined_at)
@@ -248,11 +274,12 @@ tkap_cmd_table(cmd_parms *cmd, void *unused, int argc, char *const argv[])
 				    "TkshmTable %s is already defined at %s",
 				    name, t->defined_at);
 	t->defined_at = tkap_where(cmd);
-	t->path = apr_pstrdup(cmd->pool, path);
+	t->path = path ? apr_pstrdup(cmd->pool, path) : NULL;
 	t->policy = def.policy;
 	t->slots = def.slots;
 	t->mode = def.mode;
 	t->gid = def.gid;
+	t->uid = def.uid;
 	t->flags = def.flags;
 	t->on_full = def.on_full;
 	return NULL;
@@ -407,14 +434,40 @@ tkap_cmd_dry_run(cmd_parms *cmd, void *conf, int on)
 	return NULL;
 }
 
+/* The levels of LogLevel, by name (without trace1..8: a denial is not a
+ * trace). */
+static const char *const tkap_levels[] = {
+	[APLOG_EMERG] = "emerg",  [APLOG_ALERT] = "alert",
+	[APLOG_CRIT] = "crit",	  [APLOG_ERR] = "error",
+	[APLOG_WARNING] = "warn", [APLOG_NOTICE] = "notice",
+	[APLOG_INFO] = "info",	  [APLOG_DEBUG] = "debug",
+};
+
+static const char *
+tkap_cmd_log_level(cmd_parms *cmd, void *conf, const char *arg)
+{
+	tkap_dir_conf *c = conf;
+
+	(void)cmd;
+	for (int i = 0; i < (int)(sizeof(tkap_levels) / sizeof(*tkap_levels));
+	     i++)
+		if (strcmp(arg, tkap_levels[i]) == 0) {
+			c->log_level = i;
+			return NULL;
+		}
+	return "TkshmLogLevel takes emerg, alert, crit, error, warn, notice, "
+	       "info (the default) or debug";
+}
+
 /* In the server configuration, <VirtualHost>, <Location>, <Directory> and
  * <Files>; not in .htaccess (a table is the administrator's). */
 #define TKAP_WHERE (RSRC_CONF | ACCESS_CONF)
 
 const command_rec tkap_commands[] = {
 	AP_INIT_TAKE_ARGV("TkshmTable", tkap_cmd_table, NULL, RSRC_CONF,
-			  "a table: NAME FILE POLICY [slots=N] "
-			  "[onFull=evict|refuse] [mode=0600] [group=NAME] "
+			  "a table: NAME FILE|anonymous POLICY [slots=N] "
+			  "[onFull=evict|refuse] [mode=0600] [owner=USER] "
+			  "[group=NAME] "
 			  "[hugepages]"),
 	AP_INIT_TAKE_ARGV("TkshmRedis", tkap_cmd_redis, NULL, RSRC_CONF,
 			  "where the Redis of strict tables is: [host=H] "
@@ -433,6 +486,8 @@ const command_rec tkap_commands[] = {
 		      "when a check fails: allow (default) or deny (503)"),
 	AP_INIT_FLAG("TkshmDryRun", tkap_cmd_dry_run, NULL, TKAP_WHERE,
 		     "on: count and log, never deny"),
+	AP_INIT_TAKE1("TkshmLogLevel", tkap_cmd_log_level, NULL, TKAP_WHERE,
+		      "the level denials are logged at (info)"),
 	{ .name = NULL }, /* the end */
 };
 
@@ -448,6 +503,7 @@ tkap_dir_conf_create(apr_pool_t *p, char *dir)
 	c->deny_status = -1;
 	c->on_error = -1;
 	c->dry_run = -1;
+	c->log_level = -1;
 	return c;
 }
 
@@ -466,5 +522,6 @@ tkap_dir_conf_merge(apr_pool_t *p, void *parent, void *child)
 	c->deny_status = b->deny_status >= 0 ? b->deny_status : a->deny_status;
 	c->on_error = b->on_error >= 0 ? b->on_error : a->on_error;
 	c->dry_run = b->dry_run >= 0 ? b->dry_run : a->dry_run;
+	c->log_level = b->log_level >= 0 ? b->log_level : a->log_level;
 	return c;
 }

@@ -11,6 +11,7 @@
 
 #include "http_log.h"
 #include "http_protocol.h"
+#include "apr_sha1.h"
 
 APLOG_USE_MODULE(tkshm);
 
@@ -82,16 +83,59 @@ tkap_set_headers(request_rec *r, const tkap_dir_conf *c, const tkap_table *t,
 		apr_table_setn(r->err_headers_out, h[i].name, h[i].value);
 }
 
-/* Denials are routine: logged at info (LogLevel tkshm:info shows them). */
+/* Denials are routine: logged at TkshmLogLevel (info by default, so that
+ * LogLevel tkshm:info shows them). */
 static void
-tkap_log_denial(request_rec *r, const char *verb, const tkap_table *t,
-		const tkshm_dimension *dim, const tkshm_decision *d)
+tkap_log_denial(request_rec *r, const tkap_dir_conf *c, const char *verb,
+		const tkap_table *t, const tkshm_dimension *dim,
+		const tkshm_decision *d)
 {
-	ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
-		      "tkshm: table %s %s %.*s (retry after %" APR_INT64_T_FMT
-		      " ms)",
-		      t->name, verb, (int)dim->key_len, (const char *)dim->key,
-		      (apr_int64_t)d->retry_after_ms);
+	int level = c->log_level >= 0 ? c->log_level : APLOG_INFO;
+	/* A digest of a long key is binary-prefixed: logged as its hex. */
+	int shown = dim->key_len > 0 && ((const char *)dim->key)[0] == '\x01' ?
+			    (int)dim->key_len - 1 :
+			    (int)dim->key_len;
+	const char *key = (const char *)dim->key + (dim->key_len - shown);
+
+	ap_log_rerror(
+		APLOG_MARK, level, 0, r,
+		"tkshm: table %s %s %.*s (retry after %" APR_INT64_T_FMT " ms)",
+		t->name, verb, shown, key, (apr_int64_t)d->retry_after_ms);
+}
+
+/* A key longer than its table takes would fail the check, and TkshmOnError
+ * allow would then let the request through: a client could skip the limit
+ * with a long header.  Such a key is replaced by its SHA-1, so that each
+ * long key keeps a bucket of its own; the \x01 prefix keeps digests apart
+ * from every key a client can send as is (no header holds a \x01). */
+static const char *
+tkap_long_key(request_rec *r, const char *key, size_t *len)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char digest[APR_SHA1_DIGESTSIZE];
+	apr_sha1_ctx_t ctx;
+	char *out, *p;
+
+	apr_sha1_init(&ctx);
+	/* apr_sha1_update takes an unsigned length: in pieces. */
+	for (size_t off = 0; off < *len;) {
+		size_t n = *len - off > (1u << 30) ? (1u << 30) : *len - off;
+
+		apr_sha1_update_binary(&ctx, (const unsigned char *)key + off,
+				       (unsigned int)n);
+		off += n;
+	}
+	apr_sha1_final(digest, &ctx);
+	out = apr_palloc(r->pool, TKAP_LONG_KEY_LEN + 1);
+	memcpy(out, TKAP_LONG_KEY_PREFIX, sizeof(TKAP_LONG_KEY_PREFIX) - 1);
+	p = out + sizeof(TKAP_LONG_KEY_PREFIX) - 1;
+	for (size_t i = 0; i < sizeof(digest); i++) {
+		*p++ = hex[digest[i] >> 4];
+		*p++ = hex[digest[i] & 15];
+	}
+	*p = '\0';
+	*len = TKAP_LONG_KEY_LEN;
+	return out;
 }
 
 int
@@ -135,6 +179,11 @@ tkap_limit_request(request_rec *r)
 			len = strlen(key);
 			if (len == 0)
 				continue; /* no key: the limit does not apply */
+			if (len > (lim[i].table->policy.global.mode ==
+						   TKSHM_MODE_LEASE ?
+					   TKSHM_LEASE_KEY_MAX :
+					   TKSHM_KEY_MAX))
+				key = tkap_long_key(r, key, &len);
 		} else {
 			if (client_len == 0) {
 				client_len = tkshm_http_client_key(
@@ -181,7 +230,7 @@ tkap_limit_request(request_rec *r)
 	}
 
 	if (!d.allowed)
-		tkap_log_denial(r, tkap_dry_run(c) ? "would deny" : "denies",
+		tkap_log_denial(r, c, tkap_dry_run(c) ? "would deny" : "denies",
 				tables[binding], &dims[binding], &d);
 	if (tkap_dry_run(c)) {
 		/* Counted, logged and noted; the response is the one without

@@ -8,7 +8,7 @@
  *   </Location>
  *
  * Directives: config.c; tables: tables.c; strict tables' Redis: redis.c;
- * the check: limit.c.
+ * the check: limit.c; the tkshm-status handler: status.c.
  */
 #include "mod_tkshm.h"
 
@@ -48,6 +48,7 @@ tkap_register_hooks(apr_pool_t *p)
 	 * header parsers, so that a key expression sees what mod_setenvif
 	 * set; mod_remoteip has set the client address before. */
 	ap_hook_header_parser(tkap_limit_request, NULL, NULL, APR_HOOK_LAST);
+	ap_hook_handler(tkap_status_handler, NULL, NULL, APR_HOOK_MIDDLE);
 }
 
 AP_DECLARE_MODULE(tkshm) = {

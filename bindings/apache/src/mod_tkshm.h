@@ -47,17 +47,25 @@ typedef struct tkap_table {
 	 *  (checked together by tkshm_check_multi_at); NULL if none. */
 	const char *multi_use;
 	/* The definition (valid when defined_at is set). */
+	/** NULL: an anonymous table (TkshmTable NAME anonymous ...). */
 	const char *path;
 	tkshm_policy policy;
 	uint64_t slots;
 	uint32_t mode;
 	int64_t gid;
+	/** owner=: the owner of a created file; -1: the creator (root). */
+	int64_t uid;
 	uint32_t flags;
 	tkshm_on_full on_full;
 	/** Opened by post_config in the parent, inherited by the children;
 	 *  closed when the configuration pool is cleared. */
 	tkshm_table *handle;
 } tkap_table;
+
+/** A key longer than its table takes is replaced by this prefix and the
+ *  hex SHA-1 of the key (limit.c). */
+#define TKAP_LONG_KEY_PREFIX "\x01sha1:"
+#define TKAP_LONG_KEY_LEN    (sizeof(TKAP_LONG_KEY_PREFIX) - 1 + 40)
 
 /** One TkshmLimit: a table, the key of a request in it, and what a
  *  request costs. */
@@ -87,6 +95,7 @@ typedef struct tkap_dir_conf {
 	int deny_status; /* the status of a denial */
 	int on_error;	 /* an enum tkap_on_error */
 	int dry_run;	 /* 1: count and log, never deny */
+	int log_level;	 /* of denials: an APLOG_ level */
 } tkap_dir_conf;
 
 /* config.c: the directives and the per-directory configuration, and what
@@ -107,6 +116,12 @@ tkap_table *tkap_table_named(apr_pool_t *pconf, const char *name);
  * decide alone.  post_config: opens every table. */
 int tkap_tables_check(apr_pool_t *pconf, server_rec *s);
 int tkap_tables_open(apr_pool_t *pconf, server_rec *s);
+
+/* The tables of the running generation, sorted by name (status.c). */
+apr_array_header_t *tkap_tables_list(apr_pool_t *p);
+
+/* status.c: the tkshm-status handler. */
+int tkap_status_handler(request_rec *r);
 
 /* redis.c: TkshmRedis, the connection of strict tables.  check: a strict
  * table can be served (TkshmRedis set, an MPM without threads); open: the

@@ -1,0 +1,106 @@
+"""How TkshmTable declares a table:
+
+- anonymous: no file; created by the parent, inherited by every child,
+  and its state survives a graceful restart and a restart while its
+  declaration is the same; a changed declaration starts afresh;
+- owner=USER: the owner of the file httpd creates (as root); an unknown
+  user, and owner= on an anonymous table, are refused by configtest.
+
+Run as a script (ctest does): exits 77 (skipped) without httpd."""
+
+import os
+import pwd
+import signal
+import unittest
+
+import httpd
+
+DAY = 86400000
+ANON = """
+TkshmTable anon anonymous gcra:limit=%d,periodMs=%d
+<Location /anon>
+    TkshmLimit anon
+</Location>
+"""
+
+
+def owner_user():
+    for name in ("daemon", "nobody"):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            pass
+    raise unittest.SkipTest("no daemon or nobody user")
+
+
+class AnonymousTest(unittest.TestCase):
+    def setUp(self):
+        self.httpd = httpd.Httpd(ANON % (10, DAY),
+                                 files={"anon/index.html": "a\n"})
+        self.addCleanup(self.httpd.cleanup)
+
+    def statuses(self, n):
+        return [self.httpd.get("/anon/")[0] for _ in range(n)]
+
+    def test_state_survives_restarts(self):
+        h = self.httpd
+        h.start()
+        # several children serve these: they share the parent's mapping
+        self.assertEqual(self.statuses(4), [200] * 4)
+        h.signal(signal.SIGUSR1)  # graceful
+        h.wait_ready(generation=2)
+        self.assertEqual(self.statuses(3), [200] * 3)
+        h.signal(signal.SIGHUP)  # restart
+        h.wait_ready(generation=3)
+        self.assertEqual(self.statuses(5), [200] * 3 + [429] * 2)
+        rows = h.access_log(lambda r: r[4].startswith("/anon"), rows=12)
+        self.assertGreater(len({r[0] for r in rows}), 1, rows)
+
+    def test_changed_declaration_starts_afresh(self):
+        h = self.httpd
+        h.start()
+        self.assertEqual(self.statuses(11), [200] * 10 + [429])
+        h.write_conf(ANON % (2, DAY))
+        h.signal(signal.SIGUSR1)
+        h.wait_ready(generation=2)
+        self.assertEqual(self.statuses(3), [200] * 2 + [429])
+
+    def test_no_file_options(self):
+        h = self.httpd
+        h.write_conf("TkshmTable a anonymous gcra:limit=1,periodMs=1000 "
+                     "mode=0640\n")
+        rc, out = h.configtest()
+        self.assertNotEqual(rc, 0)
+        self.assertIn("an anonymous table has no file", out)
+
+
+class OwnerTest(unittest.TestCase):
+    def setUp(self):
+        self.user = owner_user()
+        self.httpd = httpd.Httpd(
+            "TkshmTable o {dir}/o.tk gcra:limit=1,periodMs=1000 owner=%s\n"
+            "<Location /o>\n    TkshmLimit o\n</Location>\n"
+            % self.user.pw_name)
+        self.addCleanup(self.httpd.cleanup)
+
+    def test_unknown_user_refused(self):
+        h = self.httpd
+        h.write_conf("TkshmTable o {dir}/o.tk gcra:limit=1,periodMs=1000 "
+                     "owner=no-such-user-tkshm\n")
+        rc, out = h.configtest()
+        self.assertNotEqual(rc, 0)
+        self.assertIn("owner=no-such-user-tkshm: no such user", out)
+
+    def test_created_file_owner(self):
+        if os.geteuid() != 0:
+            self.skipTest("only root gives a file away")
+        h = self.httpd
+        h.start()
+        self.assertEqual(os.stat(h.path("o.tk")).st_uid, self.user.pw_uid)
+        self.assertEqual(h.get("/o")[0], 404)  # the limit still applies
+        self.assertEqual(h.get("/o")[0], 429)
+
+
+if __name__ == "__main__":
+    httpd.skip_without_httpd()
+    unittest.main(verbosity=2)

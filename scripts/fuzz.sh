@@ -90,8 +90,10 @@ for t in "${targets[@]}"; do
 		"-artifact_prefix=$build/artifacts/$t-" "${dict[@]}" \
 		"$corpus" "tests/fuzz/corpus/$t" "${extra[@]}" >"$log" 2>&1 ||
 		rc=$?
-	grep -E '^#[0-9]+ +(INITED|pulse)' "$log" | tail -n 3 || true
-	last=$(grep -E '^#[0-9]+ ' "$log" | tail -n 1)
+	# libFuzzer's status lines: "#4096<TAB>pulse  cov: ... ft: ...".
+	grep -E '^#[0-9]+[[:space:]]+(INITED|pulse|DONE)' "$log" |
+		tail -n 3 || true
+	last=$(grep -E '^#[0-9]+[[:space:]]' "$log" | tail -n 1 || true)
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
 	cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")

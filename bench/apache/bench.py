@@ -4,7 +4,8 @@ without the module, beside nginx with and without limit_req, loaded by wrk
 on the same machine.
 
     python3 bench/apache/bench.py --module PATH/mod_tkshm.so \\
-        --hook PATH/tkshm_bench_apache_hook --out DIR/apache.jsonl [--quick]
+        --hook PATH/tkshm_bench_apache_hook --inspect PATH/tkshm-inspect \\
+        --out DIR/apache.jsonl [--quick]
 
 First the module's request hook alone (hook_bench.c: the CPU time it adds
 to a request, outside httpd), then the servers.
@@ -28,13 +29,21 @@ locations so that a drift of the machine spreads over all of them:
 Then `paced`: a gcra policy of 1,000/s with a burst of 100 on one key,
 hammered for a few seconds: admissions must stay within burst + rate x
 time, and come close to it.
+Then `crowd`: 10 times more clients than a table holds.  mod_tkshm's table
+has CROWD_SLOTS slots, nginx's zone 32 KiB (about 200 states: the
+undersized zone of shared/notes/peers.md, 3.1), both 1 request per second
+per X-Key (mod_tkshm burst 1, nginx burst 0: the first request of a key
+then one a second, the same allowance), and wrk sends X-Key from
+10 x CROWD_SLOTS keys for a few seconds: admissions must stay near
+keys x (1 + rate x time).  The table's counters (evictions, evictions in
+debt) are read with tkshm-inspect stats.
 
 Each run also records the CPU time (user + system) all the server's
 processes used while wrk ran, per request served: the cost of a request
 that other work on a shared machine disturbs far less than req/s.
 
 Writes JSON Lines: one "machine" record, one "run" record per wrk run and
-one "paced" record per server.  Standard library only; needs apache2,
+one "paced" and one "crowd" record per server.  Standard library only; needs apache2,
 nginx and wrk (bench/run.sh's dependencies)."""
 
 import argparse
@@ -65,6 +74,11 @@ NGINX = "/usr/sbin/nginx"
 HTTPD_MODULES = "/usr/lib/apache2/modules"
 THREADS, CONNECTIONS = 2, 32
 PACED_RATE, PACED_BURST = 1000, 100
+# The crowd case: a table of CROWD_SLOTS slots and 10 times as many keys,
+# each allowed CROWD_BURST at once then CROWD_RATE per second (issue 8:
+# "10x more clients than table slots").
+CROWD_SLOTS, CROWD_RATE, CROWD_BURST = 256, 1, 1
+CROWD_KEYS = 10 * CROWD_SLOTS
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # The tables: in shared memory (tmpfs) as in production, not in a
 # directory of a disk; removed at the end.
@@ -106,6 +120,7 @@ TkshmTable hot {shm}.hot gcra:limit=1000000000,periodMs=1000
 TkshmTable keys {shm}.keys gcra:limit=1000000000,periodMs=1000 slots=262144
 TkshmTable deny {shm}.deny gcra:limit=1,periodMs=86400000
 TkshmTable paced {shm}.paced gcra:limit={rate},periodMs=1000,burst={burst}
+TkshmTable crowd {shm}.crowd gcra:limit={crowd_rate},periodMs=1000,burst={crowd_burst} slots={crowd_slots}
 <Location /hot>
     TkshmLimit hot
 </Location>
@@ -117,6 +132,9 @@ TkshmTable paced {shm}.paced gcra:limit={rate},periodMs=1000,burst={burst}
 </Location>
 <Location /paced>
     TkshmLimit paced
+</Location>
+<Location /crowd>
+    TkshmLimit crowd key=%{{HTTP:X-Key}}
 </Location>
 """
 
@@ -140,6 +158,7 @@ http {{
     limit_req_zone $http_x_key zone=keys:64m rate=100000000r/s;
     limit_req_zone $binary_remote_addr zone=deny:1m rate=1r/m;
     limit_req_zone $binary_remote_addr zone=paced:1m rate={rate}r/s;
+    limit_req_zone $http_x_key zone=tiny:32k rate={crowd_rate}r/s;
     server {{
         listen 127.0.0.1:{port};
         root {docs};
@@ -148,6 +167,7 @@ http {{
         location /keys/ {{ limit_req zone=keys burst=100000000 nodelay; }}
         location /deny/ {{ limit_req zone=deny; }}
         location /paced/ {{ limit_req zone=paced burst={burst} nodelay; }}
+        location /crowd/ {{ limit_req zone=tiny nodelay; }}
     }}
 }}
 """
@@ -257,7 +277,10 @@ def start_apache(servers, name, work, docs, module):
     tkshm = ""
     if module:
         tkshm = APACHE_TKSHM.format(module=module, shm=SHM_PREFIX,
-                                    rate=PACED_RATE, burst=PACED_BURST)
+                                    rate=PACED_RATE, burst=PACED_BURST,
+                                    crowd_rate=CROWD_RATE,
+                                    crowd_burst=CROWD_BURST,
+                                    crowd_slots=CROWD_SLOTS)
     conf = APACHE_CONF.format(
         dir=d, port=port, modules=HTTPD_MODULES, docs=docs, tkshm=tkshm,
         user="User %s\nGroup #%d" % (user.pw_name, user.pw_gid)
@@ -275,7 +298,7 @@ def start_nginx(servers, work, docs):
     port = free_port()
     user = run_user()
     conf = NGINX_CONF.format(dir=d, port=port, docs=docs, rate=PACED_RATE,
-                             burst=PACED_BURST,
+                             burst=PACED_BURST, crowd_rate=CROWD_RATE,
                              user="user %s;" % user.pw_name if user else "")
     with open(os.path.join(d, "nginx.conf"), "w") as f:
         f.write(conf)
@@ -311,16 +334,21 @@ def parse_wrk(text):
     return out
 
 
-def wrk(server, path, seconds, keys):
+def wrk(server, path, seconds, keys, nkeys=None):
+    """keys: send X-Key from keys.lua, drawn from nkeys keys (keys.lua's
+    default, 100,000, when None)."""
     argv = ["wrk", "-t%d" % THREADS, "-c%d" % CONNECTIONS,
             "-d%ds" % seconds, "--latency", "--timeout", "5s"]
+    env = None
     if keys:
         argv += ["-s", KEYS_LUA]
+        if nkeys is not None:
+            env = dict(os.environ, NKEYS=str(nkeys))
     argv.append("http://127.0.0.1:%d%s" % (server.port, path))
     cpu0, t0 = server.cpu_seconds(), time.monotonic()
     p = subprocess.run(argv, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True,
-                       timeout=seconds + 60)
+                       timeout=seconds + 60, env=env)
     wall, cpu = time.monotonic() - t0, server.cpu_seconds() - cpu0
     if p.returncode != 0:
         raise RuntimeError("wrk failed:\n" + p.stdout)
@@ -343,6 +371,17 @@ def run_hook(path, quick):
         print("hook %-5s %6.0f ns of CPU per request" % (
             r["case"], r["ns_per_request"]), file=sys.stderr)
     return out
+
+
+def table_stats(inspect, path):
+    """tkshm-inspect stats --json of a table: its counters and slots."""
+    p = subprocess.run([inspect, "stats", path, "--json"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=60)
+    if p.returncode != 0:
+        raise RuntimeError("tkshm-inspect stats %s failed:\n%s"
+                           % (path, p.stdout))
+    return json.loads(p.stdout)
 
 
 def machine(args):
@@ -387,6 +426,8 @@ def main():
     ap.add_argument("--module", required=True, help="mod_tkshm.so")
     ap.add_argument("--hook", required=True,
                     help="tkshm_bench_apache_hook (hook_bench.c)")
+    ap.add_argument("--inspect", required=True,
+                    help="tkshm-inspect (reads the crowd table's counters)")
     ap.add_argument("--out", required=True, help="the JSON Lines file")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke: one round of 1 s runs")
@@ -394,6 +435,7 @@ def main():
     a.seconds = 1 if a.quick else 3
     a.rounds = 1 if a.quick else 5
     paced_s = 1 if a.quick else 5
+    crowd_s = 1 if a.quick else 5
     for tool in (HTTPD, NGINX, shutil.which("wrk") or "wrk"):
         if not os.access(tool, os.X_OK):
             sys.exit("bench.py: %s is missing (scripts/install-deps.sh "
@@ -407,7 +449,7 @@ def main():
     work = tempfile.mkdtemp(prefix="tkshm-bench-apache-")
     os.chmod(work, 0o755)
     docs = os.path.join(work, "docs")
-    for loc in ("none", "hot", "keys", "deny", "paced"):
+    for loc in ("none", "hot", "keys", "deny", "paced", "crowd"):
         os.makedirs(os.path.join(docs, loc))
         with open(os.path.join(docs, loc, "f"), "w") as f:
             f.write("k\n")
@@ -453,6 +495,38 @@ def main():
             print("%-12s paced: %d admitted of %d (bound %.0f)"
                   % (server, admitted, r["requests"], r["bound"]),
                   file=sys.stderr)
+        for server in ("apache", "nginx"):
+            r = wrk(servers[server], "/crowd/f", crowd_s, True, CROWD_KEYS)
+            admitted = r["requests"] - r["non2xx"]
+            # nginx's burst 0 admits a key's first request and then one per
+            # 1/rate: the same allowance as mod_tkshm's burst 1
+            r.update({"suite": "apache", "record": "crowd",
+                      "server": server, "keys": CROWD_KEYS,
+                      "rate": CROWD_RATE, "burst": CROWD_BURST,
+                      "admitted": admitted,
+                      # the most the policy allows every key while wrk
+                      # ran (its wall time bounds every check's time)
+                      "bound": CROWD_KEYS * (CROWD_BURST +
+                                             CROWD_RATE * r["wall_s"])})
+            if server == "apache":
+                st = table_stats(a.inspect, SHM_PREFIX + ".crowd")
+                r["slots"] = st.get("slots")
+                r["table_stats"] = st
+                c = st.get("counters", st)
+                for name, key in (("evictions", "evictions"),
+                                  ("evictions_in_debt", "evictionsInDebt"),
+                                  ("debt_restores", "debtRestores"),
+                                  ("reclaims", "reclaims"),
+                                  ("refusals", "refusals")):
+                    r[name] = c.get(key)
+            else:
+                r["zone_bytes"] = 32 * 1024
+            records.append(r)
+            print("%-12s crowd: %d admitted of %d (bound %.0f), evictions "
+                  "%s (in debt %s)"
+                  % (server, admitted, r["requests"], r["bound"],
+                     r.get("evictions", "-"),
+                     r.get("evictions_in_debt", "-")), file=sys.stderr)
         records[0]["load_avg_1m_end"] = os.getloadavg()[0]
     finally:
         for s in servers.values():

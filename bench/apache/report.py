@@ -23,11 +23,17 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 BEGIN, END = "<!-- bench:apache:begin -->", "<!-- bench:apache:end -->"
 
-# The overhead a limiter may add to a request (the survey's target for a
-# server module: shared/notes/peers.md, "HTTP-level overhead").
-MAX_OVERHEAD = 0.01
+# The overhead the module may add to a request: issue 8's bar for Apache
+# ("overhead at most 2%"), which replaces the survey's 1%
+# (shared/notes/peers.md, "HTTP-level overhead").
+MAX_OVERHEAD = 0.02
 # A paced key must get at least this share of what its policy allows.
 MIN_PACED_SHARE = 0.95
+# With 10x more clients than table slots, mod_tkshm may admit at most this
+# multiple of what the policy allows every key (issue 8; an evicted key's
+# debt is remembered, so the table should stay near the bound where nginx's
+# undersized zone forgets its keys and admits many times it).
+MAX_CROWD_RATIO = 1.1
 
 # Each limited case against the unlimited case of the same server and the
 # same requests.
@@ -68,7 +74,7 @@ def fmt_pct(x):
 
 
 def load(path):
-    machine, runs, paced, hooks, bad = None, [], [], [], 0
+    machine, runs, paced, crowd, hooks, bad = None, [], [], [], [], 0
     with open(path) as f:
         for line in f:
             line = line.strip()
@@ -86,11 +92,13 @@ def load(path):
                 runs.append(o)
             elif kind == "paced":
                 paced.append(o)
+            elif kind == "crowd":
+                crowd.append(o)
             elif kind == "hook":
                 hooks.append(o)
             else:
                 bad += 1
-    return machine, runs, paced, hooks, bad
+    return machine, runs, paced, crowd, hooks, bad
 
 
 def by_case(runs):
@@ -168,7 +176,20 @@ def verdict(ok):
     return "**pass**" if ok else "**MISS**"
 
 
-def targets(cases, paced, hooks):
+def crowd_what(c):
+    """The table or zone of a crowd record, in words."""
+    if c.get("slots") is not None:
+        return "a table of {:,} slots".format(c["slots"])
+    if c.get("zone_bytes") is not None:
+        return "a %d KiB zone" % (c["zone_bytes"] // 1024)
+    return "?"
+
+
+def fmt_count(x):
+    return "-" if x is None else "{:,}".format(x)
+
+
+def targets(cases, paced, crowd, hooks):
     rows = []
     # what httpd spends on a request without a limit
     base_us = median_of(cases, ("apache", "none"), "cpu_us_per_request")
@@ -225,10 +246,33 @@ def targets(cases, paced, hooks):
             "%.1f%%" % (100 * share),
             "%d of %.0f" % (p["admitted"], p["ideal"]),
             verdict(share >= MIN_PACED_SHARE)])
+    for server in ("apache", "nginx"):
+        c = next((x for x in crowd if x.get("server") == server), None)
+        target = ("%s, 10x more clients than %s: admitted / (keys x (burst"
+                  " + rate x time))%s" % (
+                      LIMITER[server],
+                      "table slots" if server == "apache"
+                      else "its zone holds",
+                      " at most %.1f" % MAX_CROWD_RATIO
+                      if server == "apache" else ""))
+        if c is None:
+            rows.append([target, "-", "-", "not measured"])
+            continue
+        r = c["admitted"] / c["bound"] if c["bound"] else None
+        rows.append([
+            target, "-" if r is None else "%.2f" % r,
+            "{:,} admitted of a bound of {:,.0f}; {:,} keys, {}{}".format(
+                c["admitted"], c["bound"], c["keys"], crowd_what(c),
+                "; %s evictions, %s in debt" % (
+                    fmt_count(c.get("evictions")),
+                    fmt_count(c.get("evictions_in_debt")))
+                if server == "apache" else ""),
+            (verdict(r is not None and r <= MAX_CROWD_RATIO)
+             if server == "apache" else "reported")])
     return md_table(["target", "measured", "figures", "result"], rows)
 
 
-def section(machine, runs, paced, hooks, bad):
+def section(machine, runs, paced, crowd, hooks, bad):
     out = [BEGIN, "## Apache httpd: mod_tkshm", "",
            "Written by `bench/apache/report.py` from `apache.jsonl`"
            " (`bench/apache/bench.py`); `bench/apache/run.sh` makes both.",
@@ -264,7 +308,7 @@ def section(machine, runs, paced, hooks, bad):
             " same difference is within what other work on the machine"
             " does to each round (see the rounds' spread below): reported,"
             " not judged.", "",
-            targets(cases, paced, hooks), ""]
+            targets(cases, paced, crowd, hooks), ""]
 
     rows = []
     for server in ("apache-plain", "apache", "nginx"):
@@ -316,6 +360,34 @@ def section(machine, runs, paced, hooks, bad):
             " allows.", "",
             md_table(["server", "limiter", "policy", "requests", "admitted",
                       "bound", "admitted / bound"], rows)
+            if rows else "not measured", ""]
+
+    rows = []
+    for c in crowd:
+        rows.append([
+            c["server"], LIMITER.get(c["server"], "?"), crowd_what(c),
+            "{:,}".format(c["keys"]),
+            "%d/s, burst %d" % (c["rate"], c["burst"])
+            if c["server"] == "apache" else "%dr/s, burst 0" % c["rate"],
+            "%.2f s" % c["wall_s"], "{:,}".format(c["requests"]),
+            "{:,}".format(c["admitted"]), "{:,.0f}".format(c["bound"]),
+            "%.2f" % (c["admitted"] / c["bound"]),
+            fmt_count(c.get("evictions")),
+            fmt_count(c.get("evictions_in_debt"))])
+    out += ["### 10x more clients than table slots", "",
+            "wrk sends X-Key drawn from 10 times as many keys as"
+            " mod_tkshm's table has slots, to a limit of 1 request per"
+            " second per key (mod_tkshm: gcra burst 1; nginx: `limit_req`"
+            " burst 0 `nodelay` on a 32 KiB zone, about 200 states, the"
+            " undersized zone of the survey): `bound` is keys x (burst +"
+            " rate x the wall time of the wrk run), the most the policy"
+            " allows; nginx's burst 0 admits a key's first request, the"
+            " same allowance as burst 1.  Evictions: live keys the full"
+            " table pushed out (`tkshm-inspect stats`), of which in debt"
+            " (their debt remembered for their return).", "",
+            md_table(["server", "limiter", "state", "keys", "policy",
+                      "wall time", "requests", "admitted", "bound",
+                      "admitted / bound", "evictions", "in debt"], rows)
             if rows else "not measured", "", END]
     return "\n".join(out)
 
@@ -338,9 +410,9 @@ def main():
     a = ap.parse_args()
     src = os.path.join(a.results, "apache.jsonl")
     md = os.path.join(a.results, "RESULTS.md")
-    machine, runs, paced, hooks, bad = (load(src) if os.path.exists(src)
-                                        else (None, [], [], [], 0))
-    sec = section(machine, runs, paced, hooks, bad)
+    machine, runs, paced, crowd, hooks, bad = (
+        load(src) if os.path.exists(src) else (None, [], [], [], [], 0))
+    sec = section(machine, runs, paced, crowd, hooks, bad)
     text = ""
     if os.path.exists(md):
         with open(md) as f:

@@ -3,8 +3,8 @@
 #
 #   bench/apache/run.sh [--quick] [--out-dir DIR]
 #
-# 1. builds mod_tkshm and tkshm_bench_apache_hook (Release) in
-#    build/bench-apache;
+# 1. builds mod_tkshm, tkshm_bench_apache_hook and tkshm-inspect (Release)
+#    in build/bench-apache;
 # 2. runs bench/apache/bench.py: the module's hook alone (hook_bench.c),
 #    then Apache httpd with and without the module and nginx with and
 #    without limit_req, loaded by wrk, into DIR/apache.jsonl (about 4
@@ -53,17 +53,20 @@ if [[ -z $out_dir ]]; then
 fi
 mkdir -p "$out_dir"
 
-# The module alone, as a server would load it: Release, no tests.
+# The module alone, as a server would load it: Release, no tests; and
+# tkshm-inspect of the same tree, which reads the evictions of the crowd
+# case's table (an installed one may not know this tree's table layout).
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-	-DTKSHM_WERROR=OFF -DTKSHM_BUILD_TESTS=OFF -DTKSHM_BUILD_TOOLS=OFF \
+	-DTKSHM_WERROR=OFF -DTKSHM_BUILD_TESTS=OFF -DTKSHM_BUILD_TOOLS=ON \
 	-DTKSHM_BUILD_DEMO=OFF -DTKSHM_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" --target mod_tkshm \
-	tkshm_bench_apache_hook
+	tkshm_bench_apache_hook tkshm-inspect
 
 quick_arg=()
 [[ $quick -eq 1 ]] && quick_arg=(--quick)
 python3 "$root/bench/apache/bench.py" \
 	--module "$build/apache/mod_tkshm.so" \
 	--hook "$build/apache/tkshm_bench_apache_hook" \
+	--inspect "$build/tools/tkshm-inspect/tkshm-inspect" \
 	--out "$out_dir/apache.jsonl" ${quick_arg[@]+"${quick_arg[@]}"}
 python3 "$root/bench/apache/report.py" --results "$out_dir"

@@ -143,9 +143,9 @@ tkap_table_options(cmd_parms *cmd, tkap_table *t, int argc, char *const argv[])
 				return apr_psprintf(
 					cmd->pool,
 					"TkshmTable %s: slots=%s: expected an "
-					"integer from 8 to %llu",
+					"integer from 8 to %" APR_UINT64_T_FMT,
 					t->name, v,
-					(unsigned long long)TKSHM_MAX_SLOTS);
+					(apr_uint64_t)TKSHM_MAX_SLOTS);
 			t->slots = n;
 		} else if ((v = tkap_option(a, "onFull"))) {
 			seen = &seen_full;

@@ -14,13 +14,14 @@ measured".
 Standard library only.
 """
 
-import argparse
-import json
 import os
 import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from section_report import md_table  # noqa: E402
+import section_report  # noqa: E402
 BEGIN, END = "<!-- bench:apache:begin -->", "<!-- bench:apache:end -->"
 
 # The overhead the module may add to a request: issue 8's bar for Apache
@@ -73,31 +74,19 @@ def fmt_pct(x):
     return "-" if x is None else "%+.1f%%" % (100 * x)
 
 
-def load(path):
+def load(records):
+    """The records by kind: machine, runs, paced, crowd, hooks, and how
+    many are of no known kind."""
     machine, runs, paced, crowd, hooks, bad = None, [], [], [], [], 0
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                o = json.loads(line)
-            except ValueError:
-                bad += 1
-                continue
-            kind = o.get("record") if o.get("suite") == "apache" else None
-            if kind == "machine":
-                machine = o
-            elif kind == "run":
-                runs.append(o)
-            elif kind == "paced":
-                paced.append(o)
-            elif kind == "crowd":
-                crowd.append(o)
-            elif kind == "hook":
-                hooks.append(o)
-            else:
-                bad += 1
+    lists = {"run": runs, "paced": paced, "crowd": crowd, "hook": hooks}
+    for o in records:
+        kind = o.get("record")
+        if kind == "machine":
+            machine = o
+        elif kind in lists:
+            lists[kind].append(o)
+        else:
+            bad += 1
     return machine, runs, paced, crowd, hooks, bad
 
 
@@ -163,13 +152,6 @@ def machine_line(m):
                  % m["load_avg_1m_end"])
     return "Machine: %s; %s%s." % ("; ".join(parts), m.get("date", "?"),
                                    ", " + load if load else "")
-
-
-def md_table(header, rows):
-    out = ["| " + " | ".join(header) + " |",
-           "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(out)
 
 
 def verdict(ok):
@@ -392,36 +374,11 @@ def section(machine, runs, paced, crowd, hooks, bad):
     return "\n".join(out)
 
 
-def place(text, sec):
-    i, j = text.find(BEGIN), text.find(END)
-    if i >= 0 and j > i:
-        return text[:i] + sec + text[j + len(END):]
-    k = text.find("\n## Plots")
-    if k >= 0:
-        return text[:k + 1] + sec + "\n\n" + text[k + 1:]
-    return text.rstrip("\n") + "\n\n" + sec + "\n"
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--results", default=os.path.join(HERE, "..", "results"),
-                    help="directory of apache.jsonl and RESULTS.md "
-                         "(default bench/results)")
-    a = ap.parse_args()
-    src = os.path.join(a.results, "apache.jsonl")
-    md = os.path.join(a.results, "RESULTS.md")
-    machine, runs, paced, crowd, hooks, bad = (
-        load(src) if os.path.exists(src) else (None, [], [], [], [], 0))
-    sec = section(machine, runs, paced, crowd, hooks, bad)
-    text = ""
-    if os.path.exists(md):
-        with open(md) as f:
-            text = f.read()
-    with open(md, "w") as f:
-        f.write(place(text, sec))
-    print(sec)
-    return 0
+def make_section(records, bad):
+    machine, runs, paced, crowd, hooks, unknown = load(records)
+    return section(machine, runs, paced, crowd, hooks, bad + unknown)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(section_report.main(__doc__, "apache", "apache.jsonl", BEGIN,
+                                 END, make_section))

@@ -13,12 +13,13 @@ lines; without them the section says "not measured".
 Standard library only.
 """
 
-import argparse
-import json
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from section_report import fmt_rate, md_table, split_machine  # noqa: E402
+import section_report  # noqa: E402
 BEGIN, END = "<!-- bench:php:begin -->", "<!-- bench:php:end -->"
 
 # The issue's targets: tkshm's checks/s against each peer's.
@@ -29,42 +30,6 @@ LABEL = {
     "symfony": "Symfony RateLimiter token_bucket, ApcuAdapter, no lock",
     "loop": "the loop alone (key, no limiter)",
 }
-
-
-def fmt_rate(x):
-    if x is None:
-        return "-"
-    for div, unit in ((1e6, "M/s"), (1e3, "k/s")):
-        if x >= div:
-            return "%.3g %s" % (x / div, unit)
-    return "%.3g /s" % x
-
-
-def load(path):
-    machine, rows, bad = None, [], 0
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                o = json.loads(line)
-            except ValueError:
-                bad += 1
-                continue
-            if o.get("suite") != "php":
-                bad += 1
-            elif o.get("record") == "machine":
-                machine = o
-            else:
-                rows.append(o)
-    return machine, rows, bad
-
-
-def md_table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(out)
 
 
 def cores(r):
@@ -209,36 +174,11 @@ def section(machine, rows, bad):
     return "\n".join(out)
 
 
-def place(text, sec):
-    i, j = text.find(BEGIN), text.find(END)
-    if i >= 0 and j > i:
-        return text[:i] + sec + text[j + len(END):]
-    k = text.find("\n## Plots")
-    if k >= 0:
-        return text[:k + 1] + sec + "\n\n" + text[k + 1:]
-    return text.rstrip("\n") + "\n\n" + sec + "\n"
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--results", default=os.path.join(HERE, "..", "results"),
-                    help="directory of php.jsonl and RESULTS.md "
-                         "(default bench/results)")
-    a = ap.parse_args()
-    src = os.path.join(a.results, "php.jsonl")
-    md = os.path.join(a.results, "RESULTS.md")
-    machine, rows, bad = (load(src) if os.path.exists(src)
-                          else (None, [], 0))
-    sec = section(machine, rows, bad)
-    text = ""
-    if os.path.exists(md):
-        with open(md) as f:
-            text = f.read()
-    with open(md, "w") as f:
-        f.write(place(text, sec))
-    print(sec)
-    return 0
+def make_section(records, bad):
+    machine, rows = split_machine(records)
+    return section(machine, rows, bad)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(section_report.main(__doc__, "php", "php.jsonl", BEGIN, END,
+                                 make_section))

@@ -745,8 +745,8 @@ mod_http_headers(PyObject *m, PyObject *args)
 	if (!buf)
 		return PyErr_NoMemory();
 	n = tkshm_http_headers(&((DecisionObject *)dec)->d,
-			       (tkshm_http_style)style, name,
-			       (int64_t)window_s, now, h, buf, len);
+			       (tkshm_http_style)style, name, (int64_t)window_s,
+			       now, h, buf, len);
 	if (n < 0) {
 		PyMem_Free(buf);
 		return raise_code(st, n, NULL);

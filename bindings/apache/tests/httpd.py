@@ -244,10 +244,13 @@ class Httpd:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # -- requests -------------------------------------------------------
-    def get(self, path, headers=None):
+    def get(self, path, headers=None, source=None):
         """(status, {header: value}, body) of one GET on a new
-        connection."""
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=20)
+        connection, from the loopback address `source` if given (every
+        127.0.0.0/8 address is the loopback: distinct clients)."""
+        c = http.client.HTTPConnection(
+            "127.0.0.1", self.port, timeout=20,
+            source_address=(source, 0) if source else None)
         try:
             c.request("GET", path, headers=headers or {})
             r = c.getresponse()

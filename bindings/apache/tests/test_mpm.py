@@ -4,7 +4,8 @@
   event    2 child processes of 8 threads each, a tokenBucket table
 
 200 requests from 8 client threads must give exactly 50 x 200 and
-150 x 429 across the children and threads, each admission seeing its own
+150 x 429 across the children and threads (and 4 clients on 4 loopback
+addresses, 100 requests each, exactly 50 x 200 each), each admission seeing its own
 remaining count (49 .. 0: a request is counted once, though mod_dir's
 index and the ErrorDocument are internal redirects of it), with the
 draft's RateLimit headers and Retry-After.  The test starts and stops
@@ -87,6 +88,23 @@ class MpmTest(unittest.TestCase):
               % (MPM, len(ok), len(workers),
                  len({pid for pid, _ in workers}), len(denied)),
               file=sys.stderr)
+
+    def test_several_clients(self):
+        """4 clients (4 loopback addresses, so 4 keys), 100 requests each,
+        interleaved over 8 connections' threads: exactly LIMIT admissions
+        for each client, whichever worker served it."""
+        h = self.httpd
+        h.start()
+        sources = ["127.0.0.%d" % i for i in range(1, 5)]
+        order = [sources[i % len(sources)] for i in range(4 * 100)]
+        with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
+            results = list(pool.map(lambda src: (src, h.get("/api/",
+                                                            source=src)),
+                                    order))
+        for src in sources:
+            codes = [r[0] for s, r in results if s == src]
+            self.assertEqual(codes.count(200), LIMIT, (src, codes))
+            self.assertEqual(codes.count(429), 100 - LIMIT, (src, codes))
 
 
 if __name__ == "__main__":

@@ -291,7 +291,12 @@ ti_set_run(const char *path, const unsigned char *key, size_t len,
 	if (rc != TKSHM_OK) {
 		ti_err("%s was set in %s, but cannot be read back: %s", text,
 		       path, tkshm_strerror(rc));
-		return TI_EXIT_IO;
+		/* Another writer scribbled on the key after our write: like a
+		 * refused write, a key that reads as corrupt (or will not
+		 * settle) is for verify to explain. */
+		return rc == TKSHM_ECORRUPT || rc == TKSHM_EBUSY ?
+			       TI_EXIT_CHECK :
+			       TI_EXIT_IO;
 	}
 	ti_set_print(path, text, &d, s);
 	return ti_finish_stdout(TI_EXIT_OK);

@@ -8,7 +8,8 @@
 #
 #   --minutes M   minutes per target (default 10)
 #   target        fuzz_table, fuzz_policy, fuzz_replay_line,
-#                 fuzz_redis_reply (default: all that were built)
+#                 fuzz_apache_directive, fuzz_redis_reply (default: all
+#                 that were built)
 #
 # New inputs go to build/fuzz/corpus/<target>/ (never to the repository);
 # crashes, timeouts and leaks to build/fuzz/artifacts/<target>-*, and the
@@ -57,7 +58,8 @@ nice -n 19 cmake --build "$build" --target tkshm_fuzzers -j2
 
 bin=$build/tests/fuzz
 if [[ ${#targets[@]} -eq 0 ]]; then
-	for t in fuzz_table fuzz_policy fuzz_replay_line fuzz_redis_reply; do
+	for t in fuzz_table fuzz_policy fuzz_replay_line fuzz_apache_directive \
+		fuzz_redis_reply; do
 		[[ -x $bin/$t ]] && targets+=("$t")
 	done
 fi
@@ -80,6 +82,7 @@ for t in "${targets[@]}"; do
 	dict=()
 	case $t in
 	fuzz_policy) dict=(-dict=tests/fuzz/policy.dict) ;;
+	fuzz_apache_directive) dict=(-dict=tests/fuzz/apache.dict) ;;
 	fuzz_redis_reply) dict=(-dict=tests/fuzz/redis.dict) ;;
 	esac
 	echo "===== fuzz.sh: $t for $minutes min (log: $log) ====="

@@ -16,13 +16,11 @@
  *   TkshmLogLevel emerg|alert|crit|error|warn|notice|info|debug
  *
  * Everything that can be checked while the configuration is read is
- * checked here, so that `apachectl configtest` reports it with the file
- * and line; what needs the whole configuration (a table used but never
+ * checked here (the arguments themselves by directive_parse.c), so that
+ * `apachectl configtest` reports it with the file and line; what needs the whole configuration (a table used but never
  * defined) is checked once it is all read (check_config: tables.c, which
  * configtest runs too).
  */
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "mod_tkshm.h"
@@ -40,241 +38,95 @@ tkap_where(const cmd_parms *cmd)
 			    cmd->directive->line_num);
 }
 
-/* Table names are also RateLimit policy names and appear in logs: kept to
- * letters, digits and _ . - */
+/* What the parsers of directive_parse.c ask of httpd: user and group ids
+ * (from the system, by APR) and the key= expression, compiled here and
+ * kept for the limit being read. */
+typedef struct tkap_env_ctx {
+	cmd_parms *cmd;
+	const ap_expr_info_t *key;
+} tkap_env_ctx;
+
 static bool
-tkap_name_ok(const char *name)
+tkap_env_user(void *ctx, const char *name, int64_t *uid)
 {
-	size_t n = strlen(name);
+	tkap_env_ctx *e = ctx;
+	apr_uid_t u;
+	apr_gid_t g;
 
-	if (n == 0 || n > TKAP_TABLE_NAME_MAX)
+	if (apr_uid_get(&u, &g, name, e->cmd->temp_pool) != APR_SUCCESS)
 		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-		      c == '-'))
-			return false;
-	}
+	*uid = (int64_t)u;
 	return true;
 }
 
-bool
-tkap_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+static bool
+tkap_env_group(void *ctx, const char *name, int64_t *gid)
 {
-	char *end;
-	unsigned long long v;
+	tkap_env_ctx *e = ctx;
+	apr_gid_t g;
 
-	if (*s < '0' || *s > '9')
+	if (apr_gid_get(&g, name, e->cmd->temp_pool) != APR_SUCCESS)
 		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < min || v > max)
-		return false;
-	*out = v;
+	*gid = (int64_t)g;
 	return true;
 }
 
-const char *
-tkap_option(const char *arg, const char *name)
-{
-	size_t n = strlen(name);
-
-	if (strncmp(arg, name, n) == 0 && arg[n] == '=')
-		return arg + n + 1;
-	return NULL;
-}
-
-/* The kinds a request can be checked against (tkshm_check_at); the shaper
- * and the concurrency kinds have calls of their own. */
 static bool
-tkap_kind_checkable(tkshm_kind kind)
+tkap_env_key(void *ctx, const char *expr, char *why, size_t why_len)
 {
-	switch (kind) {
-	case TKSHM_KIND_GCRA:
-	case TKSHM_KIND_TOKEN_BUCKET:
-	case TKSHM_KIND_FIXED_WINDOW:
-	case TKSHM_KIND_SLIDING_WINDOW:
-	case TKSHM_KIND_SLIDING_LOG:
-	case TKSHM_KIND_QUOTA:
-	case TKSHM_KIND_TOKEN_BUDGET:
+	tkap_env_ctx *e = ctx;
+	const char *msg = NULL;
+
+	e->key = ap_expr_parse_cmd(e->cmd, expr, AP_EXPR_FLAG_STRING_RESULT,
+				   &msg, NULL);
+	if (!msg)
 		return true;
-	default:
-		return false;
-	}
+	apr_cpystrn(why, msg, why_len);
+	return false;
 }
 
-static const char *
-tkap_policy_set(cmd_parms *cmd, tkap_table *t, const char *spec)
+/* The parsers' env for this directive, and a buffer that holds any of
+ * their messages whole (a temporary one: a refusal is copied out). */
+static char *
+tkap_env_init(tkap_directive_env *env, tkap_env_ctx *ctx, cmd_parms *cmd,
+	      int argc, char *const argv[], size_t *err_len)
 {
-	char why[256];
-
-	if (tkshm_policy_parse(spec, &t->policy, why, sizeof(why)) != TKSHM_OK)
-		return apr_psprintf(cmd->pool, "TkshmTable %s: policy '%s': %s",
-				    t->name, spec, why);
-	if (!tkap_kind_checkable(t->policy.kind))
-		return apr_psprintf(
-			cmd->pool,
-			"TkshmTable %s: policy '%s': a %s table "
-			"cannot limit requests (use gcra, "
-			"tokenBucket, fixedWindow, slidingWindow, "
-			"slidingWindowLog, quota or tokenBudget)",
-			t->name, spec,
-			apr_pstrndup(cmd->temp_pool, spec, strcspn(spec, ":")));
-	return NULL;
-}
-
-/* The options after POLICY, each at most once. */
-static const char *
-tkap_table_options(cmd_parms *cmd, tkap_table *t, int argc, char *const argv[])
-{
-	bool seen_slots = false, seen_full = false, seen_mode = false,
-	     seen_group = false, seen_huge = false, seen_owner = false;
-
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i], *v;
-		bool *seen;
-		uint64_t n;
-
-		if ((v = tkap_option(a, "slots"))) {
-			seen = &seen_slots;
-			if (!tkap_parse_uint(v, 8, TKSHM_MAX_SLOTS, &n))
-				return apr_psprintf(
-					cmd->pool,
-					"TkshmTable %s: slots=%s: expected an "
-					"integer from 8 to %" APR_UINT64_T_FMT,
-					t->name, v,
-					(apr_uint64_t)TKSHM_MAX_SLOTS);
-			t->slots = n;
-		} else if ((v = tkap_option(a, "onFull"))) {
-			seen = &seen_full;
-			if (strcmp(v, "evict") == 0)
-				t->on_full = TKSHM_ON_FULL_EVICT;
-			else if (strcmp(v, "refuse") == 0)
-				t->on_full = TKSHM_ON_FULL_REFUSE;
-			else
-				return apr_psprintf(cmd->pool,
-						    "TkshmTable %s: onFull=%s: "
-						    "expected evict or refuse",
-						    t->name, v);
-		} else if ((v = tkap_option(a, "mode"))) {
-			char *end;
-			long m;
-
-			seen = &seen_mode;
-			errno = 0;
-			m = strtol(v, &end, 8);
-			if (*v < '0' || *v > '7' || *end != '\0' ||
-			    errno != 0 || m < 0 || m > 0777)
-				return apr_psprintf(cmd->pool,
-						    "TkshmTable %s: mode=%s: "
-						    "expected octal permission "
-						    "bits such as 0600",
-						    t->name, v);
-			t->mode = (uint32_t)m;
-		} else if ((v = tkap_option(a, "group"))) {
-			apr_gid_t gid;
-
-			seen = &seen_group;
-			if (*v == '\0' ||
-			    apr_gid_get(&gid, v, cmd->temp_pool) != APR_SUCCESS)
-				return apr_psprintf(cmd->pool,
-						    "TkshmTable %s: group=%s: "
-						    "no such group",
-						    t->name, v);
-			t->gid = (int64_t)gid;
-		} else if ((v = tkap_option(a, "owner"))) {
-			apr_uid_t uid;
-			apr_gid_t gid;
-
-			seen = &seen_owner;
-			if (*v == '\0' ||
-			    apr_uid_get(&uid, &gid, v, cmd->temp_pool) !=
-				    APR_SUCCESS)
-				return apr_psprintf(cmd->pool,
-						    "TkshmTable %s: owner=%s: "
-						    "no such user",
-						    t->name, v);
-			t->uid = (int64_t)uid;
-		} else if (strcmp(a, "hugepages") == 0) {
-			seen = &seen_huge;
-			t->flags |= TKSHM_O_HUGEPAGES;
-		} else {
-			return apr_psprintf(cmd->pool,
-					    "TkshmTable %s: unknown option "
-					    "'%s' (slots=, onFull=, mode=, "
-					    "owner=, group=, hugepages)",
-					    t->name, a);
-		}
-		if (*seen)
-			return apr_psprintf(cmd->pool,
-					    "TkshmTable %s: '%s' repeats an "
-					    "option",
-					    t->name, a);
-		*seen = true;
-	}
-	return NULL;
+	ctx->cmd = cmd;
+	ctx->key = NULL;
+	env->user_id = tkap_env_user;
+	env->group_id = tkap_env_group;
+	env->key_ok = tkap_env_key;
+	env->ctx = ctx;
+	*err_len = tkap_directive_err_size(argc, argv);
+	return apr_palloc(cmd->temp_pool, *err_len);
 }
 
 /* TkshmTable NAME FILE POLICY [options...] */
 static const char *
 tkap_cmd_table(cmd_parms *cmd, void *unused, int argc, char *const argv[])
 {
-	const char *err, *name, *path;
-	tkap_table def, *t;
+	const char *err;
+	tkap_directive_env env;
+	tkap_env_ctx ctx;
+	tkap_table_def def;
+	tkap_table *t;
+	char *why;
+	size_t why_len;
 
 	(void)unused;
 	if ((err = ap_check_cmd_context(cmd, GLOBAL_ONLY)))
 		return err;
-	if (argc < 3)
-		return "TkshmTable takes a name, a file and a policy: "
-		       "TkshmTable api /dev/shm/api gcra:limit=10,periodMs=1000";
-	name = argv[0];
-	path = argv[1];
-	if (!tkap_name_ok(name))
-		return apr_psprintf(cmd->pool,
-				    "TkshmTable: bad name '%s' (1 to %d "
-				    "letters, digits, _ . -)",
-				    name, TKAP_TABLE_NAME_MAX);
-	/* "anonymous": no file, a mapping the children inherit (tables.c). */
-	if (strcmp(path, "anonymous") == 0)
-		path = NULL;
-	/* tkshm_open takes a bare name as a file in /dev/shm; any other
-	 * relative path would depend on httpd's working directory. */
-	else if (path[0] != '/' && (path[0] == '\0' || strchr(path, '/')))
-		return apr_psprintf(cmd->pool,
-				    "TkshmTable %s: file '%s' must be an "
-				    "absolute path or a bare name (a file in "
-				    "%s)",
-				    name, path, TKSHM_DEFAULT_DIR);
+	why = tkap_env_init(&env, &ctx, cmd, argc, argv, &why_len);
+	if (!tkap_parse_table(argc, argv, &env, &def, why, why_len))
+		return apr_pstrdup(cmd->pool, why);
 
-	/* Everything is checked on a copy: a refused directive leaves the
-	 * record as it was. */
-	memset(&def, 0, sizeof(def));
-	def.name = name;
-	def.mode = 0600;
-	def.gid = -1;
-	def.uid = -1;
-	def.on_full = TKSHM_ON_FULL_EVICT;
-	if ((err = tkap_policy_set(cmd, &def, argv[2])) ||
-	    (err = tkap_table_options(cmd, &def, argc - 3, argv + 3)))
-		return err;
-	/* An anonymous table has no file to own or share. */
-	if (!path && (def.uid >= 0 || def.gid >= 0 || def.mode != 0600))
-		return apr_psprintf(cmd->pool,
-				    "TkshmTable %s: an anonymous table has no "
-				    "file: mode=, owner= and group= do not "
-				    "apply",
-				    name);
-
-	t = tkap_table_named(cmd->pool, name);
+	t = tkap_table_named(cmd->pool, def.name);
 	if (t->defined_at)
 		return apr_psprintf(cmd->pool,
 				    "TkshmTable %s is already defined at %s",
-				    name, t->defined_at);
+				    def.name, t->defined_at);
 	t->defined_at = tkap_where(cmd);
-	t->path = path ? apr_pstrdup(cmd->pool, path) : NULL;
+	t->path = def.path ? apr_pstrdup(cmd->pool, def.path) : NULL;
 	t->policy = def.policy;
 	t->slots = def.slots;
 	t->mode = def.mode;
@@ -290,64 +142,25 @@ static const char *
 tkap_cmd_limit(cmd_parms *cmd, void *conf, int argc, char *const argv[])
 {
 	tkap_dir_conf *c = conf;
-	tkap_limit lim = { NULL, NULL, 1.0 };
-	bool seen_key = false, seen_cost = false;
-	tkap_limit *slot;
+	tkap_directive_env env;
+	tkap_env_ctx ctx;
+	tkap_limit_def def;
+	tkap_limit lim, *slot;
+	char *why;
+	size_t why_len;
 
-	if (argc < 1)
-		return "TkshmLimit takes a table name, or off";
-	if (strcmp(argv[0], "off") == 0) {
-		if (argc > 1 || (c->limits && c->limits->nelts > 0))
-			return "TkshmLimit off must be the only TkshmLimit of "
-			       "its section";
+	why = tkap_env_init(&env, &ctx, cmd, argc, argv, &why_len);
+	if (!tkap_parse_limit(argc, argv, c->limits ? c->limits->nelts : -1,
+			      &env, &def, why, why_len))
+		return apr_pstrdup(cmd->pool, why);
+	if (def.off) {
 		c->limits = apr_array_make(cmd->pool, 0, sizeof(tkap_limit));
 		return NULL;
 	}
-	if (c->limits && c->limits->nelts == 0)
-		return "TkshmLimit off is already set in this section";
-	if (c->limits && c->limits->nelts >= TKSHM_MULTI_MAX)
-		return apr_psprintf(cmd->pool,
-				    "TkshmLimit: at most %d limits per section",
-				    TKSHM_MULTI_MAX);
-	if (!tkap_name_ok(argv[0]))
-		return apr_psprintf(cmd->pool,
-				    "TkshmLimit: bad table name '%s'", argv[0]);
-	for (int i = 1; i < argc; i++) {
-		const char *v;
 
-		if ((v = tkap_option(argv[i], "key")) && !seen_key) {
-			const char *why = NULL;
-
-			seen_key = true;
-			lim.key = ap_expr_parse_cmd(
-				cmd, v, AP_EXPR_FLAG_STRING_RESULT, &why, NULL);
-			if (why)
-				return apr_psprintf(cmd->pool,
-						    "TkshmLimit %s: key=%s: %s",
-						    argv[0], v, why);
-		} else if ((v = tkap_option(argv[i], "cost")) && !seen_cost) {
-			uint64_t n;
-
-			seen_cost = true;
-			/* Whole units: every kind takes them (tokenBudget
-			 * only them), and a request is one or more units. */
-			if (!tkap_parse_uint(v, 1, (uint64_t)TKSHM_COST_MAX,
-					     &n))
-				return apr_psprintf(cmd->pool,
-						    "TkshmLimit %s: cost=%s: "
-						    "expected an integer >= 1",
-						    argv[0], v);
-			lim.cost = (double)n;
-		} else {
-			return apr_psprintf(
-				cmd->pool,
-				"TkshmLimit %s: unknown or repeated "
-				"option '%s' (key=, cost=)",
-				argv[0], argv[i]);
-		}
-	}
-
-	lim.table = tkap_table_named(cmd->pool, argv[0]);
+	lim.table = tkap_table_named(cmd->pool, def.table);
+	lim.key = def.key ? ctx.key : NULL;
+	lim.cost = (double)def.cost;
 	if (!lim.table->first_use)
 		lim.table->first_use = tkap_where(cmd);
 	if (!c->limits)
@@ -365,63 +178,45 @@ tkap_cmd_limit(cmd_parms *cmd, void *conf, int argc, char *const argv[])
 	return NULL;
 }
 
+/* The one-word directives: the parser's value, or its message (a fixed
+ * sentence: it does not quote the word). */
+static const char *
+tkap_set_int(cmd_parms *cmd, int *field, const char *arg,
+	     bool (*parse)(const char *, int *, char *, size_t))
+{
+	char why[256];
+
+	return parse(arg, field, why, sizeof(why)) ?
+		       NULL :
+		       apr_pstrdup(cmd->pool, why);
+}
+
 static const char *
 tkap_cmd_headers(cmd_parms *cmd, void *conf, const char *arg)
 {
-	tkap_dir_conf *c = conf;
-
-	(void)cmd;
-	if (strcmp(arg, "draft") == 0)
-		c->headers = TKSHM_HTTP_DRAFT;
-	else if (strcmp(arg, "legacy") == 0)
-		c->headers = TKSHM_HTTP_LEGACY;
-	else if (strcmp(arg, "off") == 0)
-		c->headers = TKSHM_HTTP_NONE;
-	else
-		return "TkshmHeaders takes draft, legacy or off";
-	return NULL;
+	return tkap_set_int(cmd, &((tkap_dir_conf *)conf)->headers, arg,
+			    tkap_parse_headers);
 }
 
 static const char *
 tkap_cmd_v6_prefix(cmd_parms *cmd, void *conf, const char *arg)
 {
-	tkap_dir_conf *c = conf;
-	uint64_t n;
-
-	(void)cmd;
-	if (!tkap_parse_uint(arg, 1, 128, &n))
-		return "TkshmIPv6Prefix takes a prefix length from 1 to 128";
-	c->v6_prefix = (int)n;
-	return NULL;
+	return tkap_set_int(cmd, &((tkap_dir_conf *)conf)->v6_prefix, arg,
+			    tkap_parse_v6_prefix);
 }
 
 static const char *
 tkap_cmd_deny_status(cmd_parms *cmd, void *conf, const char *arg)
 {
-	tkap_dir_conf *c = conf;
-	uint64_t n;
-
-	(void)cmd;
-	if (!tkap_parse_uint(arg, 400, 599, &n))
-		return "TkshmDenyStatus takes an HTTP error status from 400 "
-		       "to 599 (429 by default)";
-	c->deny_status = (int)n;
-	return NULL;
+	return tkap_set_int(cmd, &((tkap_dir_conf *)conf)->deny_status, arg,
+			    tkap_parse_deny_status);
 }
 
 static const char *
 tkap_cmd_on_error(cmd_parms *cmd, void *conf, const char *arg)
 {
-	tkap_dir_conf *c = conf;
-
-	(void)cmd;
-	if (strcmp(arg, "allow") == 0)
-		c->on_error = TKAP_ON_ERROR_ALLOW;
-	else if (strcmp(arg, "deny") == 0)
-		c->on_error = TKAP_ON_ERROR_DENY;
-	else
-		return "TkshmOnError takes allow or deny";
-	return NULL;
+	return tkap_set_int(cmd, &((tkap_dir_conf *)conf)->on_error, arg,
+			    tkap_parse_on_error);
 }
 
 static const char *
@@ -434,29 +229,17 @@ tkap_cmd_dry_run(cmd_parms *cmd, void *conf, int on)
 	return NULL;
 }
 
-/* The levels of LogLevel, by name (without trace1..8: a denial is not a
- * trace). */
-static const char *const tkap_levels[] = {
-	[APLOG_EMERG] = "emerg",  [APLOG_ALERT] = "alert",
-	[APLOG_CRIT] = "crit",	  [APLOG_ERR] = "error",
-	[APLOG_WARNING] = "warn", [APLOG_NOTICE] = "notice",
-	[APLOG_INFO] = "info",	  [APLOG_DEBUG] = "debug",
-};
+/* tkap_parse_log_level gives syslog's numbers, which httpd's levels are. */
+_Static_assert(APLOG_EMERG == 0 && APLOG_ALERT == 1 && APLOG_CRIT == 2 &&
+		       APLOG_ERR == 3 && APLOG_WARNING == 4 &&
+		       APLOG_NOTICE == 5 && APLOG_INFO == 6 && APLOG_DEBUG == 7,
+	       "httpd's log levels are not syslog's");
 
 static const char *
 tkap_cmd_log_level(cmd_parms *cmd, void *conf, const char *arg)
 {
-	tkap_dir_conf *c = conf;
-
-	(void)cmd;
-	for (int i = 0; i < (int)(sizeof(tkap_levels) / sizeof(*tkap_levels));
-	     i++)
-		if (strcmp(arg, tkap_levels[i]) == 0) {
-			c->log_level = i;
-			return NULL;
-		}
-	return "TkshmLogLevel takes emerg, alert, crit, error, warn, notice, "
-	       "info (the default) or debug";
+	return tkap_set_int(cmd, &((tkap_dir_conf *)conf)->log_level, arg,
+			    tkap_parse_log_level);
 }
 
 /* In the server configuration, <VirtualHost>, <Location>, <Directory> and

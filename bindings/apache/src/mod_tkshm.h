@@ -25,14 +25,13 @@
 #include <tkshm.h>
 #include <tkshm_http.h>
 
+#include "directive_parse.h"
+
 /* httpd finds the module by this symbol: the only one the module exports
  * (mod_tkshm.map), hence default visibility in a -fvisibility=hidden
  * build. */
 extern module AP_MODULE_DECLARE_DATA tkshm_module
 	__attribute__((visibility("default")));
-
-/** The longest table name: it is also the RateLimit policy name. */
-#define TKAP_TABLE_NAME_MAX 64
 
 /** One table, named by TkshmTable (its definition) and by TkshmLimit (its
  *  uses), in either order.  Lives in the configuration pool. */
@@ -76,13 +75,6 @@ typedef struct tkap_limit {
 	double cost;
 } tkap_limit;
 
-/** What TkshmOnError does when a check fails (a full table that refuses
- *  to evict, contention that does not settle, a key that is too long). */
-enum tkap_on_error {
-	TKAP_ON_ERROR_ALLOW = 0, /* let the request through (the default) */
-	TKAP_ON_ERROR_DENY = 1,	 /* answer 503 */
-};
-
 /** Per-directory configuration (also the server's defaults).  Fields left
  *  unset (-1, NULL) take the enclosing section's value when merged. */
 typedef struct tkap_dir_conf {
@@ -93,20 +85,16 @@ typedef struct tkap_dir_conf {
 	int headers;	 /* a tkshm_http_style */
 	int v6_prefix;	 /* bits of an IPv6 client address kept in its key */
 	int deny_status; /* the status of a denial */
-	int on_error;	 /* an enum tkap_on_error */
+	int on_error;	 /* an enum tkap_on_error (directive_parse.h) */
 	int dry_run;	 /* 1: count and log, never deny */
 	int log_level;	 /* of denials: an APLOG_ level */
 } tkap_dir_conf;
 
-/* config.c: the directives and the per-directory configuration, and what
- * reading a directive takes: tkap_where, "file:line" of the directive
- * being read (for later errors); tkap_option, the value when `arg` is
- * "name=value", else NULL; tkap_parse_uint, a whole decimal number in
- * [min, max] and nothing else. */
+/* config.c: the directives (their arguments: directive_parse.h) and the
+ * per-directory configuration; tkap_where, "file:line" of the directive
+ * being read (for later errors). */
 extern const command_rec tkap_commands[];
 const char *tkap_where(const cmd_parms *cmd);
-const char *tkap_option(const char *arg, const char *name);
-bool tkap_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 void *tkap_dir_conf_create(apr_pool_t *p, char *dir);
 void *tkap_dir_conf_merge(apr_pool_t *p, void *parent, void *child);
 

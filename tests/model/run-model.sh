@@ -2,13 +2,19 @@
 # Checks a model of the shared-memory protocols exhaustively with spin, in
 # several process mixes, and checks that seeded bugs are found.
 #
-# Model `slot` (slot_protocol.pml, the slot protocol I1-I11):
+# Model `slot` (slot_protocol.pml, the slot protocol I1-I11), a crash
+# possible before any step of every worker.  Every mix checks all five
+# properties: P2 no over-admission, P4 no lost slot, P5 no stuck key (both
+# by the auditor that runs after the workers), P1 one REAL slot per key
+# (I5), P3 no slot back to EMPTY (I2):
 #   duplicates  three processes insert and update one key (limit 2), time
-#               passes once, a crash may strike before any step
+#               passes once: duplicate placeholders retired or left behind
 #   reclaim     two processes on key 1, one on key 2 competing for the two
 #               slots; time passes, so drained keys are reclaimed as idle
 #   evict       keys 1, 2, 3 on two slots (limit 1, no time): evictions; key 1
 #               checks twice, so its debt must survive being evicted
+# Seeded bugs, each of which must violate its own property: no-retire (P1),
+# no-debt-memory (P2), ph-not-stealable (P4), rival-not-stolen (P5).
 #
 # Model `wide` (wide_protocol.pml, the wide-state protocol W1-W9), a crash
 # possible before any step in every mix:
@@ -32,7 +38,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=${2:-$(mktemp -d)}
 model=${3:-slot}
 case $model in
-slot) pml=slot_protocol.pml props=P1-P3 ;;
+slot) pml=slot_protocol.pml props=P1-P5 ;;
 wide) pml=wide_protocol.pml props=P1-P5 ;;
 *)
 	echo "run-model.sh: unknown model '$model' (slot or wide)" >&2
@@ -54,9 +60,13 @@ check() {
 	cc -O2 -DSAFETY -DCOLLAPSE -DMEMLIM=6000 -w -o "pan-$name" pan.c
 	local out
 	out=$("./pan-$name" -m10000 2>&1 | grep -v '^Depth=')
-	local summary states
+	local summary states secs mib
 	summary=$(grep -E 'errors: [0-9]+' <<<"$out" | head -n 1)
 	states=$(grep -E 'states, stored' <<<"$out" | head -n 1 | awk '{print $1}')
+	# The cost of each mix, to keep the CI stage bounded.
+	secs=$(grep -E 'elapsed time' <<<"$out" | head -n 1 | awk '{print $4}')
+	mib=$(grep -E 'total actual memory usage' <<<"$out" | head -n 1 |
+		awk '{print $1}')
 	if grep -q 'reached -DMEMLIM bound' <<<"$out"; then
 		echo "model $name: FAILED: the search ran out of memory (incomplete)"
 		failed=$((failed + 1))
@@ -70,7 +80,8 @@ check() {
 	case $expect in
 	pass)
 		if grep -q 'errors: 0' <<<"$summary"; then
-			echo "model $name: $props hold in all $states states ($*)"
+			echo "model $name: $props hold in all $states states" \
+				"(${secs:-?} s, ${mib:-?} MB; $*)"
 			passed=$((passed + 1))
 		else
 			echo "model $name: FAILED: $summary"
@@ -99,14 +110,33 @@ check() {
 }
 
 if [[ $model == slot ]]; then
-	check duplicates pass -DW1=3 -DW2=0 -DW3=0 -DROUNDS=3 -DLIMIT=2 -DDECAYS=1
-	check reclaim pass -DW1=2 -DW2=1 -DW3=0 -DROUNDS=2 -DLIMIT=2 -DDECAYS=1
-	check evict pass -DW1=1 -DW2=1 -DW3=1 -DCHECKS=2 -DROUNDS=2 -DLIMIT=1 \
-		-DDECAYS=0
-	check bug-no-retire violation -DW1=2 -DW2=1 -DW3=0 -DROUNDS=2 -DLIMIT=2 \
-		-DDECAYS=1 -DBUG_NO_RETIRE
-	check bug-no-debt-memory violation -DW1=1 -DW2=1 -DW3=1 -DCHECKS=2 \
-		-DROUNDS=2 -DLIMIT=1 -DDECAYS=0 -DBUG_NO_DEBT_MEMORY
+	duplicates="-DW1=3 -DW2=0 -DW3=0 -DROUNDS=3 -DLIMIT=2 -DDECAYS=1"
+	reclaim="-DW1=2 -DW2=1 -DW3=0 -DROUNDS=2 -DLIMIT=2 -DDECAYS=1"
+	evict="-DW1=1 -DW2=1 -DW3=1 -DCHECKS=2 -DROUNDS=2 -DLIMIT=1 -DDECAYS=0"
+	# One key's workers only: a placeholder of another key is then met by
+	# P4's fresh keys alone (with two keys, a bug that ignores foreign
+	# placeholders also leaves a key stuck, P5, which may be found first).
+	onekey="-DW1=2 -DW2=0 -DW3=0 -DROUNDS=2 -DLIMIT=2 -DDECAYS=1"
+	# The text of each property's assertion, as spin prints it: P1
+	# (assert_unique), P2 (the admission), P4 and P5 (the auditor's; P4
+	# counts NSLOTS, 2 in every mix).
+	p1='(n_<=1)'
+	p2='(owed[k]<'
+	p4='(n==2)'
+	p5='(owed[k]==1)'
+	# shellcheck disable=SC2086 # the mixes are lists of options
+	{
+		check duplicates pass $duplicates
+		check reclaim pass $reclaim
+		check evict pass $evict
+		check bug-no-retire "violation:$p1" $reclaim -DBUG_NO_RETIRE
+		check bug-no-debt-memory "violation:$p2" $evict \
+			-DBUG_NO_DEBT_MEMORY
+		check bug-ph-not-stealable "violation:$p4" $onekey \
+			-DBUG_PH_NOT_STEALABLE
+		check bug-rival-not-stolen "violation:$p5" $reclaim \
+			-DBUG_RIVAL_NOT_STOLEN
+	}
 else
 	steal="-DNW=3 -DRETIRER=0 -DLIMIT=2 -DROUNDS=3"
 	limit3="-DNW=2 -DWADM=2 -DRETIRER=0 -DLIMIT=3 -DROUNDS=3"

@@ -17,18 +17,45 @@
  *     by decaying every copy of a key's debt at once (an idle REAL slot has
  *     debt 0 and may be reclaimed);
  *   - a crash (kill -9) before any shared-memory step: the process simply
- *     stops and leaves whatever it wrote.
+ *     stops and leaves whatever it wrote (a crash between two steps is the
+ *     same as a crash before the second); a worker that gives up after
+ *     ROUNDS rounds leaves the same;
+ *   - an auditor: once every worker has finished, given up or crashed and
+ *     the clock has stopped, time passes until nobody owes anything, and
+ *     one process that never crashes makes the checks of P4 or of P5 (a
+ *     nondeterministic choice, so each audit meets every end state of the
+ *     workers as they left it), one check at a time, with the same
+ *     worker code as everybody else.
  *
- * Properties (assertions, checked in every reachable state):
+ * Properties (assertions, so spin checks them on every path: P1-P3 at each
+ * step, P4 and P5 at the end of each audit):
+ *   P2  no over-admission: an admission happens only while the key's true
+ *       debt (the ghost `owed`) is below LIMIT, whatever the interleaving,
+ *       the duplicates, evictions and crashes;
+ *   P4  no lost slot: after the workers, every slot can be taken again:
+ *       the auditor inserts NSLOTS fresh keys (never used by a worker), and
+ *       each of them ends up holding a REAL slot of its own, so that every
+ *       slot is then a fresh key's.  Placeholders of dead or beaten
+ *       processes, DEAD and idle slots, whatever the workers left, are all
+ *       reusable by any key, without evicting anybody still in debt;
+ *   P5  no stuck key: after the workers, a check of a key a worker used,
+ *       whose true debt is 0, is decided within a few rounds (it does not
+ *       give up, whatever placeholders or DEAD slots of the key are left)
+ *       and admits;
+ *   and two invariants of protocol.h that the others rely on:
  *   P1 (I5)  a key never has two REAL slots;
- *   P2       no over-admission: an admission happens only while the key's
- *            true debt (the ghost `owed`) is below LIMIT, whatever the
- *            interleaving, the duplicates, evictions and crashes;
  *   P3 (I2)  no slot ever returns to EMPTY.
- * Seeded bugs show that the model can fail: -DBUG_NO_RETIRE drops step d
- * of I6 (rival placeholders are not retired) and must violate P1;
- * -DBUG_NO_DEBT_MEMORY evicts without remembering the debt and must
- * violate P2.
+ * Seeded bugs show that each property can fail:
+ *   -DBUG_NO_RETIRE drops step d of I6 (rival placeholders are not
+ *     retired) and must violate P1;
+ *   -DBUG_NO_DEBT_MEMORY evicts without remembering the debt and must
+ *     violate P2;
+ *   -DBUG_PH_NOT_STEALABLE never takes another key's placeholder as a
+ *     victim, so the slot of a claimer that died stays lost to every other
+ *     key: P4;
+ *   -DBUG_RIVAL_NOT_STOLEN never takes a rival placeholder of the key
+ *     itself as a victim, so a key whose window is full of placeholders its
+ *     own dead claimers left can never be inserted again: P5.
  */
 
 #ifndef NSLOTS
@@ -60,20 +87,34 @@
 #define W3 0
 #endif
 
-#define NKEYS 3  /* keys 1..3; fp 0 means EMPTY */
+/* Rounds of an auditor's check before it gives up: alone, a check takes
+ * two (claim; rescan, retire rivals, turn REAL), so giving up means stuck. */
+#ifndef AUDIT_ROUNDS
+#define AUDIT_ROUNDS 4
+#endif
+
+#define NKEYS 3  /* the workers' keys 1..3; fp 0 means EMPTY */
+/* P4's fresh keys: NKEYS + 1 .. NKEYS + NSLOTS, used by the auditor only. */
+#define NFP (NKEYS + NSLOTS)
 #define NONE 255
+
+/* The victim order of I8, and the seeded bugs that break it. */
+#ifdef BUG_RIVAL_NOT_STOLEN
+#define RIVALS 0
+#else
+#define RIVALS nriv
+#endif
 
 mtype = { EMPTY, REAL, PH, DEAD };
 
 byte fp[NSLOTS];
 mtype kind[NSLOTS];
 byte val[NSLOTS];	/* REAL: debt; PH: tag; else 0 */
-byte cell[NKEYS + 1];	/* remembered debt of evicted keys (max) */
-byte owed[NKEYS + 1];	/* ghost: what each key truly owes */
+byte cell[NFP + 1];	/* remembered debt of evicted keys (max) */
+byte owed[NFP + 1];	/* ghost: what each key truly owes */
 byte next_tag = 1;
 byte decays = 0;
 
-/* P1: count the REAL slots of key k. */
 /* Forget every temporary: states that differ only in stale locals are the
  * same state, which keeps the search small. */
 inline forget()
@@ -86,6 +127,7 @@ inline forget()
 	n_ = 0; s_ = 0
 }
 
+/* P1: count the REAL slots of key k. */
 inline assert_unique(k)
 {
 	n_ = 0;
@@ -119,10 +161,12 @@ inline cas(i, efp, ek, ev, nfp, nk, nv, ok)
 	}
 }
 
-/* A kill -9 may strike before any shared-memory step. */
-#define MAYBE_CRASH if :: goto crashed :: skip fi
+/* A kill -9 may strike any worker before any shared-memory step; the
+ * auditor never crashes.  (`audit` is a local, so that the choice stays a
+ * local step for the partial order reduction.) */
+#define MAYBE_CRASH if :: !audit -> goto crashed :: skip fi
 
-proctype worker(byte k; byte nchecks)
+proctype worker(byte k; byte nchecks; bool audit)
 {
 	byte mytag = 0, mine, real, rv, i, nriv, cur, tag;
 	byte rival[NSLOTS], rivv[NSLOTS];
@@ -138,7 +182,8 @@ again:
 	forget();
 	rounds++;
 	if
-	:: rounds > ROUNDS -> goto done /* TKSHM_EBUSY */
+	:: !audit && rounds > ROUNDS -> goto done /* TKSHM_EBUSY */
+	:: audit && rounds > AUDIT_ROUNDS -> goto done
 	:: else -> skip
 	fi;
 	/* Scan the window one slot per step (tk_scan). */
@@ -174,10 +219,14 @@ again:
 			:: else -> skip
 			fi
 		:: sfp != k && sk == PH ->
+#ifndef BUG_PH_NOT_STEALABLE
 			if
 			:: ph == NONE -> ph = i; phfp = sfp; phk = sk; phv = sv
 			:: else -> skip
 			fi
+#else
+			skip
+#endif
 		:: sfp != k && sk == REAL && sv > 0 ->
 			if
 			:: ev == NONE || sv < evv -> ev = i; evfp = sfp; evv = sv
@@ -267,10 +316,11 @@ again:
 		fi;
 		if
 		:: fr != NONE -> v = fr; vfp = ffp; vk = fk; vv = fv
-		:: fr == NONE && nriv > 0 -> v = rival[0]; vfp = k; vk = PH; vv = rivv[0]
-		:: fr == NONE && nriv == 0 && ph != NONE ->
+		:: fr == NONE && RIVALS > 0 ->
+			v = rival[0]; vfp = k; vk = PH; vv = rivv[0]
+		:: fr == NONE && RIVALS == 0 && ph != NONE ->
 			v = ph; vfp = phfp; vk = phk; vv = phv
-		:: fr == NONE && nriv == 0 && ph == NONE && ev != NONE ->
+		:: fr == NONE && RIVALS == 0 && ph == NONE && ev != NONE ->
 			v = ev; vfp = evfp; vk = REAL; vv = evv;
 			/* I8: remember the debt before taking the slot. */
 			MAYBE_CRASH;
@@ -312,46 +362,56 @@ crashed:
 
 /* Time passes for every process at once: each copy of a key's debt (REAL
  * slots, its debt cell, the ghost) goes down by one, so a drained REAL slot
- * becomes idle and reclaimable. */
+ * becomes idle and reclaimable.  (Uses the caller's locals k and s.) */
+inline tick()
+{
+	k = 1;
+	do
+	:: k <= NFP ->
+		if
+		:: owed[k] > 0 -> owed[k]--
+		:: else -> skip
+		fi;
+		if
+		:: cell[k] > 0 -> cell[k]--
+		:: else -> skip
+		fi;
+		k++
+	:: else -> break
+	od;
+	s = 0;
+	do
+	:: s < NSLOTS ->
+		if
+		:: kind[s] == REAL && val[s] > 0 -> val[s]--
+		:: else -> skip
+		fi;
+		s++
+	:: else -> break
+	od;
+	k = 0;
+	s = 0
+}
+
 proctype clock()
 {
 	byte k, s;
 	do
-	:: decays < DECAYS ->
-		atomic {
-			decays++;
-			k = 1;
-			do
-			:: k <= NKEYS ->
-				if
-				:: owed[k] > 0 -> owed[k]--
-				:: else -> skip
-				fi;
-				if
-				:: cell[k] > 0 -> cell[k]--
-				:: else -> skip
-				fi;
-				k++
-			:: else -> break
-			od;
-			s = 0;
-			do
-			:: s < NSLOTS ->
-				if
-				:: kind[s] == REAL && val[s] > 0 -> val[s]--
-				:: else -> skip
-				fi;
-				s++
-			:: else -> break
-			od
-		}
+	:: decays < DECAYS -> atomic { decays++; tick() }
 	:: else -> break
 	od
 }
 
+/* Runs one check of key c by the auditor and waits until it is over. */
+inline audit_check(c)
+{
+	run worker(c, 1, true);
+	(_nr_pr == 1)
+}
+
 init
 {
-	byte s = 0;
+	byte s = 0, k = 0, n = 0;
 	do
 	:: s < NSLOTS -> kind[s] = EMPTY; s++
 	:: else -> break
@@ -359,19 +419,73 @@ init
 	atomic {
 		s = 0;
 		do
-		:: s < W1 -> run worker(1, CHECKS); s++
+		:: s < W1 -> run worker(1, CHECKS, false); s++
 		:: else -> break
 		od;
 		s = 0;
 		do
-		:: s < W2 -> run worker(2, 1); s++
+		:: s < W2 -> run worker(2, 1, false); s++
 		:: else -> break
 		od;
 		s = 0;
 		do
-		:: s < W3 -> run worker(3, 1); s++
+		:: s < W3 -> run worker(3, 1, false); s++
 		:: else -> break
 		od;
 		run clock()
-	}
+	};
+
+	/* The audit.  Every worker has finished, given up or crashed, and the
+	 * clock has stopped (a terminated process is removed only once those
+	 * started after it are, so only init is left).  Then time passes until
+	 * nobody owes anything: a REAL slot still in debt may rightly be kept
+	 * from another key, so P4 and P5 are stated with every debt paid. */
+	(_nr_pr == 1);
+	atomic {
+		n = 0;
+		do
+		:: n < LIMIT -> tick(); n++ /* a debt never exceeds LIMIT (P2) */
+		:: else -> break
+		od;
+		n = 0
+	};
+	if
+	:: /* P5: each key a worker used, its true debt 0, is checked once
+	    * and must be admitted: only an admission raises owed[k] (to 1). */
+		k = 1;
+		do
+		:: k <= NKEYS ->
+			if
+			:: (k == 1 && W1 > 0) || (k == 2 && W2 > 0) ||
+			   (k == 3 && W3 > 0) ->
+				assert(owed[k] == 0);
+				audit_check(k);
+				assert(owed[k] == 1) /* P5 */
+			:: else -> skip
+			fi;
+			k++
+		:: else -> break
+		od
+	:: /* P4: NSLOTS fresh keys are inserted one after the other; each
+	    * insert takes a slot nobody in debt holds before it would evict,
+	    * so all of them hold a REAL slot in the end only if every slot the
+	    * workers left could be taken. */
+		k = NKEYS + 1;
+		do
+		:: k <= NFP -> audit_check(k); k++
+		:: else -> break
+		od;
+		n = 0;
+		s = 0;
+		do
+		:: s < NSLOTS ->
+			if
+			:: kind[s] == REAL && fp[s] > NKEYS -> n++
+			:: else -> skip
+			fi;
+			s++
+		:: else -> break
+		od;
+		assert(n == NSLOTS) /* P4 (fresh keys, one REAL slot each: P1) */
+	fi
 }

@@ -6,7 +6,10 @@
  * observed in a table at rest; the proofs below cover the rest, and spin
  * checks a model of this protocol (tests/model/slot_protocol.pml) in every
  * interleaving of small process mixes, with a crash possible at any step:
- * I5 and "no admission beyond the limit" hold in all of them.
+ * I5 and "no admission beyond the limit" hold in all of them, and once the
+ * processes are gone every slot they left can be taken again (no lost
+ * slot) and a key that owes nothing is admitted (no stuck key).
+ * tests/crash/ kills a real process at each of its shared-memory writes.
  *
  * Vocabulary
  * ----------

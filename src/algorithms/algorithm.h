@@ -123,6 +123,9 @@ tk_algo_check(const struct tk_algo *a, bool present, uint64_t st, double now,
 	default: /* wide kinds: tk_algo_check_w */
 		break;
 	}
+	/* Not reached (a one-word table is GCRA or a leaky bucket): still a
+	 * denial with every field written, never a decision left unset. */
+	*d = (tkshm_decision){ .allowed = false };
 	return false;
 }
 

@@ -110,8 +110,10 @@ tk_conc_fresh(const struct tk_conc *c, uint64_t *w)
 {
 	w[TK_CONC_W_HOST] = c->host;
 	w[TK_CONC_W_LIMIT] = tk_f64_word(c->limit);
-	for (unsigned i = TK_CONC_W_PREV_MIN; i < tk_conc_words(c); i++)
-		w[i] = 0; /* 0.0 and free cells */
+	for (unsigned i = TK_CONC_W_PREV_MIN; i < TK_CONC_HEAD; i++)
+		w[i] = 0; /* 0.0 */
+	for (unsigned i = 0; i < c->cap; i++)
+		w[TK_CONC_HEAD + i] = 0; /* free cells */
 }
 
 /* Copies the key's state into w, as it stands in this boot: cells written

@@ -266,14 +266,13 @@ tk_fc_spendable(const struct tk_algo *a, bool present, const uint64_t *st,
 	case TKSHM_KIND_SLIDING_LOG: {
 		const struct tk_sliding_log *lg = &a->u.sliding_log;
 		struct tk_sliding_log_view v;
-		double units = tk_ceil(cost), count;
+		double units = tk_ceil(cost);
 		int64_t n = 0;
 
 		tk_sliding_log_eval(lg, present ? st : NULL, now, &v);
 		/* floor(max(0, limit - count) / units) without the division's
 		 * rounding: count and units are small integers, exact. */
-		for (count = v.count; count + units <= lg->limit;
-		     count += units)
+		while (v.count + (double)(n + 1) * units <= lg->limit)
 			n++;
 		return n;
 	}

@@ -138,12 +138,13 @@ tk_algo_refund_w(const struct tk_algo *a, uint64_t *st, double cost, double at)
 						at);
 	case TKSHM_KIND_SLIDING_LOG:
 		return tk_refund_sliding_log(&a->u.sliding_log, st, cost, at);
-	case TKSHM_KIND_GCRA:
-		break; /* one word: tk_gcra_refund */
+	case TKSHM_KIND_GCRA: /* one word: tk_gcra_refund */
 	case TKSHM_KIND_LEAKY_BUCKET:
 	case TKSHM_KIND_CONCURRENCY:
 	case TKSHM_KIND_ADAPTIVE_CONCURRENCY:
-		break; /* never in a multi-dimension check: nothing to undo */
+		/* The last three: never in a multi-dimension check, nothing to
+		 * undo. */
+		break;
 	}
 	return false;
 }

@@ -147,7 +147,9 @@ tk_sliding_log_deny(const struct tk_sliding_log *a, const uint64_t *st,
 	double count = v->count;
 
 	d->remaining = tk_field(tk_clamp0(a->limit - count));
-	if (count == 0) {
+	/* No live stamp (count == 0; st may then be NULL): tested on the
+	 * integers, which say so exactly. */
+	if (v->n == v->first) {
 		d->reset_at = tk_field_ceil(v->t + a->window_ms);
 		d->retry_after_ms = tk_field(a->window_ms);
 		return;

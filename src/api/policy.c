@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/words.h"
 #include "api/policy_global.h"
 #include "tkshm.h"
 
@@ -276,6 +277,7 @@ tk_kind_by_id(tkshm_kind kind)
 static double *
 tk_opt_slot(tkshm_policy *p, const struct tk_opt *o)
 {
+	/* cppcheck-suppress invalidPointerCast ; offsetof a double member */
 	return (double *)((char *)p + o->offset);
 }
 
@@ -692,7 +694,7 @@ tkshm_policy_equal(const tkshm_policy *a, const tkshm_policy *b)
 			continue;
 		x = tk_opt_get(a, &k->opts[i]);
 		y = tk_opt_get(b, &k->opts[i]);
-		if (memcmp(&x, &y, sizeof x) != 0)
+		if (tk_f64_word(x) != tk_f64_word(y)) /* bit for bit */
 			return false;
 	}
 	return true;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algorithms/words.h"
 #include "api/policy_global.h"
 
 #define TK_SAY(...)                                          \
@@ -275,7 +276,7 @@ tk_global_equal(const tkshm_global *a, const tkshm_global *b)
 	if (a->mode == TKSHM_MODE_LOCAL)
 		return true;
 	return a->failure == b->failure &&
-	       memcmp(&a->hosts, &b->hosts, sizeof a->hosts) == 0 &&
-	       memcmp(&a->lease_ms, &b->lease_ms, sizeof a->lease_ms) == 0 &&
+	       tk_f64_word(a->hosts) == tk_f64_word(b->hosts) &&
+	       tk_f64_word(a->lease_ms) == tk_f64_word(b->lease_ms) &&
 	       strncmp(a->prefix, b->prefix, sizeof a->prefix) == 0;
 }

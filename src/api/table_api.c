@@ -225,12 +225,14 @@ tkshm_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
 		 * each before the first check: the checks' cache misses then
 		 * overlap instead of following one another (a locked CAS
 		 * keeps the CPU from running ahead into the next check). */
+		/* cppcheck-suppress knownConditionTrueFalse ; m >= 1 */
 		for (size_t j = 0; j < m; j++) {
 			const tkshm_request *r = &reqs[base + j];
 
 			k[j] = tk_keyref_of(t, r->key, r->key_len);
 			tk_prefetch_window(t, k[j].fp);
 		}
+		/* cppcheck-suppress knownConditionTrueFalse ; m >= 1 */
 		for (size_t j = 0; j < m; j++) {
 			size_t i = base + j;
 

@@ -26,6 +26,7 @@ tk_check_key(const void *key, size_t len)
 		return TKSHM_ENULL;
 	/* len - 1 wraps for 0: one compare for both ends of the range. */
 	if (len - 1 >= TKSHM_KEY_MAX)
+		/* cppcheck-suppress knownConditionTrueFalse ; misses the wrap */
 		return len == 0 ? TKSHM_EKEYEMPTY : TKSHM_EKEYLONG;
 	return TKSHM_OK;
 }

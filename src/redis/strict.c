@@ -84,13 +84,11 @@ static struct tk_keyref
 tk_share_key(const struct tkshm_table *t, const void *key, size_t len,
 	     unsigned char buf[24])
 {
+	static const unsigned char tag[4] = { 0xff, 's', 'h', ':' };
 	XXH128_hash_t h = XXH3_128bits_withSeed(key, len, t->seed);
 	struct tk_keyref k;
 
-	memcpy(buf,
-	       "\xff"
-	       "sh:",
-	       4);
+	memcpy(buf, tag, sizeof tag);
 	memcpy(buf + 4, &h.low64, 8);
 	memcpy(buf + 12, &h.high64, 8);
 	memset(buf + 20, 0, 4);
@@ -265,7 +263,7 @@ tk_strict_reserve(struct tkshm_table *t, const void *key, size_t len,
 		     tk_redis_call(t, TK_SCRIPT_LEAKY, &k.keys, &a.args,
 				   &reply);
 	if (rc == TKSHM_EUNAVAILABLE) {
-		struct tk_keyref k;
+		struct tk_keyref share;
 		unsigned char buf[24];
 		double hosts =
 			tk_global_hosts(t->global, t->policy.global.hosts);
@@ -280,9 +278,9 @@ tk_strict_reserve(struct tkshm_table *t, const void *key, size_t len,
 			out->retry_after_ms = out->delay_ms;
 			break;
 		default:
-			k = tk_share_key(t, key, len, buf);
-			rc = tk_reserve_ref(t, &k, cost * hosts, tkshm_now_ms(),
-					    out);
+			share = tk_share_key(t, key, len, buf);
+			rc = tk_reserve_ref(t, &share, cost * hosts,
+					    tkshm_now_ms(), out);
 			if (rc != TKSHM_OK)
 				return rc;
 			break;
@@ -391,6 +389,7 @@ tk_strict_multi(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 		kv[i] = kbuf[i];
 	}
 	for (int i = 0; i < 3; i++, args.n++)
+		/* cppcheck-suppress unreadVariable ; read through args.len */
 		al[args.n] =
 			tk_arg_f64(abuf[args.n], sizeof abuf[args.n], head[i]);
 	for (size_t i = 0; i < n; i++) {
@@ -398,6 +397,7 @@ tk_strict_multi(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 
 		tk_multi_dim_args(dims[i].table, dims[i].cost, d);
 		for (int j = 0; j < 5; j++, args.n++)
+			/* cppcheck-suppress unreadVariable ; see above */
 			al[args.n] = tk_arg_f64(abuf[args.n],
 						sizeof abuf[args.n], d[j]);
 	}

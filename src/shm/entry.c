@@ -98,6 +98,7 @@ tk_entry_permits(const struct tkshm_table *t, bool present,
 		if (w[TK_CONC_HEAD + i] != 0)
 			held[n++] = w[TK_CONC_HEAD + i];
 	out->permits_held = n;
+	/* cppcheck-suppress uninitvar ; held[0 .. n) is written, n may be 0 */
 	qsort(held, n, sizeof held[0], tk_holder_cmp);
 	for (uint32_t i = 0; i < n;) {
 		uint32_t j = i;

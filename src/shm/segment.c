@@ -415,9 +415,9 @@ tk_attach_fd(int fd, const tkshm_options *o, const struct tk_geometry *want,
 	}
 	if (want && want->nbuckets != h.nbuckets) {
 		tk_say(o, "table has %llu slots, %llu were asked for",
-		       (unsigned long long)(h.nbuckets * TK_SLOTS_PER_BUCKET),
-		       (unsigned long long)(want->nbuckets *
-					    TK_SLOTS_PER_BUCKET));
+		       (unsigned long long)h.nbuckets * TK_SLOTS_PER_BUCKET,
+		       (unsigned long long)want->nbuckets *
+			       TK_SLOTS_PER_BUCKET);
 		return TKSHM_EMISMATCH;
 	}
 	base = mmap(NULL, h.file_size, ro ? PROT_READ : PROT_READ | PROT_WRITE,
@@ -446,6 +446,8 @@ tk_build(int fd, const struct tk_geometry *g, const tkshm_policy *p,
 		return rc;
 	if (fd < 0)
 		base = mmap(NULL, g->file_size, PROT_READ | PROT_WRITE,
+			    /* cppcheck-suppress invalidFunctionArg ; fd -1
+			     * is what MAP_ANONYMOUS takes */
 			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	else
 		base = mmap(NULL, g->file_size, PROT_READ | PROT_WRITE,

@@ -324,13 +324,17 @@ struct ti_sort {
 	bool desc;
 };
 
+/* The bytes of e->label that hold the key's first bytes. */
+static size_t
+ti_label_len(const tkshm_entry *e)
+{
+	return e->label_len < TKSHM_LABEL_MAX ? e->label_len : TKSHM_LABEL_MAX;
+}
+
 static int
 ti_cmp_labels(const tkshm_entry *a, const tkshm_entry *b)
 {
-	size_t la =
-		a->label_len < TKSHM_LABEL_MAX ? a->label_len : TKSHM_LABEL_MAX;
-	size_t lb =
-		b->label_len < TKSHM_LABEL_MAX ? b->label_len : TKSHM_LABEL_MAX;
+	size_t la = ti_label_len(a), lb = ti_label_len(b);
 	int c = memcmp(a->label, b->label, la < lb ? la : lb);
 
 	if (c != 0)

@@ -235,7 +235,7 @@ sd_set(struct sd_parse *p, enum sd_key k, const char *v)
 {
 	struct tk_agent_conf *a = &p->c->agent;
 	const char *key = sd_key_names[k];
-	unsigned long n;
+	unsigned long n = 0; /* set by sd_uint when it returns true */
 
 	switch (k) {
 	case SD_K_REDIS_HOST:

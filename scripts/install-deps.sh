@@ -19,11 +19,12 @@ DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev)
 # bench/procs, and the Redis tier's tests.  The bindings (bindings/) and
 # the servers their tests start: python3-dev and gunicorn; apache2-dev
 # (apxs) and apache2; php8.2-dev (php-config), php8.2-cli, php8.2-fpm and
-# libfcgi-bin (cgi-fcgi, a FastCGI client).
+# libfcgi-bin (cgi-fcgi, a FastCGI client).  scripts/lint.sh: clang-tidy,
+# cppcheck and valgrind.
 TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	libclang-rt-14-dev binutils python3 procps spin libhiredis-dev
 	redis-server python3-dev gunicorn apache2 apache2-dev php8.2-cli
-	php8.2-dev php8.2-fpm libfcgi-bin)
+	php8.2-dev php8.2-fpm libfcgi-bin clang-tidy cppcheck valgrind)
 # The peers the benchmarks measure beside tkshm: nginx (limit_req) driven
 # by wrk, ab, and APCu and Symfony's RateLimiter for the PHP loop.
 BENCH_PKGS=("${TEST_PKGS[@]}" libbenchmark-dev g++ gnuplot-nox nginx-light

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds tkshm four ways and runs the test suite (or its part) on each, then
-# runs the demo command; stops at the first failing stage.
+# Builds tkshm four ways and runs the test suite (or its part) on each, lints
+# the code, then runs the demo command; stops at the first failing stage.
 #
 #   plain  build/plain  RelWithDebInfo              all tests
+#   lint   build/plain  clang-tidy, cppcheck, the   scripts/lint.sh
+#                       unit tests under valgrind
 #   asan   build/asan   Debug, address+undefined,   all tests
 #                       crash points
 #   tsan   build/tsan   Debug, clang, thread        tests labelled concurrency
@@ -103,15 +105,28 @@ run_stage_tests() {
 bash scripts/install-deps.sh test
 
 # --- plain ------------------------------------------------------------------
-banner "[1/4] plain: RelWithDebInfo, all tests (build/plain)"
+banner "[1/5] plain: RelWithDebInfo, all tests (build/plain)"
 t0=$SECONDS
 configure_build build/plain -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	-DTKSHM_SANITIZE=
+	-DTKSHM_SANITIZE= -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
 run_stage_tests plain build/plain
 stage_times+=("plain=$((SECONDS - t0))s")
 
+# --- lint: clang-tidy, cppcheck, valgrind (over the plain build) ------------
+banner "[2/5] lint: clang-tidy, cppcheck, valgrind memcheck (build/plain)"
+t0=$SECONDS
+for what in tidy cppcheck valgrind; do
+	if bash scripts/lint.sh --build build/plain --jobs "$JOBS" "$what"; then
+		total_passed=$((total_passed + 1))
+	else
+		total_failed=$((total_failed + 1))
+		fail "lint: scripts/lint.sh $what"
+	fi
+done
+stage_times+=("lint=$((SECONDS - t0))s")
+
 # --- asan + ubsan -----------------------------------------------------------
-banner "[2/4] asan: Debug, address+undefined, all tests (build/asan)"
+banner "[3/5] asan: Debug, address+undefined, all tests (build/asan)"
 t0=$SECONDS
 # With crash points compiled in: tests/crash kills a process at every
 # shared-memory write of each kind of transition (src/shm/crash_point.h).
@@ -125,7 +140,7 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 stage_times+=("asan=$((SECONDS - t0))s")
 
 # --- tsan -------------------------------------------------------------------
-banner "[3/4] tsan: Debug, clang, thread, concurrency tests (build/tsan)"
+banner "[4/5] tsan: Debug, clang, thread, concurrency tests (build/tsan)"
 t0=$SECONDS
 configure_build build/tsan -DCMAKE_BUILD_TYPE=Debug \
 	-DCMAKE_C_COMPILER=clang -DTKSHM_SANITIZE=thread
@@ -182,7 +197,7 @@ stage_times+=("tsan=$((SECONDS - t0))s")
 # lines, Redis replies), clang with address+undefined, each for a few
 # seconds over its seed corpus.  Only the targets are built here (the other
 # tests ran in the stages above); scripts/fuzz.sh runs them for long.
-banner "[4/4] fuzz: clang, address+undefined, libFuzzer smoke (build/fuzz)"
+banner "[5/5] fuzz: clang, address+undefined, libFuzzer smoke (build/fuzz)"
 t0=$SECONDS
 cmake -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
 	-DTKSHM_WERROR=ON '-DTKSHM_SANITIZE=address;undefined' \

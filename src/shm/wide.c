@@ -429,24 +429,19 @@ tk_wide_verify_slot(const struct tkshm_table *t, uint64_t index, uint64_t fp,
 		    uint64_t ctl, char *why, size_t len)
 {
 	uint64_t words[TK_ALGO_MAX_WORDS], gen = 0, full, highest = 0;
-	enum tk_wide_read r = TK_WIDE_TORN;
+	enum tk_wide_read r;
 
 	if (!tk_ctl_valid(ctl)) {
 		snprintf(why, len, "control word %#llx has bit 63 set (W5)",
 			 (unsigned long long)ctl);
 		return 1;
 	}
-	/* A record can look torn while a publish overtakes us: retry while
-	 * the control word moves. */
-	for (unsigned tries = 0; tries < 64 && r == TK_WIDE_TORN; tries++) {
-		uint64_t fp_now, again;
-
-		r = tk_wide_snapshot(t, index, ctl, words, &gen);
-		tk_slot_read(tk_slot_at(t, index), &fp_now, &again);
-		if (r == TK_WIDE_TORN && again != ctl)
-			return 0; /* moved on: this report would be stale */
-	}
+	r = tk_wide_snapshot(t, index, ctl, words, &gen);
 	if (r == TK_WIDE_TORN) {
+		/* A publish overtook the read: this report would be stale.
+		 * Under the same slot, reading again would tear again. */
+		if (!tk_wide_torn_for_good(t, index, fp, ctl))
+			return 0;
 		snprintf(why, len,
 			 "active record %u does not all carry generation "
 			 "low bits %#llx (W5)",

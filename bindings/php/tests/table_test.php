@@ -34,7 +34,7 @@ test('constructed again in the same process: the same handle', function () {
         $b = new Tkshm\Table($path, GCRA, 64);
     }
     // the same policy written otherwise (option order, default spelled out)
-    $c = new Tkshm\Table($path, 'gcra:burst=5, periodMs=1000, limit=10', 64);
+    $c = new Tkshm\Table($path, 'gcra:burst=5,periodMs=1000,limit=10', 64);
     check_same($before + 1, Tkshm\Table::openCount(), 'later constructions reuse it');
     check_same(getmypid(), $a->stats()['handle_pid'], 'opened by this process');
     // one state: what $a consumes, $b and $c see

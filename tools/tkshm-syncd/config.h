@@ -31,7 +31,7 @@
 #define SD_DEFAULT_PIDFILE "/run/tkshm-syncd.pid"
 
 /* The longest Redis timeout accepted (ms): one day. */
-#define SD_MAX_MS 86400000.0
+#define SD_MAX_MS 86400000UL
 
 struct sd_table {
 	char path[PATH_MAX];

@@ -79,8 +79,9 @@ static void
 put_conf(const char *path, mode_t mode, const char *before, const char *extra)
 {
 	char text[2048];
-	int n = snprintf(text, sizeof text, "%sredis_port = 6379\ntable = %s\n%s",
-			 before, lease_path, extra);
+	int n = snprintf(text, sizeof text,
+			 "%sredis_port = 6379\ntable = %s\n%s", before,
+			 lease_path, extra);
 
 	put_file(path, mode, text, (size_t)n);
 }
@@ -209,8 +210,9 @@ test_device_and_fifo_refused_before_open(void **state)
 	unlink(fifo);
 	if (mkfifo(fifo, 0600) != 0)
 		fail_msg("mkfifo %s: %s", fifo, strerror(errno));
-	expect_refused_bounded(fifo, "the configuration is a FIFO, not a "
-				     "regular file",
+	expect_refused_bounded(fifo,
+			       "the configuration is a FIFO, not a "
+			       "regular file",
 			       "-c FIFO");
 	expect_refused(tkt_tmpdir(),
 		       "the configuration is a directory, not a regular file",

@@ -99,7 +99,8 @@ sd_check_dirs(const char *path, const struct stat *opened, const char *what,
 			      what, strerror(errno));
 	if (stat(real, &st) != 0 || st.st_dev != opened->st_dev ||
 	    st.st_ino != opened->st_ino)
-		ok = sd_why(why, len, "%s was replaced while it was read", what);
+		ok = sd_why(why, len, "%s was replaced while it was read",
+			    what);
 	/* From the parent up: cut the last component each time, keeping
 	 * the '/' of the root. */
 	while (ok && (slash = strrchr(real, '/')) != NULL) {
@@ -152,8 +153,7 @@ sd_check_open(int fd, const char *path, unsigned rules, const char *what,
 
 /* Reads to the end, or refuses once more than SD_FILE_MAX bytes came. */
 static bool
-sd_read_all(int fd, const char *what, struct sd_file *f, char *why,
-	    size_t len)
+sd_read_all(int fd, const char *what, struct sd_file *f, char *why, size_t len)
 {
 	char *buf = malloc(SD_FILE_MAX + 2);
 	size_t n = 0;
@@ -181,8 +181,9 @@ sd_read_all(int fd, const char *what, struct sd_file *f, char *why,
 	if (n > SD_FILE_MAX) {
 		explicit_bzero(buf, n);
 		free(buf);
-		return sd_why(why, len, "%s grew past %d bytes while it was read",
-			      what, SD_FILE_MAX);
+		return sd_why(why, len,
+			      "%s grew past %d bytes while it was read", what,
+			      SD_FILE_MAX);
 	}
 	buf[n] = '\0';
 	f->text = buf;

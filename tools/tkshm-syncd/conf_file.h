@@ -38,8 +38,8 @@ enum sd_file_rule {
 };
 
 struct sd_file {
-	char *text; /* the bytes read, and a NUL after them */
-	size_t len; /* without that NUL (the text may hold others) */
+	char *text;  /* the bytes read, and a NUL after them */
+	size_t len;  /* without that NUL (the text may hold others) */
 	mode_t mode; /* the opened file's st_mode */
 };
 

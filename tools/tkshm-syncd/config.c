@@ -157,10 +157,12 @@ sd_poll_ms(struct sd_parse *p, const char *key, const char *v, double *out)
 	for (size_t i = 0; i < ni; i++)
 		us = us > 1000000000ULL ? us : 10 * us + (unsigned)(v[i] - '0');
 	for (size_t i = 0; i < 3; i++)
-		frac = 10 * frac + (i < nf ? (unsigned)(v[ni + 1 + i] - '0') : 0);
+		frac = 10 * frac +
+		       (i < nf ? (unsigned)(v[ni + 1 + i] - '0') : 0);
 	us = 1000 * us + frac;
 	if (us < 100 || us > 1000000)
-		return sd_bad(p, "%s: %s is out of range (0.1 to 1000)", key, v);
+		return sd_bad(p, "%s: %s is out of range (0.1 to 1000)", key,
+			      v);
 	*out = (double)us / 1000.0;
 	return true;
 }
@@ -180,9 +182,9 @@ sd_str(struct sd_parse *p, const char *key, const char *v, char *out,
 }
 
 /* host_id's characters: a host name's, and '_'. */
-#define SD_HOST_ID_CHARS                \
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZ"    \
-	"abcdefghijklmnopqrstuvwxyz"    \
+#define SD_HOST_ID_CHARS             \
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZ" \
+	"abcdefghijklmnopqrstuvwxyz" \
 	"0123456789._-"
 #define SD_HOST_ID_SAID "A-Z a-z 0-9 . _ -"
 /* redis_host's: a host name, an IPv4 address, or an IPv6 one, with its
@@ -379,8 +381,9 @@ sd_line(struct sd_parse *p, char *line)
 	/* Before anything is printed of it: a key is quoted in messages. */
 	for (const char *s = line; *s; s++)
 		if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
-			return sd_bad(p, "a control character (0x%02x) in the line",
-				      (unsigned)(unsigned char)*s);
+			return sd_bad(
+				p, "a control character (0x%02x) in the line",
+				(unsigned)(unsigned char)*s);
 	line = sd_trim(line);
 	if (line[0] == '\0' || line[0] == '#')
 		return true;
@@ -473,8 +476,7 @@ sd_check_whole(struct sd_parse *p)
 	     host_id[strspn(host_id, SD_HOST_ID_CHARS)] != '\0'))
 		return sd_bad_at(p, 0,
 				 "the host name is not a valid host_id (1 "
-				 "to %zu of " SD_HOST_ID_SAID
-				 "): set host_id",
+				 "to %zu of " SD_HOST_ID_SAID "): set host_id",
 				 sizeof p->c->agent.host_id - 1);
 	if (seen[SD_K_REDIS_PASSWORD_FILE])
 		return sd_read_password(p, seen[SD_K_REDIS_PASSWORD_FILE]);
@@ -490,8 +492,8 @@ sd_parse_text(struct sd_parse *p, char *text, size_t len)
 
 	const unsigned char *u = (const unsigned char *)text;
 
-	if (len >= 2 && ((u[0] == 0xff && u[1] == 0xfe) ||
-			 (u[0] == 0xfe && u[1] == 0xff)))
+	if (len >= 2 &&
+	    ((u[0] == 0xff && u[1] == 0xfe) || (u[0] == 0xfe && u[1] == 0xff)))
 		return sd_bad_at(p, 0,
 				 "the configuration is UTF-16 (it starts "
 				 "with the byte-order mark %02X %02X): save "

@@ -146,14 +146,14 @@ wait_end(pid_t pid, double secs)
 	}
 }
 
-/* --check of conf in a child bounded in memory (512 MiB of address space,
- * unless sanitized) and time (20 s, then SIGKILL), for what a reader
- * without bounds would read forever or wait on forever.  Fails unless it
- * exits 1 with `want` in its standard error. */
+/* tkshm-syncd with `argv` in a child bounded in memory (512 MiB of
+ * address space, unless sanitized) and time (20 s, then SIGKILL), for what
+ * a reader without bounds would read forever or wait on forever.  Fails
+ * unless it exits 1 with `want` in its standard error. */
 static void
-expect_refused_bounded(const char *conf, const char *want, const char *what)
+expect_failure_bounded(const char *const argv[], const char *want,
+		       const char *what)
 {
-	const char *argv[] = { TKSHM_SYNCD, "-c", conf, "--check", NULL };
 	const char *log = tkt_path("bounded.log");
 	int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	char *text;
@@ -182,8 +182,8 @@ expect_refused_bounded(const char *conf, const char *want, const char *what)
 	status = wait_end(pid, 20);
 	text = tkt_read_file(log, NULL);
 	if (status == -1)
-		fail_msg("%s: --check still running after 20 s (killed); it "
-			 "printed \"%s\"",
+		fail_msg("%s: still running after 20 s (killed); it printed "
+			 "\"%s\"",
 			 what, text);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 1 ||
 	    !strstr(text, want))
@@ -191,6 +191,15 @@ expect_refused_bounded(const char *conf, const char *want, const char *what)
 			 "and \"%s\"",
 			 what, status, text, want);
 	free(text);
+}
+
+/* expect_failure_bounded() of --check of conf. */
+static void
+expect_refused_bounded(const char *conf, const char *want, const char *what)
+{
+	const char *argv[] = { TKSHM_SYNCD, "-c", conf, "--check", NULL };
+
+	expect_failure_bounded(argv, want, what);
 }
 
 /* --- which files are read ------------------------------------------------ */
@@ -229,6 +238,29 @@ test_device_and_fifo_refused_before_open(void **state)
 	}
 	expect_refused_bounded(conf, "is a FIFO, not a regular file",
 			       "redis_password_file = FIFO");
+}
+
+/* The pid file's sibling: a FIFO there blocked the start forever (and a
+ * device would have been renamed over).  Refused, before any Redis. */
+static void
+test_pidfile_not_regular_refused(void **state)
+{
+	const char *fifo = tkt_path("pid.fifo");
+	char conf[512], fifo_copy[512], want[700];
+
+	(void)state;
+	snprintf(conf, sizeof conf, "%s", tkt_path("pid.conf"));
+	snprintf(fifo_copy, sizeof fifo_copy, "%s", fifo);
+	put_conf(conf, 0600, "", "");
+	unlink(fifo_copy);
+	if (mkfifo(fifo_copy, 0600) != 0)
+		fail_msg("mkfifo %s: %s", fifo_copy, strerror(errno));
+	snprintf(want, sizeof want,
+		 "the pid file %s is a FIFO, not a regular file", fifo_copy);
+	expect_failure_bounded((const char *const[]){ TKSHM_SYNCD, "-c", conf,
+						      "-f", "-p", fifo_copy,
+						      NULL },
+			       want, "-f -p FIFO");
 }
 
 /* A configuration others (or the group) can write names the Redis that a
@@ -450,6 +482,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_device_and_fifo_refused_before_open),
+		cmocka_unit_test(test_pidfile_not_regular_refused),
 		cmocka_unit_test(test_writable_config_refused),
 		cmocka_unit_test(test_writable_directory_refused),
 		cmocka_unit_test(test_size_capped),

@@ -122,30 +122,6 @@ expect_good(const char *conf, const char *what)
 	tkt_proc_free(&p);
 }
 
-/* Waits up to `secs` for child pid; its wait status, or -1 after killing
- * it when it did not end. */
-static int
-wait_end(pid_t pid, double secs)
-{
-	double deadline = tkt_seconds() + secs;
-	int status;
-
-	for (;;) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return status;
-		if (r < 0)
-			fail_msg("waitpid %ld: %s", (long)pid, strerror(errno));
-		if (tkt_seconds() > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return -1;
-		}
-		usleep(2000);
-	}
-}
-
 /* tkshm-syncd with `argv` in a child bounded in memory (512 MiB of
  * address space, unless sanitized) and time (20 s, then SIGKILL), for what
  * a reader without bounds would read forever or wait on forever.  Fails
@@ -179,7 +155,7 @@ expect_failure_bounded(const char *const argv[], const char *want,
 		_exit(127);
 	}
 	close(fd);
-	status = wait_end(pid, 20);
+	status = tkt_wait_bounded(pid, 20);
 	text = tkt_read_file(log, NULL);
 	if (status == -1)
 		fail_msg("%s: still running after 20 s (killed); it printed "

@@ -488,9 +488,8 @@ sd_check_whole(struct sd_parse *p)
 static bool
 sd_parse_text(struct sd_parse *p, char *text, size_t len)
 {
-	char *end = text + len, *nl;
-
 	const unsigned char *u = (const unsigned char *)text;
+	char *end = text + len, *nl;
 
 	if (len >= 2 &&
 	    ((u[0] == 0xff && u[1] == 0xfe) || (u[0] == 0xfe && u[1] == 0xff)))
@@ -501,7 +500,7 @@ sd_parse_text(struct sd_parse *p, char *text, size_t len)
 				 u[0], u[1]);
 	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
 		text += 3;
-	for (; text < end; text = nl + 1) {
+	for (; text < end; text = nl < end ? nl + 1 : end) {
 		size_t n;
 
 		p->line++;

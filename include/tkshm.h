@@ -539,10 +539,13 @@ typedef struct tkshm_options {
 	/** Capacity to create, rounded up to a power of two (at least 8);
 	 *  0 = TKSHM_DEFAULT_SLOTS.  When attaching: 0 or the table's value. */
 	uint64_t slots;
-	/** Permission bits of a created file; 0 means 0600.  Applied with
-	 *  fchmod, so the umask does not narrow it. */
+	/** Permission bits of a created file, within 0777; 0 means 0600.
+	 *  Applied with fchmod, so the umask does not narrow it.  Any bit
+	 *  outside 0777 (setuid, setgid, sticky, above) is TKSHM_EINVAL,
+	 *  creating nothing, even when attaching. */
 	uint32_t mode;
-	/** Group of a created file; -1 keeps the creator's group. */
+	/** Group of a created file; -1 keeps the creator's group.  Below -1
+	 *  or above 4294967294 is TKSHM_EINVAL. */
 	int64_t gid;
 	/** TKSHM_O_* flags. */
 	uint32_t flags;

@@ -43,8 +43,7 @@ tk_min_step(double horizon)
 	return TK_RESOLUTION_ULPS * tk_ulp(TK_NOW_MAX + horizon);
 }
 
-/* The smallest cost whose addition to a count up to `count` is kept. */
-static double
+double
 tk_min_cost_for_count(double count)
 {
 	return TK_RESOLUTION_ULPS * tk_ulp(count);

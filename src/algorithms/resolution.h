@@ -35,6 +35,10 @@ struct tk_algo;
 /* The spacing of the doubles in [2^e, 2^(e+1)) that holds x (finite, > 0). */
 double tk_ulp(double x);
 
+/* The smallest cost whose addition to (or removal from) a count of up to
+ * `count` is kept: TK_RESOLUTION_ULPS ulps of it. */
+double tk_min_cost_for_count(double count);
+
 /* Checks every time step of the kind in `a` (already initialised by its
  * own _init) against the rule above, and sets a->min_cost.  TKSHM_OK, or
  * TKSHM_EPOLICY with a sentence naming the parameter and the smallest

@@ -75,15 +75,18 @@ static bool
 tk_cache_fields(const struct tkshm_table *t, const uint64_t *words, double cost,
 		double low, double high, tkshm_decision *d)
 {
-	double r = t->redis->server_time ? floor(low) : low;
+	double first = t->redis->server_time ? floor(low) : low;
 	double last = t->redis->server_time ? floor(high) : high;
 	tkshm_decision at;
+	int span;
 
-	if (!(last - r <= TK_CACHE_SPAN_MAX_MS) ||
-	    !tk_algo_deny_bound_w(&t->algo, words, r, cost, d))
+	if (!(last - first <= TK_CACHE_SPAN_MAX_MS) ||
+	    !tk_algo_deny_bound_w(&t->algo, words, first, cost, d))
 		return false;
-	for (r += 1; r <= last; r += 1) {
-		if (!tk_algo_deny_bound_w(&t->algo, words, r, cost, &at))
+	span = (int)(last - first); /* whole ms, at most the maximum */
+	for (int i = 1; i <= span; i++) {
+		if (!tk_algo_deny_bound_w(&t->algo, words, first + i, cost,
+					  &at))
 			return false;
 		if (at.retry_after_ms > d->retry_after_ms)
 			d->retry_after_ms = at.retry_after_ms;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "redis/neg_cache.h"
 #include "redis_server.h"
 #include "test_support.h"
 #include "tkshm.h"
@@ -357,6 +358,46 @@ test_server_clock_never_early(void **state)
 	tkshm_redis_close(r);
 }
 
+/* The lower bound of Redis's clock a cached denial's fields are computed
+ * from: this host's clock plus the offset measured on receipt is never
+ * ahead of Redis's TIME read right after. */
+static void
+test_server_clock_lower_bound(void **state)
+{
+	tkshm_redis *r = connect_to(tkt_srv.port, true);
+	tkshm_table *t = strict_table(
+		"gcra:limit=1000,periodMs=1000;mode=strict,prefix=lb", r);
+	double closest = 1e9;
+
+	(void)state;
+	for (int i = 0; i < 200; i++) {
+		tkshm_decision d;
+		redisReply *y;
+		double low, redis_ms;
+
+		assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK);
+		low = tkshm_now_ms() +
+		      tk_word_f64(atomic_load_explicit(&t->global->offset_low,
+						       memory_order_relaxed));
+		y = tkt_redis_cmd(&tkt_srv, "TIME", NULL);
+		assert_int_equal(y->type, REDIS_REPLY_ARRAY);
+		redis_ms = atof(y->element[0]->str) * 1000 +
+			   floor(atof(y->element[1]->str) / 1000);
+		freeReplyObject(y);
+		if (redis_ms - floor(low) < closest)
+			closest = redis_ms - floor(low);
+		if (floor(low) > redis_ms)
+			fail_msg("lower bound %.3f is ahead of Redis's %.0f",
+				 low, redis_ms);
+		/* Both bounds hold together: low <= high. */
+		assert_true(low <= tk_cache_now(t, 0));
+	}
+	printf("cache clock: lower bound behind Redis by at least %.0f ms\n",
+	       closest);
+	tkshm_close(t);
+	tkshm_redis_close(r);
+}
+
 /* A denied sliding-log check leaves the ZSET as ThrottleKit's script
  * does: the stamps at or before now - windowMs are trimmed. */
 static void
@@ -411,6 +452,7 @@ main(void)
 		cmocka_unit_test(test_sliding_log_six_minutes),
 		cmocka_unit_test(test_shaper_cached_rejection),
 		cmocka_unit_test(test_server_clock_never_early),
+		cmocka_unit_test(test_server_clock_lower_bound),
 		cmocka_unit_test(test_denied_log_trims_zset),
 	};
 

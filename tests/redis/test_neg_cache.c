@@ -18,52 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis/neg_cache.h"
 #include "redis_server.h"
 #include "test_support.h"
 #include "tkshm.h"
 #include "tkshm_redis.h"
-
-static tkshm_redis *
-connect_to(int port, bool server_time)
-{
-	tkshm_redis_options o = TKSHM_REDIS_OPTIONS_INIT;
-	tkshm_redis *r;
-
-	o.port = port;
-	o.server_time = server_time;
-	o.command_timeout_ms = 2000;
-	o.connect_timeout_ms = 2000;
-	assert_rc(tkshm_redis_open(&o, &r), TKSHM_OK);
-	return r;
-}
-
-static tkshm_table *
-strict_table(const char *spec, tkshm_redis *r)
-{
-	tkshm_table *t = tkt_anon(spec, 1024);
-
-	assert_rc(tkshm_redis_attach(t, r), TKSHM_OK);
-	return t;
-}
-
-static void
-flushall(void)
-{
-	freeReplyObject(tkt_redis_cmd(&tkt_srv, "FLUSHALL", NULL));
-}
-
-/* On an explicit clock Redis's TTLs still run on real time: every key's
- * TTL is removed after each step, so no state expires between steps. */
-static void
-persist_all(void)
-{
-	freeReplyObject(
-		tkt_redis_cmd(&tkt_srv, "EVAL",
-			      "for _, k in ipairs(redis.call('KEYS', '*')) do "
-			      "redis.call('PERSIST', k) end return 0",
-			      "0", NULL));
-}
 
 static uint64_t rng_state = 7;
 static uint64_t
@@ -126,11 +84,11 @@ static void
 run_two_hosts(const char *spec, double step_ms, double b_cost, struct tally *t,
 	      tkshm_redis *r)
 {
-	tkshm_table *a = strict_table(spec, r);
-	tkshm_table *b = strict_table(spec, r);
-	tkshm_table *c = strict_table(spec, r);
+	tkshm_table *a = tkt_strict_table(spec, r);
+	tkshm_table *b = tkt_strict_table(spec, r);
+	tkshm_table *c = tkt_strict_table(spec, r);
 
-	flushall();
+	tkt_redis_flushall(&tkt_srv);
 	for (int tl = 0; tl < 6; tl++) {
 		double now = 1.7e12 + 1000.0 * 1000 * tl + 11;
 		char key[16];
@@ -146,19 +104,19 @@ run_two_hosts(const char *spec, double step_ms, double b_cost, struct tally *t,
 				assert_rc(tkshm_check_at(b, key, strlen(key),
 							 cost, now, &da),
 					  TKSHM_OK);
-				persist_all();
+				tkt_redis_persist_all(&tkt_srv);
 				continue;
 			}
 			cost = 1 + (double)(rng() % 4);
 			assert_rc(tkshm_check_at(a, key, strlen(key), cost, now,
 						 &da),
 				  TKSHM_OK);
-			persist_all();
+			tkt_redis_persist_all(&tkt_srv);
 			if (!(da.flags & TKSHM_DECISION_CACHED))
 				continue;
 			assert_false(da.allowed);
 			truth(c, key, cost, now, &dc);
-			persist_all();
+			tkt_redis_persist_all(&tkt_srv);
 			compare(spec, &da, &dc, t);
 		}
 	}
@@ -191,7 +149,7 @@ test_cached_denial_never_early(void **state)
 		{ "quota:limit=9,resetCadence=rolling,periodMs=1000,buckets=4",
 		  60, 2 },
 	};
-	tkshm_redis *r = connect_to(tkt_srv.port, false);
+	tkshm_redis *r = tkt_strict_connect(tkt_srv.port, false, 2000);
 	uint64_t wrong = 0;
 
 	(void)state;
@@ -227,21 +185,21 @@ test_sliding_log_six_minutes(void **state)
 {
 	const char *spec = "slidingWindowLog:limit=3,windowMs=600000;"
 			   "mode=strict,prefix=six";
-	tkshm_redis *r = connect_to(tkt_srv.port, false);
-	tkshm_table *a = strict_table(spec, r);
-	tkshm_table *b = strict_table(spec, r);
-	tkshm_table *c = strict_table(spec, r);
+	tkshm_redis *r = tkt_strict_connect(tkt_srv.port, false, 2000);
+	tkshm_table *a = tkt_strict_table(spec, r);
+	tkshm_table *b = tkt_strict_table(spec, r);
+	tkshm_table *c = tkt_strict_table(spec, r);
 	double t0 = 1.7e12;
 	tkshm_decision d, dc;
 
 	(void)state;
-	flushall();
+	tkt_redis_flushall(&tkt_srv);
 	assert_rc(tkshm_check_at(a, "u", 1, 1, t0, &d), TKSHM_OK);
 	assert_true(d.allowed);
-	persist_all();
+	tkt_redis_persist_all(&tkt_srv);
 	assert_rc(tkshm_check_at(b, "u", 1, 1, t0 + 360000, &d), TKSHM_OK);
 	assert_true(d.allowed);
-	persist_all();
+	tkt_redis_persist_all(&tkt_srv);
 	assert_rc(tkshm_check_at(a, "u", 1, 3, t0 + 420000, &d), TKSHM_OK);
 	assert_true(d.flags & TKSHM_DECISION_CACHED);
 	truth(c, "u", 3, t0 + 420000, &dc);
@@ -268,15 +226,15 @@ test_shaper_cached_rejection(void **state)
 {
 	const char *spec = "leakyBucket:ratePerSec=10,maxQueueMs=500;"
 			   "mode=strict,prefix=shp";
-	tkshm_redis *r = connect_to(tkt_srv.port, false);
-	tkshm_table *a = strict_table(spec, r);
-	tkshm_table *b = strict_table(spec, r);
-	tkshm_table *c = strict_table(spec, r);
+	tkshm_redis *r = tkt_strict_connect(tkt_srv.port, false, 2000);
+	tkshm_table *a = tkt_strict_table(spec, r);
+	tkshm_table *b = tkt_strict_table(spec, r);
+	tkshm_table *c = tkt_strict_table(spec, r);
 	double now = 1.7e12 + 3;
 	uint64_t cached = 0;
 
 	(void)state;
-	flushall();
+	tkt_redis_flushall(&tkt_srv);
 	for (int i = 0; i < 600; i++) {
 		tkshm_table *t = rng() % 2 ? a : b;
 		tkshm_reservation ra, rc;
@@ -285,13 +243,13 @@ test_shaper_cached_rejection(void **state)
 		now += (double)(rng() % 60);
 		assert_rc(tkshm_reserve_at(t, "q", 1, cost, now, &ra),
 			  TKSHM_OK);
-		persist_all();
+		tkt_redis_persist_all(&tkt_srv);
 		if (ra.accepted || t != a)
 			continue;
 		assert_rc(tkshm_reset(c, "q", 1), TKSHM_OK);
 		assert_rc(tkshm_reserve_at(c, "q", 1, cost, now, &rc),
 			  TKSHM_OK);
-		persist_all();
+		tkt_redis_persist_all(&tkt_srv);
 		assert_false(rc.accepted);
 		cached++;
 		assert_true(ra.retry_after_ms >= rc.retry_after_ms);
@@ -319,16 +277,16 @@ test_server_clock_never_early(void **state)
 		"tokenBucket:capacity=4,refillPerSec=20;mode=strict,prefix=sc",
 		"slidingWindowLog:limit=5,windowMs=300;mode=strict,prefix=sc",
 	};
-	tkshm_redis *r = connect_to(tkt_srv.port, true);
+	tkshm_redis *r = tkt_strict_connect(tkt_srv.port, true, 2000);
 	uint64_t cached = 0;
 
 	(void)state;
 	for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
-		tkshm_table *a = strict_table(specs[s], r);
-		tkshm_table *b = strict_table(specs[s], r);
-		tkshm_table *c = strict_table(specs[s], r);
+		tkshm_table *a = tkt_strict_table(specs[s], r);
+		tkshm_table *b = tkt_strict_table(specs[s], r);
+		tkshm_table *c = tkt_strict_table(specs[s], r);
 
-		flushall();
+		tkt_redis_flushall(&tkt_srv);
 		for (int i = 0; i < 2000; i++) {
 			tkshm_decision da, dc;
 			double cost = 1 + (double)(rng() % 3);
@@ -358,46 +316,6 @@ test_server_clock_never_early(void **state)
 	tkshm_redis_close(r);
 }
 
-/* The lower bound of Redis's clock a cached denial's fields are computed
- * from: this host's clock plus the offset measured on receipt is never
- * ahead of Redis's TIME read right after. */
-static void
-test_server_clock_lower_bound(void **state)
-{
-	tkshm_redis *r = connect_to(tkt_srv.port, true);
-	tkshm_table *t = strict_table(
-		"gcra:limit=1000,periodMs=1000;mode=strict,prefix=lb", r);
-	double closest = 1e9;
-
-	(void)state;
-	for (int i = 0; i < 200; i++) {
-		tkshm_decision d;
-		redisReply *y;
-		double low, redis_ms;
-
-		assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK);
-		low = tkshm_now_ms() +
-		      tk_word_f64(atomic_load_explicit(&t->global->offset_low,
-						       memory_order_relaxed));
-		y = tkt_redis_cmd(&tkt_srv, "TIME", NULL);
-		assert_int_equal(y->type, REDIS_REPLY_ARRAY);
-		redis_ms = atof(y->element[0]->str) * 1000 +
-			   floor(atof(y->element[1]->str) / 1000);
-		freeReplyObject(y);
-		if (redis_ms - floor(low) < closest)
-			closest = redis_ms - floor(low);
-		if (floor(low) > redis_ms)
-			fail_msg("lower bound %.3f is ahead of Redis's %.0f",
-				 low, redis_ms);
-		/* Both bounds hold together: low <= high. */
-		assert_true(low <= tk_cache_now(t, 0));
-	}
-	printf("cache clock: lower bound behind Redis by at least %.0f ms\n",
-	       closest);
-	tkshm_close(t);
-	tkshm_redis_close(r);
-}
-
 /* A denied sliding-log check leaves the ZSET as ThrottleKit's script
  * does: the stamps at or before now - windowMs are trimmed. */
 static void
@@ -405,20 +323,20 @@ test_denied_log_trims_zset(void **state)
 {
 	const char *spec = "slidingWindowLog:limit=3,windowMs=1000;"
 			   "mode=strict,prefix=trim";
-	tkshm_redis *r = connect_to(tkt_srv.port, false);
-	tkshm_table *t = strict_table(spec, r);
+	tkshm_redis *r = tkt_strict_connect(tkt_srv.port, false, 2000);
+	tkshm_table *t = tkt_strict_table(spec, r);
 	double base = 1.7e12;
 	tkshm_decision d;
 	redisReply *y;
 
 	(void)state;
-	flushall();
+	tkt_redis_flushall(&tkt_srv);
 	for (int i = 0; i < 3; i++) {
 		assert_rc(tkshm_check_at(t, "z", 1, 1, base + 100.0 * i, &d),
 			  TKSHM_OK);
 		assert_true(d.allowed);
 	}
-	persist_all();
+	tkt_redis_persist_all(&tkt_srv);
 	assert_int_equal(tkt_redis_int(&tkt_srv, "ZCARD", "trim:z", NULL), 3);
 	/* At base + 1050 the first stamp has left the window; two live
 	 * ones and a cost of 2 are denied, by Redis (the cache cleared). */
@@ -452,7 +370,6 @@ main(void)
 		cmocka_unit_test(test_sliding_log_six_minutes),
 		cmocka_unit_test(test_shaper_cached_rejection),
 		cmocka_unit_test(test_server_clock_never_early),
-		cmocka_unit_test(test_server_clock_lower_bound),
 		cmocka_unit_test(test_denied_log_trims_zset),
 	};
 

@@ -73,9 +73,10 @@ enum tkshm_error {
 	TKSHM_EINVAL = -30901,	  /**< an argument is out of its range */
 	TKSHM_EKEYEMPTY = -30902, /**< the key has length 0 */
 	TKSHM_EKEYLONG = -30903,  /**< the key is longer than TKSHM_KEY_MAX */
-	TKSHM_ECOST = -30904,	/**< cost is NaN, infinite, <= 0 or > 2^53-1 */
-	TKSHM_ENOW = -30905,	/**< now_ms is NaN, infinite or negative */
-	TKSHM_EPOLICY = -30906, /**< invalid policy or policy string */
+	TKSHM_ECOST = -30904,	  /**< cost is NaN, infinite, <= 0, > 2^53-1,
+				     or too small to change the key's state */
+	TKSHM_ENOW = -30905,	  /**< now_ms is NaN, negative or > 2^42 ms */
+	TKSHM_EPOLICY = -30906,	  /**< invalid policy or policy string */
 	TKSHM_EMISMATCH =
 		-30907, /**< the table exists with another policy or size */
 	TKSHM_EBADMAGIC = -30908, /**< the file is not a tkshm table */
@@ -128,6 +129,13 @@ TKSHM_API const char *tkshm_error_name(int err);
 
 /** The largest cost accepted: 2^53 - 1, ThrottleKit's Number.MAX_SAFE_INTEGER. */
 #define TKSHM_COST_MAX 9007199254740991.0
+
+/** The largest now_ms accepted: 2^42 ms (2109-05-15 UTC).  A clock in
+ *  microseconds or nanoseconds passed as ms is far above it and refused
+ *  with TKSHM_ENOW.  Every time step a policy defines must be at least 16
+ *  ulps of the largest time it is added to: 1/64 ms for horizons below
+ *  2^42 ms (docs/policies.md). */
+#define TKSHM_NOW_MAX 4398046511104.0
 
 /** Algorithms.  Values are stored in table headers and never reused. */
 typedef enum tkshm_kind {
@@ -531,10 +539,13 @@ typedef struct tkshm_options {
 	/** Capacity to create, rounded up to a power of two (at least 8);
 	 *  0 = TKSHM_DEFAULT_SLOTS.  When attaching: 0 or the table's value. */
 	uint64_t slots;
-	/** Permission bits of a created file; 0 means 0600.  Applied with
-	 *  fchmod, so the umask does not narrow it. */
+	/** Permission bits of a created file, within 0777; 0 means 0600.
+	 *  Applied with fchmod, so the umask does not narrow it.  Any bit
+	 *  outside 0777 (setuid, setgid, sticky, above) is TKSHM_EINVAL,
+	 *  creating nothing, even when attaching. */
 	uint32_t mode;
-	/** Group of a created file; -1 keeps the creator's group. */
+	/** Group of a created file; -1 keeps the creator's group.  Below -1
+	 *  or above 4294967294 is TKSHM_EINVAL. */
 	int64_t gid;
 	/** TKSHM_O_* flags. */
 	uint32_t flags;
@@ -1112,17 +1123,20 @@ typedef struct tkshm_entry {
  *  index is >= *cursor and sets *cursor past it.  Start with *cursor = 0.
  *  Keys inserted, reclaimed or moved during a walk may be missed or seen
  *  twice; every key present throughout is seen exactly once.  Idle keys
- *  are included (out->idle).  Works on read-only handles.
+ *  are included (out->idle), and so are keys with a corrupt state
+ *  (out->state_valid false).  Works on read-only handles.
  *  @return TKSHM_OK; TKSHM_ENOENT when no key is left; TKSHM_ENULL,
  *  TKSHM_ENOW.  Threads, Processes: safe; never waits for a writer.
  *  Crash: nothing written. */
 TKSHM_API int tkshm_entry_next_at(tkshm_table *t, uint64_t *cursor,
 				  double now_ms, tkshm_entry *out);
 
-/** Fills *out for `key`.  @return TKSHM_OK; TKSHM_ENOENT when the key has
- *  no slot (tkshm_peek_at still shows what a check would see, including
- *  remembered debt); TKSHM_EBUSY when its record kept moving; input errors
- *  as tkshm_peek_at().  Threads, Processes, Crash: as tkshm_entry_next_at. */
+/** Fills *out for `key`.  @return TKSHM_OK; TKSHM_ECORRUPT when the key's
+ *  stored state is corrupt, as a check of it returns (*out is filled up to
+ *  state_valid, which is false, so the key can still be shown);
+ *  TKSHM_ENOENT when the key has no slot (tkshm_peek_at still shows what a
+ *  check would see, including remembered debt); TKSHM_EBUSY when its record
+ *  kept moving; input errors as tkshm_peek_at().  Threads, Processes, Crash: as tkshm_entry_next_at. */
 TKSHM_API int tkshm_entry_get_at(tkshm_table *t, const void *key,
 				 size_t key_len, double now_ms,
 				 tkshm_entry *out);

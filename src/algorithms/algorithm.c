@@ -14,6 +14,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/param_check.h"
+#include "algorithms/resolution.h"
 #include "algorithms/rounding.h"
 #include "api/policy_global.h"
 
@@ -127,6 +128,9 @@ tk_algo_init(struct tk_algo *a, const tkshm_policy *p, char *err,
 		TK_ERR("unknown policy kind %d", (int)p->kind);
 		return TKSHM_EPOLICY;
 	}
+	if (rc != TKSHM_OK)
+		return rc;
+	rc = tk_algo_resolve(&tmp, err, err_len);
 	if (rc != TKSHM_OK)
 		return rc;
 	rc = tk_global_validate(p, err, err_len);

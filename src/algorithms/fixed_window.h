@@ -57,7 +57,7 @@ struct tk_fixed_window {
 };
 
 /* Validates limit and windowMs (finite and > 0; windowMs also such that
- * every window boundary up to now = 2^62 is finite).  Returns TKSHM_OK or
+ * every window boundary up to now = 2^42 is finite).  Returns TKSHM_OK or
  * TKSHM_EPOLICY with a sentence in err. */
 int tk_fixed_window_init(struct tk_fixed_window *a, double limit,
 			 double window_ms, char *err, size_t err_len);
@@ -114,7 +114,7 @@ tk_fixed_window_check(const struct tk_fixed_window *a, bool present,
 	}
 	d->allowed = false;
 	d->remaining = tk_field_floor0(a->limit - count);
-	d->retry_after_ms = tk_field_ceil(reset - now);
+	d->retry_after_ms = tk_denial_retry(tk_field_ceil(reset - now));
 	return false;
 }
 
@@ -133,7 +133,8 @@ tk_fixed_window_peek(const struct tk_fixed_window *a, bool present,
 	d->allowed = count + 1 <= a->limit;
 	d->remaining = tk_field_floor0(a->limit - count);
 	d->reset_at = tk_field_ceil(reset);
-	d->retry_after_ms = d->allowed ? 0 : tk_field_ceil(reset - now);
+	d->retry_after_ms =
+		d->allowed ? 0 : tk_denial_retry(tk_field_ceil(reset - now));
 }
 
 /* A state from a window before now's decides exactly as an absent key

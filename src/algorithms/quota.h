@@ -156,7 +156,7 @@ tk_quota_check(const struct tk_quota *q, bool present, const uint64_t *st,
 	}
 	d->allowed = false;
 	d->remaining = tk_field_floor0(q->limit - count);
-	d->retry_after_ms = tk_field_ceil(reset - now);
+	d->retry_after_ms = tk_denial_retry(tk_field_ceil(reset - now));
 	return false;
 }
 
@@ -178,7 +178,8 @@ tk_quota_peek(const struct tk_quota *q, bool present, const uint64_t *st,
 	d->allowed = count + 1 <= q->limit;
 	d->remaining = tk_field_floor0(q->limit - count);
 	d->reset_at = tk_field_ceil(reset);
-	d->retry_after_ms = d->allowed ? 0 : tk_field_ceil(reset - now);
+	d->retry_after_ms =
+		d->allowed ? 0 : tk_denial_retry(tk_field_ceil(reset - now));
 }
 
 /* A state from a period before now's decides exactly as an absent key

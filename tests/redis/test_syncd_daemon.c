@@ -211,34 +211,10 @@ pid_in(const char *path)
 	return (pid_t)atol(buf);
 }
 
-/* Waits up to `secs` for pid (our child, or an orphan we reap) to end;
- * its wait status, or -1 (after SIGKILL) when it did not end. */
-static int
-wait_end(pid_t pid, double secs)
-{
-	double deadline = tkt_seconds() + secs;
-	int status;
-
-	for (;;) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return status;
-		if (r < 0)
-			fail_msg("waitpid %ld: %s", (long)pid, strerror(errno));
-		if (tkt_seconds() > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return -1;
-		}
-		usleep(2000);
-	}
-}
-
 static void
 expect_exit0(pid_t pid, const char *what)
 {
-	int status = wait_end(pid, 10);
+	int status = tkt_wait_bounded(pid, 10);
 
 	if (status == -1)
 		fail_msg("%s: still running 10 s after SIGTERM", what);
@@ -337,8 +313,8 @@ test_check_accepts_good_configs(void **state)
 			    "redis_username = agent\r\n"
 			    "redis_password_file = %s\r\n"
 			    "redis_db = 2\r\n"
-			    "connect_timeout_ms = 250.5\r\n"
-			    "command_timeout_ms = 1e2\r\n"
+			    "connect_timeout_ms = 250\r\n"
+			    "command_timeout_ms = 100\r\n"
 			    "poll_ms = 0.5\r\n"
 			    "horizon_ms = 200\r\n"
 			    "heartbeat_ms = 500\r\n"
@@ -717,7 +693,7 @@ test_background_log_stderr(void **state)
 	snprintf(pidfile, sizeof pidfile, "%s", tkt_path("bgerr.pid"));
 	snprintf(log, sizeof log, "%s", tkt_path("bgerr.log"));
 	starter = spawn(log, argv);
-	status = wait_end(starter, 10);
+	status = tkt_wait_bounded(starter, 10);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fail_msg("the start: wait status %#x", status);
 	pid = pid_in(pidfile);

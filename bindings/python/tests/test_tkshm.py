@@ -209,6 +209,16 @@ class TableTest(unittest.TestCase):
         tkshm.Table(p, FW, slots=8, mode=0o640).close()
         self.assertEqual(os.stat(p).st_mode & 0o777, 0o640)
 
+    def test_mode_outside_0o777_refused(self):
+        # Issue 18: a setuid, setgid or sticky bit made such a file; now
+        # refused, naming the bits, and nothing is created.
+        for m in (0o4600, 0o2660, 0o1600, 0o7777, 0xFFFFFFFF):
+            p = os.path.join(self.dir, "m%o.tkshm" % m)
+            with self.assertRaisesRegex(
+                    ValueError, "mode 0o%o has bits outside 0o777" % m):
+                tkshm.Table(p, FW, slots=8, mode=m)
+            self.assertFalse(os.path.exists(p), oct(m))
+
 
 class HeadersTest(unittest.TestCase):
     def setUp(self):

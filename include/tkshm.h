@@ -613,7 +613,11 @@ TKSHM_API int tkshm_close(tkshm_table *t);
 	0x2u /**< the key was absent and started
 						from debt remembered from an
 						eviction */
-/** Strict: denied by the table's negative cache, without asking Redis. */
+/** Strict: denied by the table's negative cache, without asking Redis.
+ *  Redis would deny too.  Other hosts may have consumed since the cached
+ *  reply, so the fields are bounds: remaining 0; retry_after_ms and
+ *  reset_at the latest that any state Redis can hold gives, never
+ *  earlier than Redis's own (docs/redis-negative-cache.md). */
 #define TKSHM_DECISION_CACHED 0x4u
 /** Strict or lease: decided by the failure policy (Redis unreachable). */
 #define TKSHM_DECISION_FALLBACK 0x8u

@@ -7,8 +7,9 @@
  * state encodings and arguments), so tkshm hosts and ThrottleKit services
  * share one limit.  Its checks go through the connection attached here;
  * the table itself keeps an exact negative cache (denied states, so that
- * repeated checks of a denied key are answered locally) and the failure
- * policy's safe share.
+ * repeated checks of a denied key are answered locally, with fields that
+ * are bounds never earlier than Redis's: TKSHM_DECISION_CACHED) and the
+ * failure policy's safe share.
  *
  * Lease tables (`mode=lease`) need no connection in the workers: the
  * host's tkshm-syncd leases budget for them.

@@ -16,6 +16,8 @@
  *   offset       strict: Redis's clock minus this host's, as last
  *                measured from a reply (f64 bits; an upper bound, so
  *                the negative cache never ages a state too little)
+ *   offset_low   the same, measured as a lower bound (f64 bits; 0: none
+ *                yet), so a cached denial's retry is never told early
  *   breaker      strict mode's circuit breaker, shared by the workers
  *   c[]          the tier's counters (enum tk_gcounter)
  *
@@ -54,6 +56,7 @@ struct tk_global_shm {
 	_Atomic uint64_t poll_ms;
 	_Atomic uint64_t hosts_at;
 	_Atomic uint64_t offset;
+	_Atomic uint64_t offset_low;
 	_Alignas(64) struct tk_breaker breaker;
 	_Alignas(64) _Atomic uint64_t c[TK_G_COUNT];
 };

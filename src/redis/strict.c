@@ -165,13 +165,12 @@ tk_strict_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 	enum tk_script_id id;
 	redisReply *reply = NULL;
 	int64_t v[6];
-	double rnow, sent;
+	double sent;
 	int rc;
 
 	if (!tk_rkey_init(&k, t, key, len))
 		return TKSHM_EKEYLONG;
-	rnow = tk_cache_now(t, now);
-	if (tk_cache_denies(t, key, len, cost, rnow, out)) {
+	if (tk_cache_denies(t, key, len, cost, now, out)) {
 		tk_count(t, TK_C_DENIED, 1);
 		tk_gcount(t->global, TK_G_CACHE_DENIALS, 1);
 		return TKSHM_OK;
@@ -241,14 +240,13 @@ tk_strict_reserve(struct tkshm_table *t, const void *key, size_t len,
 	redisReply *reply = NULL;
 	tkshm_decision d;
 	int64_t v[3], rn;
-	double rnow, sent, wait;
+	double sent, wait;
 	int rc;
 
 	if (!tk_rkey_init(&k, t, key, len))
 		return TKSHM_EKEYLONG;
 	memset(out, 0, sizeof *out);
-	rnow = tk_cache_now(t, now);
-	if (tk_cache_denies(t, key, len, cost, rnow, &d)) {
+	if (tk_cache_denies(t, key, len, cost, now, &d)) {
 		/* A rejection, as reserve.c states one. */
 		out->delay_ms = d.retry_after_ms;
 		out->retry_after_ms = d.retry_after_ms;

@@ -186,6 +186,7 @@ step_check(tkshm_table *t, const char *key, double now, double cost,
 	tkt_assert_decision(what, &got, &want);
 	assert_int_equal(now_ms, (int64_t)floor(now));
 	conf_shm_state(t, key, &shm);
+	conf_log_pruned(t, now, &shm);
 	conf_assert_state(what, t, &rst, &shm);
 	return want.allowed;
 }
@@ -255,6 +256,7 @@ run_case(unsigned ci)
 				struct conf_state shm;
 
 				conf_shm_state(t, key, &shm);
+				conf_log_pruned(t, now, &shm);
 				check_peek(
 					t, key, &shm,
 					now + floor(conf_rng_next(&rng) * 900),

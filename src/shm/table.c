@@ -427,7 +427,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 					   cost, &nst, out)) {
 				/* I7: a denial writes nothing. */
 				out->flags |= flags;
-				tk_count(t, TK_C_DENIED, 1);
+				tk_count_decision(t, commit, false);
 				tk_denial_note(
 					t,
 					tk_window_index(&w, (unsigned)sc.real));
@@ -438,7 +438,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 				tk_commit_note(commit, w.fp, true, sc.real_st,
 					       nst);
 				out->flags |= flags;
-				tk_count(t, TK_C_ALLOWED, 1);
+				tk_count_decision(t, commit, true);
 				return TKSHM_OK;
 			}
 			goto lost;
@@ -470,7 +470,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 					(present ?
 						 TKSHM_DECISION_DEBT_RESTORED :
 						 0);
-				tk_count(t, TK_C_DENIED, 1);
+				tk_count_decision(t, commit, false);
 				return TKSHM_OK;
 			}
 			mine_index = tk_window_index(&w, (unsigned)sc.mine);
@@ -506,7 +506,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 				tk_count(t, TK_C_INSERTS, 1);
 				if (present)
 					tk_count(t, TK_C_DEBT_RESTORES, 1);
-				tk_count(t, TK_C_ALLOWED, 1);
+				tk_count_decision(t, commit, true);
 				return TKSHM_OK;
 			}
 			mine_st = 0;
@@ -525,7 +525,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 			out->flags |=
 				flags |
 				(present ? TKSHM_DECISION_DEBT_RESTORED : 0);
-			tk_count(t, TK_C_DENIED, 1);
+			tk_count_decision(t, commit, false);
 			return TKSHM_OK;
 		}
 
@@ -633,42 +633,72 @@ tk_table_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 	return TKSHM_OK;
 }
 
-int
-tk_table_decide(struct tkshm_table *t, uint64_t fp, double cost, double now,
-		tkshm_decision *out, struct tk_decided *dd)
+/* The key's state as a check would start from it: its words, and for a
+ * one-word table its window position (-1: absent from the table, maybe
+ * restored from remembered debt, *restored).  1 present, 0 absent, or a
+ * negative error. */
+static int
+tk_table_state(struct tkshm_table *t, const struct tk_where *w, double now,
+	       uint64_t *words, int *pos, bool *restored)
 {
+	*pos = -1;
+	*restored = false;
+	if (t->wide)
+		return tk_wide_lookup(t, w, words);
+	*pos = tk_find_real(t, w, &words[0]);
+	if (*pos >= 0)
+		return 1;
+	*restored = tk_debt_recall(t, w->fp, now, &words[0]);
+	return *restored ? 1 : 0;
+}
+
+int
+tk_table_decide(struct tkshm_table *t, uint64_t fp, double now,
+		const double *cost, size_t m, tkshm_decision *out,
+		struct tk_decided *dd, size_t *decided)
+{
+	uint64_t a[TK_ALGO_MAX_WORDS], b[TK_ALGO_MAX_WORDS];
+	uint64_t *cur = a, *next = b, *swap;
 	struct tk_where w;
-	uint64_t st = 0, nst = 0;
-	bool present, restored = false;
-	int pos;
+	bool present, restored;
+	int pos, rc;
 
-	dd->found = false;
 	tk_where_of(t, fp, &w);
-	if (t->wide) {
-		uint64_t words[TK_ALGO_MAX_WORDS], next[TK_ALGO_MAX_WORDS];
-		int rc = tk_wide_lookup(t, &w, words);
+	rc = tk_table_state(t, &w, now, cur, &pos, &restored);
+	if (rc < 0)
+		return rc;
+	present = rc == 1;
+	for (size_t i = 0; i < m; i++) {
+		bool admits = t->wide ? tk_algo_check_w(&t->algo, present, cur,
+							now, cost[i], next,
+							&out[i]) :
+					tk_algo_check(&t->algo, present, cur[0],
+						      now, cost[i], &next[0],
+						      &out[i]);
 
-		if (rc < 0)
-			return rc;
-		(void)tk_algo_check_w(&t->algo, rc == 1, words, now, cost, next,
-				      out);
-		return TKSHM_OK;
+		dd[i].found = false;
+		if (restored && i == 0)
+			out[i].flags |= TKSHM_DECISION_DEBT_RESTORED;
+		if (!admits) {
+			*decided = i + 1;
+			return TKSHM_OK;
+		}
+		if (pos >= 0) {
+			/* The transition is pure: while the slot still holds
+			 * {fp, st}, a check would write exactly nst
+			 * (tk_table_commit). */
+			dd[i].found = true;
+			dd[i].index = tk_window_index(&w, (unsigned)pos);
+			dd[i].st = cur[0];
+			dd[i].nst = next[0];
+		}
+		/* The next check is decided on what this one would leave. */
+		swap = cur;
+		cur = next;
+		next = swap;
+		present = true;
 	}
-	pos = tk_find_real(t, &w, &st);
-	present = pos >= 0;
-	if (!present)
-		present = restored = tk_debt_recall(t, w.fp, now, &st);
-	if (tk_algo_check(&t->algo, present, st, now, cost, &nst, out) &&
-	    pos >= 0) {
-		/* The transition is pure: while the slot still holds {fp, st},
-		 * a check would write exactly nst (tk_table_commit). */
-		dd->found = true;
-		dd->index = tk_window_index(&w, (unsigned)pos);
-		dd->st = st;
-		dd->nst = nst;
-	}
-	if (restored)
-		out->flags |= TKSHM_DECISION_DEBT_RESTORED;
+	*decided = m;
 	return TKSHM_OK;
 }
 
@@ -683,7 +713,7 @@ tk_table_commit(struct tkshm_table *t, uint64_t fp, const struct tk_decided *dd,
 	if (!tk_cas128(tk_slot_at(t, dd->index), fp, dd->st, fp, dd->nst))
 		return false;
 	tk_commit_note(commit, fp, true, dd->st, dd->nst);
-	tk_count(t, TK_C_ALLOWED, 1);
+	tk_count_decision(t, commit, true);
 	return true;
 }
 

@@ -669,12 +669,11 @@ tk_table_decide(struct tkshm_table *t, uint64_t fp, double now,
 		return rc;
 	present = rc == 1;
 	for (size_t i = 0; i < m; i++) {
-		bool admits = t->wide ? tk_algo_check_w(&t->algo, present, cur,
-							now, cost[i], next,
-							&out[i]) :
-					tk_algo_check(&t->algo, present, cur[0],
-						      now, cost[i], &next[0],
-						      &out[i]);
+		bool admits =
+			t->wide ? tk_algo_check_w(&t->algo, present, cur, now,
+						  cost[i], next, &out[i]) :
+				  tk_algo_check(&t->algo, present, cur[0], now,
+						cost[i], &next[0], &out[i]);
 
 		dd[i].found = false;
 		if (restored && i == 0)

@@ -125,7 +125,9 @@ test_same_decisions(void **state)
 static void
 test_multi_same(void **state)
 {
-	static const int shapes[3][3] = { { 1, 0, 1 }, { 1, 1, 1 }, { 0, 1, 2 } };
+	static const int shapes[3][3] = { { 1, 0, 1 },
+					  { 1, 1, 1 },
+					  { 0, 1, 2 } };
 	tkshm_redis *r = connect_to(tkt_srv.port, false, 2000);
 	const char *s1 = "gcra:limit=5,periodMs=1000,burst=3";
 	const char *s2 = "fixedWindow:limit=4,windowMs=500";

@@ -62,8 +62,7 @@ check(tkshm_table *t, double cost, double now)
 {
 	tkshm_decision d;
 
-	assert_rc(tkshm_check_at(t, KEY, strlen(KEY), cost, now, &d),
-		  TKSHM_OK);
+	assert_rc(tkshm_check_at(t, KEY, strlen(KEY), cost, now, &d), TKSHM_OK);
 	return d;
 }
 
@@ -107,7 +106,8 @@ assert_counted(const char *what, tkshm_table *t, const tkshm_stats *before,
 	    s.multi_rollbacks != before->multi_rollbacks)
 		fail_msg("%s: allowed +%llu, denied +%llu, multi_rollbacks "
 			 "+%llu; want +%llu, +%llu, +0",
-			 what, (unsigned long long)(s.allowed - before->allowed),
+			 what,
+			 (unsigned long long)(s.allowed - before->allowed),
 			 (unsigned long long)(s.denied - before->denied),
 			 (unsigned long long)(s.multi_rollbacks -
 					      before->multi_rollbacks),

@@ -152,10 +152,9 @@ tk_decide_each(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 {
 	*denied = false;
 	for (size_t i = 0; i < n; i++) {
-		size_t one;
 		int rc = tk_table_decide(dims[i].table, k->key[i].fp, k->now,
 					 &dims[i].cost, 1, &d[i],
-					 &k->decided[i], &one);
+					 &k->decided[i]);
 		if (rc != TKSHM_OK)
 			return rc;
 		*denied |= !d[i].allowed;
@@ -182,7 +181,7 @@ tk_decide_in_order(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 		tkshm_decision out[TKSHM_MULTI_MAX];
 		struct tk_decided dd[TKSHM_MULTI_MAX];
 		double cost[TKSHM_MULTI_MAX];
-		size_t idx[TKSHM_MULTI_MAX], m = 0, decided;
+		size_t idx[TKSHM_MULTI_MAX], m = 0;
 		int rc;
 
 		if (k->first[g] != g)
@@ -195,16 +194,20 @@ tk_decide_in_order(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 		if (m < 2)
 			continue; /* named once: its first look stands */
 		rc = tk_table_decide(dims[g].table, k->key[g].fp, k->now, cost,
-				     m, out, dd, &decided);
+				     m, out, dd);
 		if (rc != TKSHM_OK)
 			return rc;
-		for (size_t j = 0; j < decided; j++) {
+		for (size_t j = 0; j < m; j++) {
 			seq[idx[j]] = out[j];
 			seq_dd[idx[j]] = dd[j];
 			have[idx[j]] = true;
+			if (!out[j].allowed) {
+				/* The key's sequence stops here. */
+				if (idx[j] < *denier)
+					*denier = idx[j];
+				break;
+			}
 		}
-		if (!out[decided - 1].allowed && idx[decided - 1] < *denier)
-			*denier = idx[decided - 1];
 	}
 	for (size_t i = 0; i < n && i <= *denier; i++)
 		if (have[i]) {

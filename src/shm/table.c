@@ -655,7 +655,7 @@ tk_table_state(struct tkshm_table *t, const struct tk_where *w, double now,
 int
 tk_table_decide(struct tkshm_table *t, uint64_t fp, double now,
 		const double *cost, size_t m, tkshm_decision *out,
-		struct tk_decided *dd, size_t *decided)
+		struct tk_decided *dd)
 {
 	uint64_t a[TK_ALGO_MAX_WORDS], b[TK_ALGO_MAX_WORDS];
 	uint64_t *cur = a, *next = b, *swap;
@@ -678,10 +678,8 @@ tk_table_decide(struct tkshm_table *t, uint64_t fp, double now,
 		dd[i].found = false;
 		if (restored && i == 0)
 			out[i].flags |= TKSHM_DECISION_DEBT_RESTORED;
-		if (!admits) {
-			*decided = i + 1;
-			return TKSHM_OK;
-		}
+		if (!admits)
+			break;
 		if (pos >= 0) {
 			/* The transition is pure: while the slot still holds
 			 * {fp, st}, a check would write exactly nst
@@ -697,7 +695,6 @@ tk_table_decide(struct tkshm_table *t, uint64_t fp, double now,
 		next = swap;
 		present = true;
 	}
-	*decided = m;
 	return TKSHM_OK;
 }
 

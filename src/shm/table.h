@@ -419,12 +419,12 @@ struct tk_decided {
 /* The decisions m (>= 1) checks of one key would make one after another at
  * `now`, of costs cost[0..m-1], each on the state the ones before it would
  * leave, from one read of the key's state; writing nothing.  It stops
- * after the first denial: *decided is m, or that denial's index + 1.
+ * after the first denial (out[] and dd[] past it are left as they were).
  * dd[i] says how check i would write (tk_table_commit).  TKSHM_OK, or
  * TKSHM_EBUSY or TKSHM_ECORRUPT from reading a wide state. */
 int tk_table_decide(struct tkshm_table *t, uint64_t fp, double now,
 		    const double *cost, size_t m, tkshm_decision *out,
-		    struct tk_decided *dd, size_t *decided);
+		    struct tk_decided *dd);
 /* Writes what tk_table_decide decided, if the slot still holds the state
  * it decided from: one CAS, counted as an admission, *commit filled (its
  * `now` is the caller's to set).  False when there is nothing to write

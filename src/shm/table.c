@@ -633,23 +633,31 @@ tk_table_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 	return TKSHM_OK;
 }
 
-/* The key's state as a check would start from it: its words, and for a
- * one-word table its window position (-1: absent from the table, maybe
- * restored from remembered debt, *restored).  1 present, 0 absent, or a
- * negative error. */
+/* tk_table_decide of a wide key: a check commits it (dd[i].found false). */
 static int
-tk_table_state(struct tkshm_table *t, const struct tk_where *w, double now,
-	       uint64_t *words, int *pos, bool *restored)
+tk_table_decide_wide(struct tkshm_table *t, const struct tk_where *w,
+		     double now, const double *cost, size_t m,
+		     tkshm_decision *out, struct tk_decided *dd)
 {
-	*pos = -1;
-	*restored = false;
-	if (t->wide)
-		return tk_wide_lookup(t, w, words);
-	*pos = tk_find_real(t, w, &words[0]);
-	if (*pos >= 0)
-		return 1;
-	*restored = tk_debt_recall(t, w->fp, now, &words[0]);
-	return *restored ? 1 : 0;
+	uint64_t a[TK_ALGO_MAX_WORDS], b[TK_ALGO_MAX_WORDS];
+	uint64_t *cur = a, *next = b, *swap;
+	int rc = tk_wide_lookup(t, w, cur);
+	bool present = rc == 1;
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < m; i++) {
+		dd[i].found = false;
+		if (!tk_algo_check_w(&t->algo, present, cur, now, cost[i], next,
+				     &out[i]))
+			break;
+		/* The next check is decided on what this one would leave. */
+		swap = cur;
+		cur = next;
+		next = swap;
+		present = true;
+	}
+	return TKSHM_OK;
 }
 
 int
@@ -657,42 +665,36 @@ tk_table_decide(struct tkshm_table *t, uint64_t fp, double now,
 		const double *cost, size_t m, tkshm_decision *out,
 		struct tk_decided *dd)
 {
-	uint64_t a[TK_ALGO_MAX_WORDS], b[TK_ALGO_MAX_WORDS];
-	uint64_t *cur = a, *next = b, *swap;
 	struct tk_where w;
-	bool present, restored;
-	int pos, rc;
+	uint64_t st = 0, nst = 0;
+	bool present, restored = false;
+	int pos;
 
 	tk_where_of(t, fp, &w);
-	rc = tk_table_state(t, &w, now, cur, &pos, &restored);
-	if (rc < 0)
-		return rc;
-	present = rc == 1;
+	if (t->wide)
+		return tk_table_decide_wide(t, &w, now, cost, m, out, dd);
+	pos = tk_find_real(t, &w, &st);
+	present = pos >= 0;
+	if (!present)
+		present = restored = tk_debt_recall(t, w.fp, now, &st);
 	for (size_t i = 0; i < m; i++) {
-		bool admits =
-			t->wide ? tk_algo_check_w(&t->algo, present, cur, now,
-						  cost[i], next, &out[i]) :
-				  tk_algo_check(&t->algo, present, cur[0], now,
-						cost[i], &next[0], &out[i]);
+		bool admits = tk_algo_check(&t->algo, present, st, now, cost[i],
+					    &nst, &out[i]);
 
-		dd[i].found = false;
 		if (restored && i == 0)
 			out[i].flags |= TKSHM_DECISION_DEBT_RESTORED;
+		/* The transition is pure: while the slot still holds {fp, st},
+		 * a check would write exactly nst (tk_table_commit). */
+		dd[i].found = admits && pos >= 0;
 		if (!admits)
 			break;
 		if (pos >= 0) {
-			/* The transition is pure: while the slot still holds
-			 * {fp, st}, a check would write exactly nst
-			 * (tk_table_commit). */
-			dd[i].found = true;
 			dd[i].index = tk_window_index(&w, (unsigned)pos);
-			dd[i].st = cur[0];
-			dd[i].nst = next[0];
+			dd[i].st = st;
+			dd[i].nst = nst;
 		}
 		/* The next check is decided on what this one would leave. */
-		swap = cur;
-		cur = next;
-		next = swap;
+		st = nst;
 		present = true;
 	}
 	return TKSHM_OK;

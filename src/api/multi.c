@@ -73,10 +73,7 @@ tk_binding(tkshm_multi_mode mode, const tkshm_decision *d, size_t n)
  * commits were made. */
 struct tk_commits {
 	struct tk_keyref key[TKSHM_MULTI_MAX]; /* each hashed once */
-	/* The first dimension naming the same key as dimension i (i itself
-	 * for the first), and whether any key is named twice. */
-	size_t first[TKSHM_MULTI_MAX];
-	bool repeats;
+	bool repeats; /* some key is named by more than one dimension */
 	struct tk_decided decided[TKSHM_MULTI_MAX]; /* `all`: this round's */
 	struct tk_commit c[TKSHM_MULTI_MAX];
 	bool made[TKSHM_MULTI_MAX];
@@ -84,22 +81,25 @@ struct tk_commits {
 	double started; /* tk_mono_coarse_ms() when the call began */
 };
 
-/* Which dimensions name one key: the same fingerprint in one table. */
-static void
-tk_find_repeats(const tkshm_dimension *dims, size_t n, struct tk_commits *k)
+/* Whether dimensions i and j name one key: one fingerprint in one table. */
+static bool
+tk_same_key(const tkshm_dimension *dims, const struct tk_commits *k, size_t i,
+	    size_t j)
 {
-	k->repeats = false;
-	for (size_t i = 0; i < n; i++) {
-		k->first[i] = i;
-		for (size_t j = 0; j < i; j++) {
-			if (k->key[j].fp == k->key[i].fp &&
-			    tk_table_same(dims[j].table, dims[i].table)) {
-				k->first[i] = k->first[j];
-				k->repeats = true;
-				break;
-			}
-		}
-	}
+	return k->key[i].fp == k->key[j].fp &&
+	       tk_table_same(dims[i].table, dims[j].table);
+}
+
+/* Whether some key is named by more than one dimension. */
+static bool
+tk_has_repeats(const tkshm_dimension *dims, const struct tk_commits *k,
+	       size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (tk_same_key(dims, k, i, j))
+				return true;
+	return false;
 }
 
 /* Commits dimension i, remembering what it changed: straight from what
@@ -182,12 +182,15 @@ tk_decide_in_order(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 		struct tk_decided dd[TKSHM_MULTI_MAX];
 		double cost[TKSHM_MULTI_MAX];
 		size_t idx[TKSHM_MULTI_MAX], m = 0;
+		bool first = true;
 		int rc;
 
-		if (k->first[g] != g)
+		for (size_t j = 0; j < g && first; j++)
+			first = !tk_same_key(dims, k, g, j);
+		if (!first)
 			continue; /* decided with the key's first dimension */
 		for (size_t i = g; i < n; i++)
-			if (k->first[i] == g) {
+			if (i == g || tk_same_key(dims, k, i, g)) {
 				idx[m] = i;
 				cost[m++] = dims[i].cost;
 			}
@@ -345,7 +348,7 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 					dims[i].key_len);
 		k.made[i] = false;
 	}
-	tk_find_repeats(dims, n, &k);
+	k.repeats = tk_has_repeats(dims, &k, n);
 	k.now = now_ms;
 	/* The coarse clock: a few ns instead of a fine read's twenty, and it
 	 * lags the fine clock, so the time a give-back assumes has passed is

@@ -803,11 +803,26 @@ typedef struct tkshm_dimension {
  *                  `all` mode with a denial, what it would have decided;
  *                  nothing was consumed).
  *  @param binding  optional: index of the binding dimension.
+ *  A key named by several dimensions (the same key of one table, or of two
+ *  handles of one table file; the same key in two tables is two keys) is
+ *  checked by each of them in turn, as the same checks one after another
+ *  would be: each sees what the earlier ones took.  `all` with {k, 2}
+ *  three times on a fresh fixedWindow key of limit 5 is denied by the
+ *  third (2 + 2 + 2 > 5) and consumes nothing; `any` consumes 4.  The
+ *  decisions are the Redis multi script's, field for field: `all` first
+ *  decides every dimension on the stored states as if it were alone; if
+ *  one denies, those are the decisions.  Otherwise it decides them again
+ *  in order, each on the state the earlier ones would leave; the first
+ *  that denies then ends it (the dimensions after it keep their first
+ *  decisions); nothing is written unless all admit.
  *  `all` decides every dimension without writing, then commits them in
  *  order; if a commit loses a race and now denies, the earlier commits are
  *  given back (exactly when nobody touched the key since, otherwise
  *  conservatively) and the whole check is decided again.  Rollbacks are
- *  counted in tkshm_stats.multi_rollbacks.
+ *  counted in tkshm_stats.multi_rollbacks.  Each decision that stands is
+ *  counted once in its table's tkshm_stats: a dimension consumed in
+ *  `allowed`, a denier in `denied`; in a denied `all` the dimensions that
+ *  would have admitted count in neither.
  *  @return TKSHM_OK, or any error of tkshm_check_at() (all dimensions are
  *  validated first: bad input changes nothing); TKSHM_EINVAL for n out of
  *  range or an unknown mode.  On TKSHM_EFULL/TKSHM_EBUSY during commits, the
@@ -989,8 +1004,9 @@ TKSHM_API int tkshm_reap(tkshm_table *t, uint64_t *reaped);
  *  processes update without a shared hot line, so a sum taken while others
  *  work is a consistent-enough snapshot, not an atomic one. */
 typedef struct tkshm_stats {
-	/** Decisions.  `allowed` counts every commit, including multi-dimension
-	 *  commits later given back (see multi_rollbacks). */
+	/** Decisions.  A multi-dimension check counts its decisions once they
+	 *  stand (tkshm_check_multi_at): a commit given back is not in
+	 *  `allowed` (see multi_rollbacks). */
 	uint64_t allowed, denied;
 	uint64_t inserts;	    /**< keys inserted (including re-inserts) */
 	uint64_t reclaims;	    /**< idle slots taken over by another key */
@@ -1003,9 +1019,9 @@ typedef struct tkshm_stats {
 	uint64_t
 		duplicates_killed; /**< concurrent placeholders of one key retired */
 	uint64_t resets;
-	/** Multi-dimension `all` commits undone because a later dimension
-	 *  lost a race (its admission was given back; others may have been
-	 *  denied while it was counted). */
+	/** Multi-dimension commits undone because a later dimension of an
+	 *  `all` lost a race, or an error stopped the check (each was given
+	 *  back; others may have been denied while it held its units). */
 	uint64_t multi_rollbacks;
 	uint64_t claims_stolen; /**< wide states: claims taken over from a
 				   stopped or dead writer (W2) */

@@ -33,7 +33,9 @@
  *
  * State: TK_FIXED_WINDOW_WORDS = 2 words, the exact bit patterns of two
  * doubles: st[0] = start (a window start, finite, >= 0), st[1] = count
- * (0 < count <= limit).  No word has its top 13 bits set (I4).
+ * (0 <= count <= limit; 0 when a give-back took back every unit of the
+ * window, src/algorithms/refund.c).  No word has its top 13 bits set
+ * (I4).
  */
 #ifndef TKSHM_ALGORITHMS_FIXED_WINDOW_H
 #define TKSHM_ALGORITHMS_FIXED_WINDOW_H
@@ -156,14 +158,14 @@ tk_fixed_window_debt(const struct tk_fixed_window *a, const uint64_t *st,
 	return tk_fixed_window_is_idle(a, st, now) ? 0.0 : tk_word_f64(st[1]);
 }
 
-/* I4: a finite window start >= 0 and a count in (0, limit]. */
+/* I4: a finite window start >= 0 and a count in [0, limit]. */
 static inline bool
 tk_fixed_window_state_valid(const struct tk_fixed_window *a, const uint64_t *st)
 {
 	double start = tk_word_f64(st[0]);
 	double count = tk_word_f64(st[1]);
 
-	return isfinite(start) && start >= 0 && count > 0 && count <= a->limit;
+	return isfinite(start) && start >= 0 && count >= 0 && count <= a->limit;
 }
 
 #endif /* TKSHM_ALGORITHMS_FIXED_WINDOW_H */

@@ -32,7 +32,8 @@
  *
  * State: TK_TOKEN_BUDGET_WORDS = 2 words, the exact bit patterns of two
  * doubles: st[0] = w (a window start, finite, >= 0), st[1] = served
- * (finite, > 0).  No word has its top 13 bits set (I4).
+ * (finite, >= 0; 0 when a give-back took back every token of the window,
+ * src/algorithms/refund.c).  No word has its top 13 bits set (I4).
  */
 #ifndef TKSHM_ALGORITHMS_TOKEN_BUDGET_H
 #define TKSHM_ALGORITHMS_TOKEN_BUDGET_H
@@ -172,8 +173,8 @@ tk_token_budget_debt(const struct tk_token_budget *a, const uint64_t *st,
 	return tk_token_budget_is_idle(a, st, now) ? 0.0 : tk_word_f64(st[1]);
 }
 
-/* I4: a finite window start >= 0 and a finite served > 0 (>= 1 when every
- * cost passed tk_token_budget_cost_valid). */
+/* I4: a finite window start >= 0 and a finite served >= 0 (a whole number
+ * when every cost passed tk_token_budget_cost_valid). */
 static inline bool
 tk_token_budget_state_valid(const struct tk_token_budget *a, const uint64_t *st)
 {
@@ -181,7 +182,7 @@ tk_token_budget_state_valid(const struct tk_token_budget *a, const uint64_t *st)
 	double served = tk_word_f64(st[1]);
 
 	(void)a;
-	return isfinite(w) && w >= 0 && isfinite(served) && served > 0;
+	return isfinite(w) && w >= 0 && isfinite(served) && served >= 0;
 }
 
 #endif /* TKSHM_ALGORITHMS_TOKEN_BUDGET_H */

@@ -415,14 +415,14 @@ tk_strict_multi(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 		tk_decision_of(&v[6 + 5 * i], &each[i]);
 		all_ok = all_ok && each[i].allowed;
 	}
-	/* As the shared-memory path counts: a dimension's admission counts
-	 * when it was committed. */
+	/* As the shared-memory path counts (multi.c): each decision that
+	 * stands, once; a denied `all` counts its deniers only (the others
+	 * consumed nothing). */
 	for (size_t i = 0; i < n; i++) {
-		bool committed =
-			each[i].allowed && (mode == TKSHM_MULTI_ANY || all_ok);
-
-		tk_count(dims[i].table, committed ? TK_C_ALLOWED : TK_C_DENIED,
-			 1);
+		if (!each[i].allowed)
+			tk_count(dims[i].table, TK_C_DENIED, 1);
+		else if (mode == TKSHM_MULTI_ANY || all_ok)
+			tk_count(dims[i].table, TK_C_ALLOWED, 1);
 	}
 	return TKSHM_OK;
 }

@@ -120,17 +120,22 @@ test_same_decisions(void **state)
 	tkshm_redis_close(r);
 }
 
-/* Multi all/any on Redis decides as the shared-memory multi. */
+/* Multi all/any on Redis decides as the shared-memory multi, also with a
+ * key named more than once (shapes 0 and 1: the same table and key). */
 static void
 test_multi_same(void **state)
 {
+	static const int shapes[3][3] = { { 1, 0, 1 },
+					  { 1, 1, 1 },
+					  { 0, 1, 2 } };
 	tkshm_redis *r = connect_to(tkt_srv.port, false, 2000);
 	const char *s1 = "gcra:limit=5,periodMs=1000,burst=3";
 	const char *s2 = "fixedWindow:limit=4,windowMs=500";
 	const char *s3 = "tokenBucket:capacity=6,refillPerSec=2";
 
 	(void)state;
-	for (int mode = 0; mode < 2; mode++) {
+	for (int run = 0; run < 6; run++) {
+		const int mode = run % 2, *shape = shapes[run / 2];
 		tkshm_table *g[3] = {
 			strict_table("gcra:limit=5,periodMs=1000,burst=3;"
 				     "mode=strict,prefix=mg",
@@ -157,9 +162,9 @@ test_multi_same(void **state)
 			for (int d = 0; d < 3; d++) {
 				double cost = 1 + (double)(rng() % 3);
 
-				dg[d] = (tkshm_dimension){ g[d], "u1", 2,
+				dg[d] = (tkshm_dimension){ g[shape[d]], "u1", 2,
 							   cost };
-				dl[d] = (tkshm_dimension){ l[d], "u1", 2,
+				dl[d] = (tkshm_dimension){ l[shape[d]], "u1", 2,
 							   cost };
 			}
 			assert_rc(tkshm_check_multi_at(m, dl, 3, now, &ol, el,
@@ -176,6 +181,13 @@ test_multi_same(void **state)
 						    &el[d]);
 		}
 		for (int d = 0; d < 3; d++) {
+			tkshm_stats sg, sl;
+
+			/* Both count the decisions that stand, once each. */
+			assert_rc(tkshm_stats_get(g[d], &sg), TKSHM_OK);
+			assert_rc(tkshm_stats_get(l[d], &sl), TKSHM_OK);
+			assert_int_equal(sg.allowed, sl.allowed);
+			assert_int_equal(sg.denied, sl.denied);
 			tkshm_close(g[d]);
 			tkshm_close(l[d]);
 		}

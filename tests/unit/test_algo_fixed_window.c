@@ -572,7 +572,10 @@ test_idle_and_state_valid(void **state)
 	assert_true(tk_fixed_window_state_valid(&a, st));
 	st[1] = tk_f64_word(10.5);
 	assert_false(tk_fixed_window_state_valid(&a, st));
+	/* A give-back of everything the window counted (refund.c). */
 	st[1] = tk_f64_word(0);
+	assert_true(tk_fixed_window_state_valid(&a, st));
+	st[1] = tk_f64_word(-0.5);
 	assert_false(tk_fixed_window_state_valid(&a, st));
 	st[1] = tk_f64_word(NAN);
 	assert_false(tk_fixed_window_state_valid(&a, st));

@@ -108,9 +108,12 @@ enum tkshm_error {
 				    connection (tkshm_redis_attach) */
 	TKSHM_EUNAVAILABLE = -30927, /**< Redis did not answer: refused,
 				       timed out, connection lost, or the
-				       circuit breaker is open */
-	TKSHM_EREDIS = -30928,	     /**< Redis answered with an error (a
-				 script error, WRONGTYPE, NOPERM...) */
+				       circuit breaker is open (a peek; a
+				       check gets the failure policy's
+				       decision) */
+	TKSHM_EREDIS = -30928,	     /**< Redis answered with an error or
+				 with no valid answer (a peek; a check
+				 gets the failure policy's decision) */
 };
 
 /** A sentence describing `err` (a tkshm code, or TKSHM_OK).  Unknown codes get

@@ -102,11 +102,13 @@ sd_summary(struct tk_agent *a, const struct tk_agent_round *from,
 	tk_agent_totals(a, &t);
 	sd_log(LOG_INFO,
 	       "%s: %" PRIu64 " rounds, %" PRIu64 " leases granted (%" PRIu64
-	       " units) of %" PRIu64 " asked, %" PRIu64 " round trips to Redis",
+	       " units) of %" PRIu64 " asked, %" PRIu64
+	       " round trips to Redis, %" PRIu64 " Redis errors",
 	       what, rounds, t.leases_granted - from->leases_granted,
 	       t.units_granted - from->units_granted,
 	       t.leases_asked - from->leases_asked,
-	       t.round_trips - from->round_trips);
+	       t.round_trips - from->round_trips,
+	       t.redis_errors - from->redis_errors);
 }
 
 void
@@ -138,10 +140,13 @@ sd_run(struct tk_agent *a, const struct sd_conf *c)
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		/* R4 */
 		if (up && !r.redis_up) {
+			char why[256];
+
+			tk_agent_last_error(a, why, sizeof why);
 			sd_log(LOG_WARNING,
-			       "Redis at %s does not answer: the tables apply "
-			       "their failure policy until it does",
-			       addr);
+			       "Redis at %s does not answer (%s): the tables "
+			       "apply their failure policy until it does",
+			       addr, why[0] ? why : "no reply");
 			down_since = sd_secs(&now);
 		} else if (!up && r.redis_up) {
 			sd_log(LOG_NOTICE,

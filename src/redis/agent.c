@@ -426,10 +426,18 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n, double now,
 	tk_gcount(t->global, TK_G_NOSCRIPT_RELOADS,
 		  after.noscript_reloads - before.noscript_reloads);
 	for (size_t i = 0; i < n; i++) {
-		if (tk_lease_reply_valid(replies[i], &a->asks[i], gcra))
+		if (tk_lease_reply_valid(replies[i], &a->asks[i], gcra)) {
 			tk_agent_take(a, at, i, replies[i], now, sent, r);
-		else
+		} else {
+			/* Not asked again before the breaker's period: a
+			 * fault of one key (a WRONGTYPE) must not make
+			 * every round fail and the tables flap. */
+			struct tk_track *k = &at->track[a->asks[i].index];
+
+			if (k->fp == a->asks[i].fp)
+				k->next_ask = sent + a->conf.breaker_open_ms;
 			bad++;
+		}
 		if (replies[i])
 			freeReplyObject(replies[i]);
 	}

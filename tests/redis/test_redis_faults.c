@@ -413,6 +413,61 @@ test_agent_counts_error_replies(void **state)
 	tkt_fake_stop(&f);
 }
 
+/* A fault of one key (its Redis key holds a string: WRONGTYPE) is a
+ * fault all the same, but the key is not asked for again before the
+ * breaker's period, so the other keys keep their leases and the rounds
+ * do not fail one after the other. */
+static void
+test_agent_one_bad_key(void **state)
+{
+	const char *path = tkt_path("lease2.tk");
+	struct tk_agent_conf c;
+	struct tk_agent_round tot;
+	struct tk_agent *a;
+	struct tkt_redis srv;
+	tkshm_table *t;
+	tkshm_decision d;
+	tkshm_stats st;
+	char err[256] = "";
+	double end;
+
+	(void)state;
+	memset(&srv, 0, sizeof srv);
+	tkt_redis_start(&srv);
+	freeReplyObject(tkt_redis_cmd(&srv, "SET", "lease2:bad", "x", NULL));
+	unlink(path);
+	t = tkt_file(path,
+		     "fixedWindow:limit=100000,windowMs=60000;mode=lease,"
+		     "failure=fail-closed,prefix=lease2",
+		     256);
+	tk_agent_conf_init(&c);
+	c.redis.port = srv.port;
+	c.redis.command_timeout_ms = 1000;
+	c.redis.connect_timeout_ms = 1000;
+	c.breaker_open_ms = 400;
+	assert_rc(tk_agent_new(&c, &a, err, sizeof err), TKSHM_OK);
+	assert_rc(tk_agent_add_table(a, path, err, sizeof err), TKSHM_OK);
+	end = tkt_seconds() + 0.3;
+	while (tkt_seconds() < end) {
+		(void)tkshm_check(t, "good", 4, 1, &d);
+		(void)tkshm_check(t, "bad", 3, 1, &d);
+		tk_agent_round(a, tkshm_now_ms(), NULL);
+		usleep(1000);
+	}
+	tk_agent_totals(a, &tot);
+	assert_rc(tkshm_stats_get(t, &st), TKSHM_OK);
+	if (tot.redis_errors < 1 || tot.redis_errors > 2 ||
+	    st.global.redis_errors != tot.redis_errors || tot.units_granted < 1)
+		fail_msg("one bad key in 0.3 s (breaker period 0.4 s): %llu "
+			 "Redis errors (table: %llu), %llu units granted",
+			 (unsigned long long)tot.redis_errors,
+			 (unsigned long long)st.global.redis_errors,
+			 (unsigned long long)tot.units_granted);
+	tk_agent_free(a);
+	tkshm_close(t);
+	tkt_redis_stop(&srv);
+}
+
 int
 main(void)
 {
@@ -424,6 +479,7 @@ main(void)
 		cmocka_unit_test(test_huge_headers_are_bounded),
 		cmocka_unit_test(test_busy_real_server),
 		cmocka_unit_test(test_agent_counts_error_replies),
+		cmocka_unit_test(test_agent_one_bad_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, tkt_teardown);

@@ -117,8 +117,9 @@ sd_run(struct tk_agent *a, const struct sd_conf *c)
 	struct tk_agent_round r, start, last;
 	struct timespec next, now;
 	uint64_t rounds = 0, rounds_last = 0;
-	double summary_at, down_since = 0;
-	bool up = true; /* until a round says otherwise */
+	double summary_at, down_since = 0, told_at = 0;
+	bool up = true;	   /* until a round says otherwise */
+	bool told = false; /* the last "does not answer" is not answered */
 	char addr[400], what[64];
 
 	sd_conf_redis_addr(c, addr, sizeof addr);
@@ -138,8 +139,10 @@ sd_run(struct tk_agent *a, const struct sd_conf *c)
 		sigprocmask(SIG_UNBLOCK, &sd_blocked, NULL);
 		rounds++;
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		/* R4 */
-		if (up && !r.redis_up) {
+		/* R4; a Redis that keeps failing and recovering (a fault
+		 * of some keys only) is told once per summary period. */
+		if (up && !r.redis_up &&
+		    (!told_at || sd_secs(&now) - told_at >= SD_SUMMARY_S)) {
 			char why[256];
 
 			tk_agent_last_error(a, why, sizeof why);
@@ -147,11 +150,13 @@ sd_run(struct tk_agent *a, const struct sd_conf *c)
 			       "Redis at %s does not answer (%s): the tables "
 			       "apply their failure policy until it does",
 			       addr, why[0] ? why : "no reply");
-			down_since = sd_secs(&now);
-		} else if (!up && r.redis_up) {
+			down_since = told_at = sd_secs(&now);
+			told = true;
+		} else if (!up && r.redis_up && told) {
 			sd_log(LOG_NOTICE,
 			       "Redis at %s answers again (down for %.1f s)",
 			       addr, sd_secs(&now) - down_since);
+			told = false;
 		}
 		up = r.redis_up;
 		if (sd_secs(&now) >= summary_at) {

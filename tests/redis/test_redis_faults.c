@@ -413,6 +413,55 @@ test_agent_counts_error_replies(void **state)
 	tkt_fake_stop(&f);
 }
 
+/* The agent's pipelined leases and heartbeats against a server that
+ * trickles: each round ends within its command timeout (50 ms) too. */
+static void
+test_agent_trickle_is_bounded(void **state)
+{
+	char reply[400];
+	const char *path = tkt_path("lease3.tk");
+	struct tk_agent_conf c;
+	struct tk_agent *a;
+	struct tkt_fake f;
+	tkshm_table *t;
+	tkshm_decision d;
+	char err[256] = "";
+
+	(void)state;
+	reply[0] = '+';
+	memset(reply + 1, 'a', sizeof reply - 3);
+	memcpy(reply + sizeof reply - 2, "\r\n", 2);
+	tkt_fake_start(&f, reply, sizeof reply, 10, 0);
+	unlink(path);
+	t = tkt_file(path,
+		     "fixedWindow:limit=100,windowMs=1000;mode=lease,"
+		     "failure=fail-closed,prefix=lease3",
+		     256);
+	tk_agent_conf_init(&c);
+	c.redis.port = f.port;
+	c.redis.command_timeout_ms = 50;
+	c.redis.connect_timeout_ms = 50;
+	c.breaker_open_ms = 1;
+	assert_rc(tk_agent_new(&c, &a, err, sizeof err), TKSHM_OK);
+	assert_rc(tk_agent_add_table(a, path, err, sizeof err), TKSHM_OK);
+	for (int i = 0; i < 3; i++) {
+		double t0;
+
+		(void)tkshm_check(t, "k", 1, 1, &d);
+		usleep(2000); /* past the breaker's period */
+		t0 = tkt_seconds();
+		tk_agent_round(a, tkshm_now_ms(), NULL);
+		t0 = tkt_seconds() - t0;
+		if (t0 > 0.5)
+			fail_msg("round %d took %.3f s (command timeout "
+				 "50 ms)",
+				 i, t0);
+	}
+	tk_agent_free(a);
+	tkshm_close(t);
+	tkt_fake_stop(&f);
+}
+
 /* A fault of one key (its Redis key holds a string: WRONGTYPE) is a
  * fault all the same, but the key is not asked for again before the
  * breaker's period, so the other keys keep their leases and the rounds
@@ -456,11 +505,10 @@ test_agent_one_bad_key(void **state)
 	}
 	tk_agent_totals(a, &tot);
 	assert_rc(tkshm_stats_get(t, &st), TKSHM_OK);
-	if (tot.redis_errors < 1 || tot.redis_errors > 2 ||
-	    st.global.redis_errors != tot.redis_errors || tot.units_granted < 1)
+	if (st.global.redis_errors < 1 || st.global.redis_errors > 2 ||
+	    tot.units_granted < 1)
 		fail_msg("one bad key in 0.3 s (breaker period 0.4 s): %llu "
-			 "Redis errors (table: %llu), %llu units granted",
-			 (unsigned long long)tot.redis_errors,
+			 "Redis errors, %llu units granted",
 			 (unsigned long long)st.global.redis_errors,
 			 (unsigned long long)tot.units_granted);
 	tk_agent_free(a);
@@ -479,6 +527,7 @@ main(void)
 		cmocka_unit_test(test_huge_headers_are_bounded),
 		cmocka_unit_test(test_busy_real_server),
 		cmocka_unit_test(test_agent_counts_error_replies),
+		cmocka_unit_test(test_agent_trickle_is_bounded),
 		cmocka_unit_test(test_agent_one_bad_key),
 	};
 

@@ -42,7 +42,8 @@ typedef struct tkshm_redis_options {
 	const char *username;	   /**< ACL user (with password), or NULL */
 	const char *password;	   /**< AUTH password, or NULL */
 	int db;			   /**< SELECT this database when not 0 */
-	double connect_timeout_ms; /**< 0: 200 */
+	double connect_timeout_ms; /**< the TCP connect and the handshake
+				      (AUTH, SELECT, SCRIPT LOAD); 0: 200 */
 	/** Deadline of one check's exchange with Redis once connected
 	 *  (the script, a NOSCRIPT reload and its resend), whatever the
 	 *  server sends; 0: 100.  A command that times out is never resent

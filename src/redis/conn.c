@@ -20,9 +20,10 @@
  * server trickling a byte at a time would hold a caller for ever.  So the
  * socket is made non-blocking once connected, and every exchange writes
  * and reads through poll() with what is left of one deadline, set when a
- * call starts (or when its connection was made): the handshake, the
- * command, a NOSCRIPT reload and its resend all fit in one command
- * timeout, whatever the server sends.
+ * call's command starts: the command, a NOSCRIPT reload and its resend
+ * all fit in one command timeout, whatever the server sends.  Connecting
+ * (the TCP connect and the handshake) has a deadline of its own, the
+ * connect timeout, so a call that connects first ends within both.
  *
  * Bounded replies.  hiredis allocates an array as soon as its header
  * arrives (`*2147483647` is 16 GiB of pointers) and keeps every byte a
@@ -655,6 +656,9 @@ connect_now(struct tk_conn *c)
 	const struct tk_redis_conf *f = &c->conf;
 	struct timeval ct = timeval_of(f->connect_timeout_ms);
 	bool local = f->unix_path[0] != '\0';
+	/* C4: connecting (TCP, AUTH, SELECT, the SCRIPT LOADs) ends within
+	 * the connect timeout. */
+	double deadline = tk_mono_ms() + f->connect_timeout_ms;
 	int rc;
 
 	c->ctx = local ? redisConnectUnixWithTimeout(f->unix_path, ct) :
@@ -672,9 +676,7 @@ connect_now(struct tk_conn *c)
 	if (!nonblocking(c))
 		return drop(c, "connect");
 	bound_reader(c);
-	/* C4: the handshake and the call's command share one command
-	 * timeout from here. */
-	c->deadline = tk_mono_ms() + f->command_timeout_ms;
+	c->deadline = deadline;
 	if ((rc = handshake(c)) != TKSHM_OK)
 		return rc;
 	c->stats.connects++;
@@ -697,13 +699,15 @@ claim(struct tk_conn *c)
 	c->pid = me;
 }
 
-/* Connected, with the call's deadline set (C4): one command timeout
- * from now, or from the end of the TCP connect when it had to connect. */
+/* Connected (within the connect timeout, when it had to connect), with
+ * the call's deadline set (C4): one command timeout from now. */
 static int
 ensure(struct tk_conn *c)
 {
-	if (c->ctx == NULL)
-		return connect_now(c);
+	int rc;
+
+	if (c->ctx == NULL && (rc = connect_now(c)) != TKSHM_OK)
+		return rc;
 	c->deadline = tk_mono_ms() + c->conf.command_timeout_ms;
 	return TKSHM_OK;
 }

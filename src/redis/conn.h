@@ -13,10 +13,11 @@
  *     timeout) and the next call reconnects.
  * C4  A call ends within its command timeout once connected, whatever the
  *     server sends (a trickle of bytes, a reply that never ends): the
- *     handshake, the command, a NOSCRIPT reload and its resend share one
- *     deadline.  A call that has to connect first adds at most the
- *     connect timeout.  One reply may hold a bounded number of elements
- *     and bytes (conn.c); a larger one fails the exchange (C3).
+ *     command, a NOSCRIPT reload and its resend share one deadline.
+ *     Connecting (TCP, AUTH, SELECT, SCRIPT LOAD) ends within the connect
+ *     timeout, so a call that has to connect first adds at most that.
+ *     One reply may hold a bounded number of elements and bytes
+ *     (conn.c); a larger one fails the exchange (C3).
  * C5  Nothing here prints, aborts or exits; replies are returned to the
  *     caller, who frees them with freeReplyObject().
  */

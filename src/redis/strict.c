@@ -91,6 +91,20 @@ tk_share_key(const struct tkshm_table *t, const void *key, size_t len,
 	return k;
 }
 
+/* This host's safe share of `key` (the failure policy safe-share): its
+ * key, and what a cost charges it (*charge: cost * hosts, at most
+ * TKSHM_COST_MAX), N being *hosts. */
+static struct tk_keyref
+tk_share_of(const struct tkshm_table *t, const void *key, size_t len,
+	    double cost, unsigned char buf[24], double *charge, double *hosts)
+{
+	*hosts = tk_global_hosts(t->global, t->policy.global.hosts);
+	*charge = cost * *hosts;
+	if (*charge > TKSHM_COST_MAX)
+		*charge = TKSHM_COST_MAX;
+	return tk_share_key(t, key, len, buf);
+}
+
 /* True while the table's circuit is open: the call would be turned away,
  * so the failure policy decides before any argument is formatted.  (A
  * half-open circuit goes on to tk_redis_call, where one caller wins the
@@ -127,16 +141,13 @@ tk_strict_fallback(struct tkshm_table *t, const void *key, size_t len,
 		break;
 	default: {
 		unsigned char buf[24];
-		struct tk_keyref k = tk_share_key(t, key, len, buf);
-		double hosts =
-			tk_global_hosts(t->global, t->policy.global.hosts);
-		double charge = cost * hosts;
-		int rc;
-
-		if (charge > TKSHM_COST_MAX)
-			charge = TKSHM_COST_MAX;
+		double charge, hosts;
+		struct tk_keyref k =
+			tk_share_of(t, key, len, cost, buf, &charge, &hosts);
 		/* The local clock: this share never meets Redis's. */
-		rc = tk_table_check_ref(t, &k, charge, tkshm_now_ms(), d, NULL);
+		int rc = tk_table_check_ref(t, &k, charge, tkshm_now_ms(), d,
+					    NULL);
+
 		if (rc != TKSHM_OK)
 			return rc;
 		d->remaining = (int64_t)floor((double)d->remaining / hosts);
@@ -253,11 +264,10 @@ tk_reserve_fallback(struct tkshm_table *t, const void *key, size_t len,
 		break;
 	default: {
 		unsigned char buf[24];
-		struct tk_keyref share = tk_share_key(t, key, len, buf);
-		double hosts =
-			tk_global_hosts(t->global, t->policy.global.hosts);
-		int rc = tk_reserve_ref(t, &share, cost * hosts, tkshm_now_ms(),
-					out);
+		double charge, hosts;
+		struct tk_keyref k =
+			tk_share_of(t, key, len, cost, buf, &charge, &hosts);
+		int rc = tk_reserve_ref(t, &k, charge, tkshm_now_ms(), out);
 
 		if (rc != TKSHM_OK)
 			return rc;

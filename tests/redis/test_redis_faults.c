@@ -259,6 +259,15 @@ bounded_check(const char *what, const struct tkt_fake *f, long faults)
 	tkshm_redis_close(r);
 }
 
+/* A status reply of `len` bytes ("+aaa...\r\n"). */
+static void
+trickle_reply(char *reply, size_t len)
+{
+	reply[0] = '+';
+	memset(reply + 1, 'a', len - 3);
+	memcpy(reply + len - 2, "\r\n", 2);
+}
+
 /* A reply one byte every 40 ms: each read is within the timeout, the
  * reply is not. */
 static void
@@ -268,9 +277,7 @@ test_trickle_is_bounded(void **state)
 	struct tkt_fake f;
 
 	(void)state;
-	reply[0] = '+';
-	memset(reply + 1, 'a', sizeof reply - 3);
-	memcpy(reply + sizeof reply - 2, "\r\n", 2);
+	trickle_reply(reply, sizeof reply);
 	tkt_fake_start(&f, reply, sizeof reply, 40, 0);
 	bounded_check("a byte every 40 ms", &f, 5000);
 	tkt_fake_stop(&f);
@@ -363,6 +370,33 @@ test_busy_real_server(void **state)
  * The lease agent
  * ---------------------------------------------------------------------- */
 
+/* A fail-closed fixedWindow lease table at tkt_path(name), prefix
+ * `name`, its limit and window in `limit_window` ("limit=100,windowMs=
+ * 1000"), served by a new agent of Redis at `port`. */
+static struct tk_agent *
+lease_agent(const char *name, const char *limit_window, int port,
+	    double timeout_ms, double open_ms, tkshm_table **t)
+{
+	const char *path = tkt_path(name);
+	struct tk_agent_conf c;
+	struct tk_agent *a;
+	char spec[256], err[256] = "";
+
+	snprintf(spec, sizeof spec,
+		 "fixedWindow:%s;mode=lease,failure=fail-closed,prefix=%s",
+		 limit_window, name);
+	unlink(path);
+	*t = tkt_file(path, spec, 256);
+	tk_agent_conf_init(&c);
+	c.redis.port = port;
+	c.redis.command_timeout_ms = timeout_ms;
+	c.redis.connect_timeout_ms = timeout_ms;
+	c.breaker_open_ms = open_ms;
+	assert_rc(tk_agent_new(&c, &a, err, sizeof err), TKSHM_OK);
+	assert_rc(tk_agent_add_table(a, path, err, sizeof err), TKSHM_OK);
+	return a;
+}
+
 /* Every script of the agent answers -BUSY: each round counts it in the
  * table's redis_errors and says Redis is down, so the workers apply the
  * failure policy (fail-closed: denied, flagged). */
@@ -370,29 +404,15 @@ static void
 test_agent_counts_error_replies(void **state)
 {
 	static const char busy[] = "-BUSY Redis is busy running a script\r\n";
-	const char *path = tkt_path("lease.tk");
-	struct tk_agent_conf c;
 	struct tk_agent *a;
 	struct tkt_fake f;
 	tkshm_table *t;
 	tkshm_decision d;
 	tkshm_stats st;
-	char err[256] = "";
 
 	(void)state;
 	tkt_fake_start(&f, busy, sizeof busy - 1, 0, 0);
-	unlink(path);
-	t = tkt_file(path,
-		     "fixedWindow:limit=100,windowMs=1000;mode=lease,"
-		     "failure=fail-closed,prefix=lease",
-		     256);
-	tk_agent_conf_init(&c);
-	c.redis.port = f.port;
-	c.redis.command_timeout_ms = 500;
-	c.redis.connect_timeout_ms = 500;
-	c.breaker_open_ms = 1;
-	assert_rc(tk_agent_new(&c, &a, err, sizeof err), TKSHM_OK);
-	assert_rc(tk_agent_add_table(a, path, err, sizeof err), TKSHM_OK);
+	a = lease_agent("lease", "limit=100,windowMs=1000", f.port, 500, 1, &t);
 	for (int i = 0; i < 5; i++) {
 		/* Demand, so the agent has leases to ask for. */
 		(void)tkshm_check(t, "k", 1, 1, &d);
@@ -419,31 +439,15 @@ static void
 test_agent_trickle_is_bounded(void **state)
 {
 	char reply[400];
-	const char *path = tkt_path("lease3.tk");
-	struct tk_agent_conf c;
 	struct tk_agent *a;
 	struct tkt_fake f;
 	tkshm_table *t;
 	tkshm_decision d;
-	char err[256] = "";
 
 	(void)state;
-	reply[0] = '+';
-	memset(reply + 1, 'a', sizeof reply - 3);
-	memcpy(reply + sizeof reply - 2, "\r\n", 2);
+	trickle_reply(reply, sizeof reply);
 	tkt_fake_start(&f, reply, sizeof reply, 10, 0);
-	unlink(path);
-	t = tkt_file(path,
-		     "fixedWindow:limit=100,windowMs=1000;mode=lease,"
-		     "failure=fail-closed,prefix=lease3",
-		     256);
-	tk_agent_conf_init(&c);
-	c.redis.port = f.port;
-	c.redis.command_timeout_ms = 50;
-	c.redis.connect_timeout_ms = 50;
-	c.breaker_open_ms = 1;
-	assert_rc(tk_agent_new(&c, &a, err, sizeof err), TKSHM_OK);
-	assert_rc(tk_agent_add_table(a, path, err, sizeof err), TKSHM_OK);
+	a = lease_agent("lease3", "limit=100,windowMs=1000", f.port, 50, 1, &t);
 	for (int i = 0; i < 3; i++) {
 		double t0;
 
@@ -469,33 +473,20 @@ test_agent_trickle_is_bounded(void **state)
 static void
 test_agent_one_bad_key(void **state)
 {
-	const char *path = tkt_path("lease2.tk");
-	struct tk_agent_conf c;
 	struct tk_agent_round tot;
 	struct tk_agent *a;
 	struct tkt_redis srv;
 	tkshm_table *t;
 	tkshm_decision d;
 	tkshm_stats st;
-	char err[256] = "";
 	double end;
 
 	(void)state;
 	memset(&srv, 0, sizeof srv);
 	tkt_redis_start(&srv);
 	freeReplyObject(tkt_redis_cmd(&srv, "SET", "lease2:bad", "x", NULL));
-	unlink(path);
-	t = tkt_file(path,
-		     "fixedWindow:limit=100000,windowMs=60000;mode=lease,"
-		     "failure=fail-closed,prefix=lease2",
-		     256);
-	tk_agent_conf_init(&c);
-	c.redis.port = srv.port;
-	c.redis.command_timeout_ms = 1000;
-	c.redis.connect_timeout_ms = 1000;
-	c.breaker_open_ms = 400;
-	assert_rc(tk_agent_new(&c, &a, err, sizeof err), TKSHM_OK);
-	assert_rc(tk_agent_add_table(a, path, err, sizeof err), TKSHM_OK);
+	a = lease_agent("lease2", "limit=100000,windowMs=60000", srv.port, 1000,
+			400, &t);
 	end = tkt_seconds() + 0.3;
 	while (tkt_seconds() < end) {
 		(void)tkshm_check(t, "good", 4, 1, &d);

@@ -1020,7 +1020,8 @@ typedef struct tkshm_stats {
 	struct {
 		uint64_t redis_calls;	   /**< commands sent to Redis */
 		uint64_t redis_errors;	   /**< ... that failed: refused,
-					     timed out, lost, error reply */
+					     timed out, lost, error reply,
+					     no valid answer */
 		uint64_t noscript_reloads; /**< scripts reloaded on NOSCRIPT */
 		uint64_t breaker_opens;	   /**< times the circuit opened */
 		uint64_t cache_denials;	   /**< strict: denied from the

@@ -29,30 +29,6 @@
 
 #define GCRA "gcra:limit=5,periodMs=1000,burst=5"
 
-static tkshm_redis *
-open_redis(int port, double timeout_ms)
-{
-	tkshm_redis_options o = TKSHM_REDIS_OPTIONS_INIT;
-	tkshm_redis *r;
-
-	o.port = port;
-	o.command_timeout_ms = timeout_ms;
-	o.connect_timeout_ms = timeout_ms;
-	o.breaker_failures = 2;
-	o.breaker_open_ms = 300;
-	assert_rc(tkshm_redis_open(&o, &r), TKSHM_OK);
-	return r;
-}
-
-static tkshm_table *
-strict_table(const char *spec, tkshm_redis *r)
-{
-	tkshm_table *t = tkt_anon(spec, 256);
-
-	assert_rc(tkshm_redis_attach(t, r), TKSHM_OK);
-	return t;
-}
-
 /* A check of `t` that Redis did not decide: TKSHM_OK, the failure
  * policy's decision (flagged), `allowed` as that policy says. */
 static void
@@ -129,8 +105,9 @@ test_bad_replies_fail_closed(void **state)
 		tkshm_stats st;
 
 		tkt_fake_start(&f, b->bytes, strlen(b->bytes), 0, 0);
-		r = open_redis(f.port, 500);
-		t = strict_table(GCRA ";mode=strict,failure=fail-closed", r);
+		r = tkt_strict_connect(f.port, true, 500);
+		t = tkt_strict_table(GCRA ";mode=strict,failure=fail-closed",
+				     r);
 		for (int n = 0; n < 3; n++)
 			expect_fallback(b->name, t, false);
 		assert_rc(tkshm_stats_get(t, &st), TKSHM_OK);
@@ -158,8 +135,8 @@ test_bad_reply_fail_open(void **state)
 
 	(void)state;
 	tkt_fake_start(&f, busy, sizeof busy - 1, 0, 0);
-	r = open_redis(f.port, 500);
-	t = strict_table(GCRA ";mode=strict,failure=fail-open", r);
+	r = tkt_strict_connect(f.port, true, 500);
+	t = tkt_strict_table(GCRA ";mode=strict,failure=fail-open", r);
 	for (int n = 0; n < 3; n++)
 		expect_fallback("fail-open", t, true);
 	tkshm_close(t);
@@ -191,16 +168,17 @@ test_reserve_and_multi_fail_closed(void **state)
 		tkshm_decision d, each[2];
 
 		tkt_fake_start(&f, replies[i], strlen(replies[i]), 0, 0);
-		r = open_redis(f.port, 500);
-		s = strict_table("leakyBucket:ratePerSec=10,maxQueueMs=1000;"
-				 "mode=strict,failure=fail-closed",
-				 r);
-		a = strict_table(GCRA ";mode=strict,failure=fail-closed,"
-				      "prefix=a",
-				 r);
-		b = strict_table("fixedWindow:limit=5,windowMs=1000;mode="
-				 "strict,failure=fail-closed,prefix=b",
-				 r);
+		r = tkt_strict_connect(f.port, true, 500);
+		s = tkt_strict_table(
+			"leakyBucket:ratePerSec=10,maxQueueMs=1000;"
+			"mode=strict,failure=fail-closed",
+			r);
+		a = tkt_strict_table(GCRA ";mode=strict,failure=fail-closed,"
+					  "prefix=a",
+				     r);
+		b = tkt_strict_table("fixedWindow:limit=5,windowMs=1000;mode="
+				     "strict,failure=fail-closed,prefix=b",
+				     r);
 		assert_rc(tkshm_reserve(s, "k", 1, 1, &res), TKSHM_OK);
 		assert_false(res.accepted);
 		dims[0] = (tkshm_dimension){ a, "k", 1, 1 };
@@ -238,9 +216,9 @@ minor_faults(void)
 static void
 bounded_check(const char *what, const struct tkt_fake *f, long faults)
 {
-	tkshm_redis *r = open_redis(f->port, 50);
+	tkshm_redis *r = tkt_strict_connect(f->port, true, 50);
 	tkshm_table *t =
-		strict_table(GCRA ";mode=strict,failure=fail-closed", r);
+		tkt_strict_table(GCRA ";mode=strict,failure=fail-closed", r);
 	double t0;
 	long pf0;
 
@@ -331,8 +309,8 @@ test_busy_real_server(void **state)
 	(void)state;
 	memset(&srv, 0, sizeof srv);
 	tkt_redis_start_args(&srv, args);
-	r = open_redis(srv.port, 500);
-	t = strict_table(GCRA ";mode=strict,failure=fail-closed", r);
+	r = tkt_strict_connect(srv.port, true, 500);
+	t = tkt_strict_table(GCRA ";mode=strict,failure=fail-closed", r);
 	/* Connected and answered once. */
 	assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK);
 	assert_true(d.allowed);

@@ -108,9 +108,12 @@ enum tkshm_error {
 				    connection (tkshm_redis_attach) */
 	TKSHM_EUNAVAILABLE = -30927, /**< Redis did not answer: refused,
 				       timed out, connection lost, or the
-				       circuit breaker is open */
-	TKSHM_EREDIS = -30928,	     /**< Redis answered with an error (a
-				 script error, WRONGTYPE, NOPERM...) */
+				       circuit breaker is open (a peek; a
+				       check gets the failure policy's
+				       decision) */
+	TKSHM_EREDIS = -30928,	     /**< Redis answered with an error or
+				 with no valid answer (a peek; a check
+				 gets the failure policy's decision) */
 };
 
 /** A sentence describing `err` (a tkshm code, or TKSHM_OK).  Unknown codes get
@@ -1033,7 +1036,8 @@ typedef struct tkshm_stats {
 	struct {
 		uint64_t redis_calls;	   /**< commands sent to Redis */
 		uint64_t redis_errors;	   /**< ... that failed: refused,
-					     timed out, lost, error reply */
+					     timed out, lost, error reply,
+					     no valid answer */
 		uint64_t noscript_reloads; /**< scripts reloaded on NOSCRIPT */
 		uint64_t breaker_opens;	   /**< times the circuit opened */
 		uint64_t cache_denials;	   /**< strict: denied from the

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake_redis.h"
 #include "redis_server.h"
 #include "test_support.h"
 #include "tkshm.h"
@@ -739,6 +740,44 @@ test_redis_down_and_up_logged_once(void **state)
 	free(text);
 }
 
+/* A Redis that connects but answers every script -BUSY is down too, and
+ * the log says why; the summary at the stop counts the errors. */
+static void
+test_error_replies_logged(void **state)
+{
+	static const char busy[] = "-BUSY Redis is busy running a script\r\n";
+	char conf[512], log[512];
+	const char *argv[] = { TKSHM_SYNCD, "-f", "-c", conf, NULL };
+	struct tkt_fake f;
+	char *text;
+	pid_t pid;
+
+	(void)state;
+	tkt_fake_start(&f, busy, sizeof busy - 1, 0, 0);
+	snprintf(conf, sizeof conf, "%s",
+		 write_file("busy.conf", 0600,
+			    "redis_host = 127.0.0.1\n"
+			    "redis_port = %d\n"
+			    "poll_ms = 2\n"
+			    "heartbeat_ms = 50\n"
+			    "breaker_open_ms = 50\n"
+			    "table = %s\n",
+			    f.port, lease_path));
+	snprintf(log, sizeof log, "%s", tkt_path("busy.log"));
+	pid = spawn(log, argv);
+	remember_daemon(pid);
+	wait_log(log, "does not answer (BUSY Redis is busy", 1, 10);
+	usleep(200 * 1000);
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	expect_exit0(pid, "the daemon whose Redis answered BUSY");
+	tkt_fake_stop(&f);
+	wait_log(log, "Redis errors", 1, 0);
+	text = tkt_read_file(log, NULL);
+	if (strstr(text, " 0 Redis errors"))
+		fail_msg("errors not counted:\n%s", text);
+	free(text);
+}
+
 /* --- starts refused ------------------------------------------------------ */
 
 /* A start whose second table is not a lease table (or is missing) fails
@@ -847,6 +886,8 @@ main(void)
 		cmocka_unit_test_teardown(test_background_log_stderr,
 					  kill_daemons),
 		cmocka_unit_test_teardown(test_redis_down_and_up_logged_once,
+					  kill_daemons),
+		cmocka_unit_test_teardown(test_error_replies_logged,
 					  kill_daemons),
 		cmocka_unit_test_teardown(test_start_refuses_bad_tables,
 					  kill_daemons),

@@ -1,11 +1,13 @@
 /*
- * policy_number.c - JSON's number grammar (policy_number.h), then strtod.
+ * policy_number.c - JSON's number grammar (policy_number.h), then strtod
+ * in the C locale (c_numbers.h).
  */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/c_numbers.h"
 #include "api/policy_number.h"
 
 /* Advances *i over one or more digits of s[0..n); false when there is
@@ -59,6 +61,6 @@ tk_policy_number(const char *s, size_t n, double *v)
 	/* ERANGE is not checked: glibc also sets it for subnormal results,
 	 * which are valid doubles; an overflow is caught by isfinite and an
 	 * underflow to 0 by the kind's validation. */
-	*v = strtod(buf, &end);
+	*v = tk_strtod_c(buf, &end);
 	return *end == '\0' && isfinite(*v);
 }

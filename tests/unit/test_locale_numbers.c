@@ -20,9 +20,7 @@
 #endif
 #include <locale.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "test_support.h"
 #include "algorithms/algorithm.h"
@@ -32,39 +30,11 @@
 #include "redis/state_codec.h"
 #endif
 
-/* Sets a locale whose decimal point is a comma; false if none can be. */
-static bool
-comma_locale_set(void)
-{
-	static const char *const names[] = { "de_DE.UTF-8", "de_DE.utf8",
-					     "fr_FR.UTF-8", "fr_FR.utf8",
-					     "nl_NL.UTF-8", "ru_RU.UTF-8" };
-	char dir[512];
-	pid_t pid;
-
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (setlocale(LC_ALL, names[i]) &&
-		    strcmp(localeconv()->decimal_point, ",") == 0)
-			return true;
-	snprintf(dir, sizeof dir, "%s/de_DE.UTF-8", tkt_tmpdir());
-	pid = fork();
-	if (pid == 0) {
-		execlp("localedef", "localedef", "-i", "de_DE", "-f", "UTF-8",
-		       dir, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || tkt_wait_bounded(pid, 60) != 0)
-		return false;
-	setenv("LOCPATH", tkt_tmpdir(), 1);
-	return setlocale(LC_ALL, "de_DE.UTF-8") &&
-	       strcmp(localeconv()->decimal_point, ",") == 0;
-}
-
 static int
 setup(void **state)
 {
 	(void)state;
-	return comma_locale_set() ? 0 : -1;
+	return tkt_comma_locale() ? 0 : -1;
 }
 
 static int

@@ -52,9 +52,14 @@ tk_number_shape(const char *s, size_t n)
 bool
 tk_policy_number(const char *s, size_t n, double *v)
 {
-	char buf[64], *end;
+	char small[64], *buf = small, *end;
+	bool ok;
 
-	if (n == 0 || n >= sizeof buf || !tk_number_shape(s, n))
+	if (n == 0 || !tk_number_shape(s, n))
+		return false;
+	/* The grammar puts no bound on the digits: a long number is copied
+	 * to the heap (a failed allocation refuses it). */
+	if (n >= sizeof small && !(buf = malloc(n + 1)))
 		return false;
 	memcpy(buf, s, n);
 	buf[n] = '\0';
@@ -62,5 +67,8 @@ tk_policy_number(const char *s, size_t n, double *v)
 	 * which are valid doubles; an overflow is caught by isfinite and an
 	 * underflow to 0 by the kind's validation. */
 	*v = tk_strtod_c(buf, &end);
-	return *end == '\0' && isfinite(*v);
+	ok = *end == '\0' && isfinite(*v);
+	if (buf != small)
+		free(buf);
+	return ok;
 }

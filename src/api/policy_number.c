@@ -52,14 +52,15 @@ tk_number_shape(const char *s, size_t n)
 bool
 tk_policy_number(const char *s, size_t n, double *v)
 {
-	char small[64], *buf = small, *end;
+	char small[64], *buf, *end;
 	bool ok;
 
 	if (n == 0 || !tk_number_shape(s, n))
 		return false;
 	/* The grammar puts no bound on the digits: a long number is copied
 	 * to the heap (a failed allocation refuses it). */
-	if (n >= sizeof small && !(buf = malloc(n + 1)))
+	buf = n < sizeof small ? small : malloc(n + 1);
+	if (!buf)
 		return false;
 	memcpy(buf, s, n);
 	buf[n] = '\0';

@@ -20,6 +20,7 @@
  */
 #include <string.h>
 
+#include "api/multi.h"
 #include "api/validate.h"
 #include "global/route.h"
 #include "shm/table.h"
@@ -300,12 +301,49 @@ tk_multi_strict(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 }
 
 int
+tk_multi_local(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
+	       double now_ms, tkshm_decision *d)
+{
+	struct tk_commits k;
+	bool admitted = true;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		k.key[i] = tk_keyref_of(dims[i].table, dims[i].key,
+					dims[i].key_len);
+		k.made[i] = false;
+	}
+	k.repeats = tk_has_repeats(dims, &k, n);
+	k.now = now_ms;
+	/* The coarse clock: a few ns instead of a fine read's twenty, and it
+	 * lags the fine clock, so the time a give-back assumes has passed is
+	 * never less than what has (tk_give_back: less given back, never
+	 * more). */
+	k.started = tk_mono_coarse_ms();
+	rc = mode == TKSHM_MULTI_ALL ? tk_multi_all(dims, n, &k, d) :
+				       tk_multi_any(dims, n, &k, d);
+	if (rc != TKSHM_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		admitted = admitted && d[i].allowed;
+	/* The decisions that stand, once each: a denied `all` counts its
+	 * deniers (the dimensions that would have admitted consumed
+	 * nothing), otherwise every dimension counts what it decided. */
+	for (size_t i = 0; i < n; i++) {
+		if (!d[i].allowed)
+			tk_count(dims[i].table, TK_C_DENIED, 1);
+		else if (mode == TKSHM_MULTI_ANY || admitted)
+			tk_count(dims[i].table, TK_C_ALLOWED, 1);
+	}
+	return TKSHM_OK;
+}
+
+int
 tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 		     size_t n, double now_ms, tkshm_decision *out,
 		     tkshm_decision *each, size_t *binding)
 {
 	tkshm_decision d[TKSHM_MULTI_MAX];
-	struct tk_commits k;
 	size_t b;
 	int rc;
 
@@ -331,45 +369,16 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 	}
 	if (tk_is_global(dims[0].table)) {
 		rc = tk_multi_strict(mode, dims, n, now_ms, d);
-		if (rc != TKSHM_OK)
-			return rc;
-		b = tk_binding(mode, d, n);
-		*out = d[b];
-		if (each)
-			memcpy(each, d, sizeof(tkshm_decision) * n);
-		if (binding)
-			*binding = b;
-		return TKSHM_OK;
+	} else {
+		for (size_t i = 0; i < n; i++)
+			if (tk_is_global(dims[i].table))
+				return TKSHM_ENOTSUP; /* local and strict mixed */
+		rc = tk_multi_local(mode, dims, n, now_ms, d);
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (tk_is_global(dims[i].table))
-			return TKSHM_ENOTSUP; /* local and strict mixed */
-		k.key[i] = tk_keyref_of(dims[i].table, dims[i].key,
-					dims[i].key_len);
-		k.made[i] = false;
-	}
-	k.repeats = tk_has_repeats(dims, &k, n);
-	k.now = now_ms;
-	/* The coarse clock: a few ns instead of a fine read's twenty, and it
-	 * lags the fine clock, so the time a give-back assumes has passed is
-	 * never less than what has (tk_give_back: less given back, never
-	 * more). */
-	k.started = tk_mono_coarse_ms();
-	rc = mode == TKSHM_MULTI_ALL ? tk_multi_all(dims, n, &k, d) :
-				       tk_multi_any(dims, n, &k, d);
 	if (rc != TKSHM_OK)
 		return rc;
 	b = tk_binding(mode, d, n);
 	*out = d[b];
-	/* The decisions that stand, once each: a denied `all` counts its
-	 * deniers (the dimensions that would have admitted consumed
-	 * nothing), otherwise every dimension counts what it decided. */
-	for (size_t i = 0; i < n; i++) {
-		if (!d[i].allowed)
-			tk_count(dims[i].table, TK_C_DENIED, 1);
-		else if (mode == TKSHM_MULTI_ANY || out->allowed)
-			tk_count(dims[i].table, TK_C_ALLOWED, 1);
-	}
 	if (each)
 		memcpy(each, d, sizeof(tkshm_decision) * n);
 	if (binding)

@@ -36,6 +36,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/words.h"
+#include "api/c_numbers.h"
 #include "api/policy_global.h"
 #include "api/policy_number.h"
 #include "tkshm.h"
@@ -596,13 +597,14 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 	return rc;
 }
 
-/* The shortest of %.15g..%.17g that reads back as the same double. */
+/* The shortest of %.15g..%.17g that reads back as the same double (in
+ * the C locale: a policy string's decimal point is always '.'). */
 static void
 tk_format_double(double v, char *buf, size_t len)
 {
 	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(buf, len, "%.*g", prec, v);
-		if (strtod(buf, NULL) == v)
+		tk_snprintf_c(buf, len, "%.*g", prec, v);
+		if (tk_strtod_c(buf, NULL) == v)
 			return;
 	}
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "algorithms/words.h"
+#include "api/c_numbers.h"
 #include "api/policy_global.h"
 #include "api/policy_number.h"
 
@@ -229,11 +230,12 @@ tk_global_format(const tkshm_global *g, char *out, size_t *used, size_t cap)
 		return true;
 	/* hosts and leaseMs are integers or short decimals; %.17g keeps
 	 * any double exact. */
-	n = snprintf(part, sizeof part,
-		     ";mode=%s,failure=%s,hosts=%.17g,leaseMs=%.17g%s%s",
-		     tk_global_mode_name(g->mode),
-		     tk_global_failure_name(g->failure), g->hosts, g->lease_ms,
-		     g->prefix[0] ? ",prefix=" : "", g->prefix);
+	n = tk_snprintf_c(part, sizeof part,
+			  ";mode=%s,failure=%s,hosts=%.17g,leaseMs=%.17g%s%s",
+			  tk_global_mode_name(g->mode),
+			  tk_global_failure_name(g->failure), g->hosts,
+			  g->lease_ms, g->prefix[0] ? ",prefix=" : "",
+			  g->prefix);
 	if (n < 0 || (size_t)n >= sizeof part || *used + (size_t)n >= cap)
 		return false;
 	memcpy(out + *used, part, (size_t)n);

@@ -1,11 +1,13 @@
 /*
- * policy_number.c - JSON's number grammar (policy_number.h), then strtod.
+ * policy_number.c - JSON's number grammar (policy_number.h), then strtod
+ * in the C locale (c_numbers.h).
  */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/c_numbers.h"
 #include "api/policy_number.h"
 
 /* Advances *i over one or more digits of s[0..n); false when there is
@@ -50,15 +52,24 @@ tk_number_shape(const char *s, size_t n)
 bool
 tk_policy_number(const char *s, size_t n, double *v)
 {
-	char buf[64], *end;
+	char small[64], *buf, *end;
+	bool ok;
 
-	if (n == 0 || n >= sizeof buf || !tk_number_shape(s, n))
+	if (n == 0 || !tk_number_shape(s, n))
+		return false;
+	/* The grammar puts no bound on the digits: a long number is copied
+	 * to the heap (a failed allocation refuses it). */
+	buf = n < sizeof small ? small : malloc(n + 1);
+	if (!buf)
 		return false;
 	memcpy(buf, s, n);
 	buf[n] = '\0';
 	/* ERANGE is not checked: glibc also sets it for subnormal results,
 	 * which are valid doubles; an overflow is caught by isfinite and an
 	 * underflow to 0 by the kind's validation. */
-	*v = strtod(buf, &end);
-	return *end == '\0' && isfinite(*v);
+	*v = tk_strtod_c(buf, &end);
+	ok = *end == '\0' && isfinite(*v);
+	if (buf != small)
+		free(buf);
+	return ok;
 }

@@ -16,6 +16,7 @@
 
 #include "algorithms/decision.h"
 #include "algorithms/words.h"
+#include "api/c_numbers.h"
 #include "redis/state_codec.h"
 
 /* The longest number string decoded.  %.17g needs at most 24 bytes; a
@@ -37,7 +38,7 @@ tk_lua_tonumber(const char *s, size_t len, double *out)
 		return false;
 	memcpy(buf, s, len);
 	buf[len] = '\0';
-	v = strtod(buf, &end);
+	v = tk_strtod_c(buf, &end);
 	if (end == buf)
 		return false;
 	if (*end == 'x' || *end == 'X')
@@ -281,9 +282,9 @@ tk_arg_f64(char *buf, size_t len, double v)
 	/* %.17g would print 1e+17 for an integer that large; Redis commands
 	 * taking integers (PX, PEXPIRE) want digits. */
 	if (v == floor(v) && fabs(v) < 1e21)
-		n = snprintf(buf, len, "%.0f", v);
+		n = tk_snprintf_c(buf, len, "%.0f", v);
 	else
-		n = snprintf(buf, len, "%.17g", v);
+		n = tk_snprintf_c(buf, len, "%.17g", v);
 	if (n < 0 || (size_t)n >= len) {
 		buf[0] = '\0';
 		return 0;

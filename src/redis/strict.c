@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "algorithms/decision.h"
+#include "api/multi.h"
 #include "redis/neg_cache.h"
 #include "redis/redis_handle.h"
 #include "redis/state_codec.h"
@@ -370,21 +371,90 @@ tk_multi_dim_args(const struct tkshm_table *t, double cost, double *v)
 	}
 }
 
-/* Redis did not answer a multi check: each dimension by its own failure
- * policy (a safe share consumes on its own; `all` then admits only if
- * every dimension did). */
+/* The safe shares of an `all` that Redis did not answer, share[0..m)
+ * (dimension idx[j] of the request, its share key and charge), decided
+ * together: a shared-memory `all` of the share keys, which consumes
+ * nothing unless every share admits.  With `closed` (another dimension's
+ * failure policy denies) nothing may be consumed: each share is only
+ * decided.  Fills each[idx[j]]. */
 static int
-tk_multi_fallback(const tkshm_dimension *dims, size_t n, double now,
-		  tkshm_decision *each)
+tk_multi_shares(const tkshm_dimension *share, const size_t *idx,
+		const double *hosts, size_t m, bool closed,
+		tkshm_decision *each)
 {
-	for (size_t i = 0; i < n; i++) {
-		int rc = tk_strict_fallback(dims[i].table, dims[i].key,
-					    dims[i].key_len, dims[i].cost, now,
-					    &each[i]);
-		if (rc != TKSHM_OK)
-			return rc;
+	tkshm_decision sd[TKSHM_MULTI_MAX];
+	/* The local clock: a share never meets Redis's. */
+	double now = tkshm_now_ms();
+	int rc = TKSHM_OK;
+
+	for (size_t j = 0; closed && j < m && rc == TKSHM_OK; j++) {
+		struct tk_decided dd;
+		struct tkshm_table *t = share[j].table;
+
+		rc = tk_table_decide(
+			t, tk_key_fp(t, share[j].key, share[j].key_len), now,
+			&share[j].cost, 1, &sd[j], &dd);
+		if (rc == TKSHM_OK && !sd[j].allowed)
+			tk_count(t, TK_C_DENIED, 1);
+	}
+	if (!closed)
+		rc = tk_multi_local(TKSHM_MULTI_ALL, share, m, now, sd);
+	if (rc != TKSHM_OK)
+		return rc;
+	for (size_t j = 0; j < m; j++) {
+		tkshm_decision *d = &each[idx[j]];
+
+		*d = sd[j];
+		d->remaining = (int64_t)floor((double)d->remaining / hosts[j]);
+		d->flags |= TKSHM_DECISION_FALLBACK;
+		tk_gcount(share[j].table->global,
+			  d->allowed ? TK_G_FALLBACK_ALLOWED :
+				       TK_G_FALLBACK_DENIED,
+			  1);
 	}
 	return TKSHM_OK;
+}
+
+/* Redis did not answer a multi check: each dimension by its own failure
+ * policy.  `any` decides them one by one.  `all` consumes nothing unless
+ * every dimension admits (README): fail-open and fail-closed dimensions
+ * consume nothing, and the safe shares are decided together
+ * (tk_multi_shares). */
+static int
+tk_multi_fallback(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
+		  double now, tkshm_decision *each)
+{
+	tkshm_dimension share[TKSHM_MULTI_MAX];
+	unsigned char buf[TKSHM_MULTI_MAX][24];
+	double hosts[TKSHM_MULTI_MAX];
+	size_t idx[TKSHM_MULTI_MAX], m = 0;
+	bool closed = false;
+
+	for (size_t i = 0; i < n; i++) {
+		struct tkshm_table *t = dims[i].table;
+		struct tk_keyref k;
+		double charge;
+
+		if (mode == TKSHM_MULTI_ANY ||
+		    t->policy.global.failure != TKSHM_FAILURE_SAFE_SHARE) {
+			int rc = tk_strict_fallback(
+				t, dims[i].key, dims[i].key_len, dims[i].cost,
+				now, &each[i]);
+			if (rc != TKSHM_OK)
+				return rc;
+			closed = closed || !each[i].allowed;
+			continue;
+		}
+		k = tk_share_of(t, dims[i].key, dims[i].key_len, dims[i].cost,
+				buf[m], &charge, &hosts[m]);
+		share[m].table = t;
+		share[m].key = buf[m];
+		share[m].key_len = k.len;
+		share[m].cost = charge;
+		idx[m++] = i;
+	}
+	return m ? tk_multi_shares(share, idx, hosts, m, closed, each) :
+		   TKSHM_OK;
 }
 
 /* multi.lua's answer, decoded into each[] by tk_multi_valid. */
@@ -474,7 +544,7 @@ tk_strict_multi(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 	rc = tk_redis_call(t0, TK_SCRIPT_MULTI, &keys, &args, tk_multi_valid,
 			   &ans, &reply);
 	if (rc != TKSHM_OK) /* whatever the fault: each failure policy */
-		return tk_multi_fallback(dims, n, now, each);
+		return tk_multi_fallback(mode, dims, n, now, each);
 	freeReplyObject(reply);
 	for (size_t i = 0; i < n; i++)
 		all_ok = all_ok && each[i].allowed;

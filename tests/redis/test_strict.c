@@ -16,6 +16,8 @@
 #include "redis/neg_cache.h"
 #include "redis_server.h"
 #include "test_support.h"
+
+#define NOW 1.7e12 /* an explicit timeline (the safe shares use the clock) */
 #include "tkshm.h"
 #include "tkshm_redis.h"
 
@@ -420,6 +422,63 @@ test_kill_restart_recovers(void **state)
 	tkshm_redis_close(r);
 }
 
+/* `all` while Redis cannot be reached consumes nothing unless every
+ * dimension admits (README, "Several limits at once").  The safe shares
+ * were charged one by one: a request that B (limit 1) denied still spent
+ * A's share, so 11 denied requests left A (limit 10) with nothing for a
+ * lone check; a key named three times, and a fail-closed dimension, did
+ * the same. */
+static void
+test_multi_fallback_all_consumes_nothing(void **state)
+{
+	int holder, port = tkt_redis_refusing_port(&holder);
+	tkshm_redis *r = connect_to(port, false, 100);
+	tkshm_table *a = strict_table("fixedWindow:limit=10,windowMs=86400000;"
+				      "mode=strict,failure=safe-share,hosts=1",
+				      r);
+	tkshm_table *b = strict_table("fixedWindow:limit=1,windowMs=86400000;"
+				      "mode=strict,failure=safe-share,hosts=1",
+				      r);
+	tkshm_table *c = strict_table(
+		"gcra:limit=5,periodMs=1000;mode=strict,failure=fail-closed",
+		r);
+	tkshm_dimension ab[2] = { { a, "k", 1, 1 }, { b, "k", 1, 1 } };
+	tkshm_dimension ac[2] = { { a, "k", 1, 1 }, { c, "k", 1, 1 } };
+	tkshm_dimension aaa[3] = { { a, "k", 1, 4 },
+				   { a, "k", 1, 4 },
+				   { a, "k", 1, 4 } };
+	tkshm_decision d, each[3];
+	int admitted = 0;
+
+	(void)state;
+	for (int i = 0; i < 12; i++) {
+		assert_rc(tkshm_check_multi_at(TKSHM_MULTI_ALL, ab, 2, NOW, &d,
+					       each, NULL),
+			  TKSHM_OK);
+		assert_true(each[0].flags & TKSHM_DECISION_FALLBACK);
+		admitted += d.allowed;
+		assert_rc(tkshm_check_multi_at(TKSHM_MULTI_ALL, ac, 2, NOW, &d,
+					       NULL, NULL),
+			  TKSHM_OK);
+		assert_false(d.allowed);
+		assert_rc(tkshm_check_multi_at(TKSHM_MULTI_ALL, aaa, 3, NOW, &d,
+					       NULL, NULL),
+			  TKSHM_OK);
+		assert_false(d.allowed); /* 4 + 4 + 4 > the 9 left */
+	}
+	assert_int_equal(admitted, 1);
+	/* A spent 1 on the one admitted request: 9 are left. */
+	assert_rc(tkshm_check_at(a, "k", 1, 9, NOW, &d), TKSHM_OK);
+	if (!d.allowed)
+		fail_msg("A's share was spent by denied requests");
+	assert_true(d.flags & TKSHM_DECISION_FALLBACK);
+	tkshm_close(a);
+	tkshm_close(b);
+	tkshm_close(c);
+	tkshm_redis_close(r);
+	close(holder);
+}
+
 static void
 test_pause_and_flush(void **state)
 {
@@ -545,6 +604,7 @@ main(void)
 		cmocka_unit_test(test_cache_clock_bound),
 		cmocka_unit_test(test_cache_recovers),
 		cmocka_unit_test(test_failure_policies),
+		cmocka_unit_test(test_multi_fallback_all_consumes_nothing),
 		cmocka_unit_test(test_pause_and_flush),
 		cmocka_unit_test(test_fork_shares_the_limit),
 		cmocka_unit_test(test_bad_use),

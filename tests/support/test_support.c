@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <locale.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -536,4 +537,31 @@ tkt_permit_holder(tkshm_table *t, const char *key, int n, double now_ms)
 		fail_msg("child %d could not acquire %d permits", (int)pid, n);
 	close(fds[0]);
 	return pid;
+}
+
+bool
+tkt_comma_locale(void)
+{
+	static const char *const names[] = { "de_DE.UTF-8", "de_DE.utf8",
+					     "fr_FR.UTF-8", "fr_FR.utf8",
+					     "nl_NL.UTF-8", "ru_RU.UTF-8" };
+	char dir[512];
+	pid_t pid;
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (setlocale(LC_ALL, names[i]) &&
+		    strcmp(localeconv()->decimal_point, ",") == 0)
+			return true;
+	snprintf(dir, sizeof dir, "%s/de_DE.UTF-8", tkt_tmpdir());
+	pid = fork();
+	if (pid == 0) {
+		execlp("localedef", "localedef", "-i", "de_DE", "-f", "UTF-8",
+		       dir, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || tkt_wait_bounded(pid, 60) != 0)
+		return false;
+	setenv("LOCPATH", tkt_tmpdir(), 1);
+	return setlocale(LC_ALL, "de_DE.UTF-8") &&
+	       strcmp(localeconv()->decimal_point, ",") == 0;
 }

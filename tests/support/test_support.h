@@ -74,6 +74,11 @@ int tkt_wait_bounded(pid_t pid, double secs);
 /* Monotonic seconds, for bounding loops (never for asserting speed). */
 double tkt_seconds(void);
 
+/* Sets (setlocale LC_ALL) a locale whose decimal point is a comma: an
+ * installed one, else de_DE.UTF-8 built with localedef into tkt_tmpdir()
+ * (LOCPATH).  False when neither is possible. */
+bool tkt_comma_locale(void);
+
 /* --- child processes with pipes (appended for tests/tool) ---------------- */
 
 /* A program run with pipes on its stdin, stdout and stderr. */

@@ -175,6 +175,17 @@ test_parse_strict_grammar(void **state)
 			tkshm_policy_parse("adaptiveConcurrency", &p, NULL, 0),
 			TKSHM_OK);
 	}
+	/* A number of the grammar however long its digits run (one of 64
+	 * characters or more was refused as "not a number"). */
+	{
+		char spec[256];
+		tkshm_policy p;
+
+		snprintf(spec, sizeof spec, "gcra:limit=5.%0100d,periodMs=1%s",
+			 0, "000");
+		assert_rc(tkshm_policy_parse(spec, &p, NULL, 0), TKSHM_OK);
+		assert_gcra(&p, 5, 1000, 5);
+	}
 }
 
 /* ThrottleKit's default: burst = limit. */

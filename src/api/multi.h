@@ -1,0 +1,24 @@
+/*
+ * multi.h - the shared-memory `all` and `any` of tkshm_check_multi_at, for
+ * the callers inside the library that decide dimensions locally (strict
+ * mode's failure policy: the safe shares of an `all` that Redis did not
+ * answer).
+ */
+#ifndef TKSHM_API_MULTI_H
+#define TKSHM_API_MULTI_H
+
+#include <stddef.h>
+
+#include "tkshm.h"
+
+/* tkshm_check_multi_at's shared-memory path on dimensions already
+ * validated (n within 1..TKSHM_MULTI_MAX): every dimension's decision in
+ * d[0..n), each counted in its table's stats as it stands.  `all`
+ * consumes nothing unless every dimension admits; a key named more than
+ * once is checked by each dimension in turn.  TKSHM_OK, or an error of
+ * the check (TKSHM_EFULL, TKSHM_EBUSY, TKSHM_ECORRUPT), having consumed
+ * nothing. */
+int tk_multi_local(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
+		   double now_ms, tkshm_decision *d);
+
+#endif /* TKSHM_API_MULTI_H */

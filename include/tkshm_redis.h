@@ -43,7 +43,9 @@ typedef struct tkshm_redis_options {
 	const char *password;	   /**< AUTH password, or NULL */
 	int db;			   /**< SELECT this database when not 0 */
 	double connect_timeout_ms; /**< the TCP connect and the handshake
-				      (AUTH, SELECT, SCRIPT LOAD); 0: 200 */
+				      (AUTH, SELECT, SCRIPT LOAD); 0: 200.
+				      Each duration here is 0 or 1 ms to 1
+				      hour (3600000), else TKSHM_EINVAL. */
 	/** Deadline of one check's exchange with Redis once connected
 	 *  (the script, a NOSCRIPT reload and its resend), whatever the
 	 *  server sends; 0: 100.  A command that times out is never resent

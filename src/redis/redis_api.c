@@ -27,6 +27,15 @@ tk_copy_opt(char *dst, size_t cap, const char *src)
 	return true;
 }
 
+/* A duration option: 0 (the default) or 1 ms to 1 hour.  A time below a
+ * millisecond (1e-300) would time every exchange out before Redis could
+ * answer, leaving every decision to the failure policy. */
+static bool
+tk_duration_ok(double ms)
+{
+	return ms == 0 || (ms >= 1 && ms <= 3600000);
+}
+
 int
 tkshm_redis_open(const tkshm_redis_options *o, tkshm_redis **out)
 {
@@ -36,10 +45,9 @@ tkshm_redis_open(const tkshm_redis_options *o, tkshm_redis **out)
 	if (!o || !out)
 		return TKSHM_ENULL;
 	if (o->size != sizeof *o || o->port < 0 || o->port > 65535 ||
-	    o->db < 0 || !(o->connect_timeout_ms >= 0) ||
-	    !(o->command_timeout_ms >= 0) || !(o->breaker_open_ms >= 0) ||
-	    o->connect_timeout_ms > 3600000 ||
-	    o->command_timeout_ms > 3600000 || o->breaker_open_ms > 3600000)
+	    o->db < 0 || !tk_duration_ok(o->connect_timeout_ms) ||
+	    !tk_duration_ok(o->command_timeout_ms) ||
+	    !tk_duration_ok(o->breaker_open_ms))
 		return TKSHM_EINVAL;
 	r = calloc(1, sizeof *r);
 	if (!r)

@@ -589,6 +589,29 @@ test_bad_use(void **state)
 	assert_string_equal(buf, "k");
 	o.command_timeout_ms = -1;
 	assert_rc(tkshm_redis_open(&o, &r), TKSHM_EINVAL);
+	/* Durations are 0 (the default) or 1 ms to 1 hour: 1e-300 timed
+	 * every exchange out (issue 18, item 6's sibling in the library). */
+	{
+		tkshm_redis *r2 = NULL;
+		double *durations[] = { &o.connect_timeout_ms,
+					&o.command_timeout_ms,
+					&o.breaker_open_ms };
+
+		for (size_t i = 0; i < 3; i++) {
+			o.command_timeout_ms = 0;
+			o.connect_timeout_ms = 0;
+			o.breaker_open_ms = 0;
+			*durations[i] = 1e-300;
+			assert_rc(tkshm_redis_open(&o, &r2), TKSHM_EINVAL);
+			*durations[i] = 0.999;
+			assert_rc(tkshm_redis_open(&o, &r2), TKSHM_EINVAL);
+			*durations[i] = 3600000.5;
+			assert_rc(tkshm_redis_open(&o, &r2), TKSHM_EINVAL);
+			*durations[i] = 1;
+			assert_rc(tkshm_redis_open(&o, &r2), TKSHM_OK);
+			tkshm_redis_close(r2);
+		}
+	}
 	tkshm_close(local);
 	tkshm_close(s);
 	tkshm_redis_close(r);

@@ -16,6 +16,10 @@
  *   offset       strict: Redis's clock minus this host's, as last
  *                measured from a reply (f64 bits; an upper bound, so
  *                the negative cache never ages a state too little)
+ *   up_at        lease: the now (f64 bits, epoch ms, the workers'
+ *                clock) of the agent's last round with Redis answering:
+ *                a key that fell back before it is in a new outage
+ *                (lease.h, L5)
  *   breaker      strict mode's circuit breaker, shared by the workers
  *   c[]          the tier's counters (enum tk_gcounter)
  *
@@ -54,6 +58,7 @@ struct tk_global_shm {
 	_Atomic uint64_t poll_ms;
 	_Atomic uint64_t hosts_at;
 	_Atomic uint64_t offset;
+	_Atomic uint64_t up_at;
 	_Alignas(64) struct tk_breaker breaker;
 	_Alignas(64) _Atomic uint64_t c[TK_G_COUNT];
 };

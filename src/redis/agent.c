@@ -12,6 +12,14 @@
  *             stranded on idle hosts stays within one capacity
  * Leases of one table are pipelined in batches; a round waits for its
  * replies, so a key never has two leases outstanding (TK-R01).
+ *
+ * Handover from the failure policy (lease.h, L5): when the agent finds
+ * Redis again, reconnects, starts, or comes back from a stall long
+ * enough for its workers to have judged it gone, hosts may be spending
+ * safe shares Redis never counted (Redis may also have lost its
+ * counters).  It then leases nothing until tk_lease_resume_at of the
+ * time by which every host's agent, configured alike, has found Redis
+ * too (tk_agent_settle_ms): a fixed window's next boundary after that.
  */
 #include <errno.h>
 #include <math.h>
@@ -50,6 +58,7 @@ struct tk_atable {
 	struct tk_track *track; /* one per slot */
 	uint64_t nslots;
 	double next_hosts; /* monotonic ms of the next heartbeat */
+	double lease_from; /* epoch ms before which nothing is leased */
 };
 
 /* One lease to ask for in a batch. */
@@ -74,6 +83,7 @@ struct tk_agent {
 	struct tk_agent_round totals;
 	double rtt_ms; /* smoothed round trip of a batch */
 	bool redis_up;
+	double last_beat; /* monotonic ms of the last round's publish */
 	struct tk_ask *asks; /* TK_AGENT_BATCH */
 };
 
@@ -307,6 +317,44 @@ tk_agent_probe_ms(const struct tk_agent *a)
 	       2 * a->conf.redis.command_timeout_ms;
 }
 
+/* How long after this agent found Redis every host's agent has (with the
+ * same settings): a probe that failed just before Redis came back, the
+ * breaker's open period, the probe that finds it, and a round for the
+ * workers to read it. */
+static double
+tk_agent_settle_ms(const struct tk_agent *a)
+{
+	return a->conf.breaker_open_ms + 2 * tk_agent_probe_ms(a) +
+	       2 * a->conf.poll_ms;
+}
+
+/* A handover from the failure policy at epoch ms `now`: no table leases
+ * until every host has stopped spending its share (file comment). */
+static void
+tk_agent_settle(struct tk_agent *a, double now)
+{
+	for (size_t i = 0; i < a->ntables; i++) {
+		tkshm_table *t = a->tables[i].t;
+
+		a->tables[i].lease_from = tk_lease_resume_at(
+			&t->algo.lease, t->policy.global.lease_ms,
+			now + tk_agent_settle_ms(a));
+	}
+}
+
+/* True (and a handover begun) when the agent's last heartbeat is old
+ * enough that its workers may have judged it gone and fallen back: the
+ * process was stopped, or a round ran long. */
+static bool
+tk_agent_stalled(struct tk_agent *a)
+{
+	if (a->last_beat <= 0 ||
+	    !(tk_mono_ms() - a->last_beat > TK_AGENT_STALE_MS / 2))
+		return false;
+	tk_agent_settle(a, tkshm_now_ms());
+	return true;
+}
+
 /* Sends a batch of leases and writes what was granted.  `sent` is the
  * epoch ms read just before sending: every expiry is measured from it. */
 static void
@@ -331,6 +379,8 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n, double now,
 		a->redis_up = false;
 		return;
 	}
+	if (tk_agent_stalled(a) || sent < at->lease_from)
+		return; /* a handover began while this round ran */
 	tk_conn_stats_get(a->conn, &before);
 	rc = tk_conn_eval_many(
 		a->conn, gcra ? TK_SCRIPT_LEASE_GCRA : TK_SCRIPT_LEASE_WINDOW,
@@ -469,7 +519,7 @@ tk_agent_table(struct tk_agent *a, struct tk_atable *at, double now,
 		/* Rates are kept up while Redis is down, but nothing is
 		 * asked for: the round's probe finds it back first. */
 		if (!a->redis_up || credits > low || (!fresh && rate <= 0) ||
-		    now < at->track[index].next_ask)
+		    now < at->track[index].next_ask || now < at->lease_from)
 			continue;
 		want = ceil(rate * a->conf.horizon_ms);
 		if (want < 1)
@@ -499,10 +549,13 @@ void
 tk_agent_round(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 {
 	struct tk_agent_round r;
+	bool was_up;
 
 	memset(&r, 0, sizeof r);
 	if (!a)
 		return;
+	was_up = a->redis_up;
+	(void)tk_agent_stalled(a);
 	/* Down (or never reached): probe when the breaker lets us, so that
 	 * recovery is seen even when no key needs a lease.  Up: Redis
 	 * stays as last seen until a lease or a heartbeat fails. */
@@ -517,11 +570,20 @@ tk_agent_round(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 						 a->conf.breaker_open_ms);
 		}
 	}
+	if (a->redis_up && !was_up)
+		tk_agent_settle(a, now_ms); /* found again, or first found */
 	for (size_t i = 0; i < a->ntables; i++)
 		tk_agent_table(a, &a->tables[i], now_ms, &r);
 	r.redis_up = a->redis_up;
-	for (size_t i = 0; i < a->ntables; i++)
+	for (size_t i = 0; i < a->ntables; i++) {
+		/* Relaxed: published by the beat's release below. */
+		if (a->redis_up)
+			atomic_store_explicit(&a->tables[i].t->global->up_at,
+					      tk_f64_word(now_ms),
+					      memory_order_relaxed);
 		tk_agent_publish(a, a->tables[i].t, true);
+	}
+	a->last_beat = tk_mono_ms();
 	a->totals.keys_scanned += r.keys_scanned;
 	a->totals.leases_asked += r.leases_asked;
 	a->totals.leases_granted += r.leases_granted;

@@ -159,8 +159,9 @@ sim_worker_run(struct sim *s, const char *path, const char *key, int gap_us,
 }
 
 void
-sim_workers(struct sim *s, struct sim_host *h, int index, const char *key,
-	    const int *gap_us, int redis_port)
+sim_workers_keys(struct sim *s, struct sim_host *h, int index,
+		 const char *const keys[SIM_WORKERS], const int *gap_us,
+		 int redis_port)
 {
 	for (int i = 0; i < SIM_WORKERS; i++) {
 		pid_t pid = fork();
@@ -168,11 +169,22 @@ sim_workers(struct sim *s, struct sim_host *h, int index, const char *key,
 		assert_true(pid >= 0);
 		if (pid == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			sim_worker_run(s, h->path, key, gap_us[index],
+			sim_worker_run(s, h->path, keys[i], gap_us[index],
 				       redis_port, &s->w[index][i]);
 		}
 		h->workers[i] = pid;
 	}
+}
+
+void
+sim_workers(struct sim *s, struct sim_host *h, int index, const char *key,
+	    const int *gap_us, int redis_port)
+{
+	const char *keys[SIM_WORKERS];
+
+	for (int i = 0; i < SIM_WORKERS; i++)
+		keys[i] = key;
+	sim_workers_keys(s, h, index, keys, gap_us, redis_port);
 }
 
 void

@@ -59,6 +59,11 @@ void sim_agent(struct sim *s, struct sim_host *h, int index, int port);
 void sim_workers(struct sim *s, struct sim_host *h, int index, const char *key,
 		 const int *gap_us, int redis_port);
 
+/* The same, worker w checking keys[w]. */
+void sim_workers_keys(struct sim *s, struct sim_host *h, int index,
+		      const char *const keys[SIM_WORKERS], const int *gap_us,
+		      int redis_port);
+
 /* Stops and reaps the workers, then the agents. */
 void sim_stop(struct sim *s, struct sim_host *hosts, int n);
 

@@ -83,7 +83,7 @@ struct tk_agent {
 	struct tk_agent_round totals;
 	double rtt_ms; /* smoothed round trip of a batch */
 	bool redis_up;
-	double last_beat; /* monotonic ms of the last round's publish */
+	double last_beat;    /* monotonic ms of the last round's publish */
 	struct tk_ask *asks; /* TK_AGENT_BATCH */
 };
 

@@ -24,8 +24,8 @@ lease_of(double limit, double window_ms)
 	return l;
 }
 
-static const struct tk_lease_env up = { false, TKSHM_FAILURE_SAFE_SHARE, 1,
-					   1, 0 };
+static const struct tk_lease_env up = { false, TKSHM_FAILURE_SAFE_SHARE, 1, 1,
+					0 };
 
 /* ThrottleKit's LeaseSpender vectors, window-coupled suites: credits are
  * spent while they cover the cost, a lease ends at its expiresAt, and

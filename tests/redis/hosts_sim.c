@@ -213,20 +213,22 @@ sim_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The admissions of hosts [h0, h1), sorted. */
+/* The admissions of hosts [h0, h1), of their worker `only` (-1: all),
+ * sorted. */
 static double *
-sim_stamps_of(const struct sim *s, int h0, int h1, uint64_t *n)
+sim_stamps_of(const struct sim *s, int h0, int h1, int only, uint64_t *n)
 {
+	int i0 = only < 0 ? 0 : only, i1 = only < 0 ? SIM_WORKERS : only + 1;
 	uint64_t total = 0, k = 0;
 	double *all;
 
 	for (int h = h0; h < h1; h++)
-		for (int i = 0; i < SIM_WORKERS; i++)
+		for (int i = i0; i < i1; i++)
 			total += s->w[h][i].nstamps;
 	all = malloc(sizeof *all * (total ? total : 1));
 	assert_non_null(all);
 	for (int h = h0; h < h1; h++)
-		for (int i = 0; i < SIM_WORKERS; i++) {
+		for (int i = i0; i < i1; i++) {
 			memcpy(all + k, s->w[h][i].stamps,
 			       sizeof *all * s->w[h][i].nstamps);
 			k += s->w[h][i].nstamps;
@@ -250,13 +252,19 @@ sim_ambiguous(const struct sim *s)
 double *
 sim_stamps(const struct sim *s, uint64_t *n)
 {
-	return sim_stamps_of(s, 0, SIM_HOSTS, n);
+	return sim_stamps_of(s, 0, SIM_HOSTS, -1, n);
 }
 
 double *
 sim_host_stamps(const struct sim *s, int h, uint64_t *n)
 {
-	return sim_stamps_of(s, h, h + 1, n);
+	return sim_stamps_of(s, h, h + 1, -1, n);
+}
+
+double *
+sim_worker_stamps(const struct sim *s, int hosts, int w, uint64_t *n)
+{
+	return sim_stamps_of(s, 0, hosts, w, n);
 }
 
 uint64_t

@@ -84,6 +84,10 @@ uint64_t sim_max_aligned(const double *st, uint64_t n, double w, double from,
 /* The admissions of host h's workers, sorted (caller frees). */
 double *sim_host_stamps(const struct sim *s, int h, uint64_t *n);
 
+/* The admissions of worker w of hosts 0 .. hosts - 1 (with
+ * sim_workers_keys, those of one key), sorted (caller frees). */
+double *sim_worker_stamps(const struct sim *s, int hosts, int w, uint64_t *n);
+
 /* The p99 of the latencies all workers recorded in phase 1 or 2 (µs). */
 double sim_p99_us(const struct sim *s, int phase);
 

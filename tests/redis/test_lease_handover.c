@@ -175,35 +175,6 @@ leases_of(const struct run *r)
 	return n;
 }
 
-static int
-cmp_ms(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The admissions of key k (worker k of every host), sorted. */
-static double *
-key_stamps(const struct sim *s, int k, uint64_t *n)
-{
-	uint64_t total = 0, at = 0;
-	double *all;
-
-	for (int h = 0; h < HOSTS; h++)
-		total += s->w[h][k].nstamps;
-	all = malloc(sizeof *all * (total ? total : 1));
-	assert_non_null(all);
-	for (int h = 0; h < HOSTS; h++) {
-		memcpy(all + at, s->w[h][k].stamps,
-		       sizeof *all * s->w[h][k].nstamps);
-		at += s->w[h][k].nstamps;
-	}
-	qsort(all, total, sizeof *all, cmp_ms);
-	*n = total;
-	return all;
-}
-
 /* Every window wholly inside the run, for each key: at most the limit;
  * and the limit reached in some window (the bound is not idle). */
 static void
@@ -213,7 +184,7 @@ expect_windows(const struct run *r, const char *what)
 
 	for (int k = 0; k < SIM_WORKERS; k++) {
 		uint64_t n, nw, total, most;
-		double *st = key_stamps(r->s, k, &n);
+		double *st = sim_worker_stamps(r->s, HOSTS, k, &n);
 		uint64_t count = 0;
 		double cur = -1;
 
@@ -266,95 +237,128 @@ static const char *const window_spec =
 	"fixedWindow:limit=100,windowMs=1000;mode=lease,failure=safe-share,"
 	"hosts=2,prefix=ho";
 
-/* Redis stopped (SIGSTOP) 400 ms into a window, continued 400 ms into a
- * window two later. */
+/* One transition and its return: the first 400 ms into a window, the
+ * second 400 ms into a window at least `apart` seconds later; then 3 s
+ * more, and every window checked. */
+static void
+run_transitions(bool real_syncd, void (*go)(struct run *),
+		void (*back)(struct run *), double apart, const char *what)
+{
+	struct run r;
+
+	run_start(&r, window_spec, real_syncd, fast);
+	at_phase(0.4);
+	go(&r);
+	usleep((useconds_t)(apart * 1e6) - 500000);
+	at_phase(0.4);
+	back(&r);
+	r.leases = leases_of(&r);
+	usleep(3000000);
+	run_stop(&r);
+	expect_windows(&r, what);
+	sim_free(r.s);
+}
+
+static void
+redis_sigstop(struct run *r)
+{
+	(void)r;
+	tkt_redis_sigstop(&tkt_srv);
+}
+
+static void
+redis_sigcont(struct run *r)
+{
+	(void)r;
+	tkt_redis_sigcont(&tkt_srv);
+}
+
+static void
+redis_kill(struct run *r)
+{
+	(void)r;
+	tkt_redis_kill(&tkt_srv);
+}
+
+static void
+redis_restart(struct run *r)
+{
+	(void)r;
+	tkt_redis_restart(&tkt_srv);
+}
+
+static void
+syncd_stop_all(struct run *r)
+{
+	for (int h = 0; h < HOSTS; h++) {
+		syncd_term(r->syncd[h]);
+		r->syncd[h] = 0;
+	}
+}
+
+static void
+syncd_start_all(struct run *r)
+{
+	for (int h = 0; h < HOSTS; h++)
+		r->syncd[h] = syncd_start(r, h);
+}
+
+static void
+syncd_signal_all(const struct run *r, int sig)
+{
+	for (int h = 0; h < HOSTS; h++)
+		assert_int_equal(kill(r->syncd[h], sig), 0);
+}
+
+static void
+syncd_sigstop(struct run *r)
+{
+	syncd_signal_all(r, SIGSTOP);
+}
+
+static void
+syncd_sigcont(struct run *r)
+{
+	syncd_signal_all(r, SIGCONT);
+}
+
+/* Redis stopped (SIGSTOP), continued two windows later. */
 static void
 test_redis_stop_and_continue(void **state)
 {
-	struct run r;
-
 	(void)state;
-	run_start(&r, window_spec, false, fast);
-	at_phase(0.4);
-	tkt_redis_sigstop(&tkt_srv);
-	usleep(1500000);
-	at_phase(0.4);
-	tkt_redis_sigcont(&tkt_srv);
-	r.leases = leases_of(&r);
-	usleep(3000000);
-	run_stop(&r);
-	expect_windows(&r, "Redis SIGSTOP, SIGCONT");
-	sim_free(r.s);
+	run_transitions(false, redis_sigstop, redis_sigcont, 2,
+			"Redis SIGSTOP, SIGCONT");
 }
 
-/* Redis killed (kill -9) 400 ms into a window, restarted (its counters
- * gone) 400 ms into a window two later. */
+/* Redis killed (kill -9), restarted (its counters gone) two windows
+ * later. */
 static void
 test_redis_kill_and_restart(void **state)
 {
-	struct run r;
-
 	(void)state;
-	run_start(&r, window_spec, false, fast);
-	at_phase(0.4);
-	tkt_redis_kill(&tkt_srv);
-	usleep(1500000);
-	at_phase(0.4);
-	tkt_redis_restart(&tkt_srv);
-	r.leases = leases_of(&r);
-	usleep(3000000);
-	run_stop(&r);
-	expect_windows(&r, "Redis kill -9, restart");
-	sim_free(r.s);
+	run_transitions(false, redis_kill, redis_restart, 2,
+			"Redis kill -9, restart");
 }
 
-/* Every host's tkshm-syncd stopped (SIGTERM) 400 ms into a window, and
- * started again 400 ms into a window two later. */
+/* Every host's tkshm-syncd stopped (SIGTERM), started again two windows
+ * later. */
 static void
 test_syncd_stop_and_start(void **state)
 {
-	struct run r;
-
 	(void)state;
-	run_start(&r, window_spec, true, fast);
-	at_phase(0.4);
-	for (int h = 0; h < HOSTS; h++) {
-		syncd_term(r.syncd[h]);
-		r.syncd[h] = 0;
-	}
-	usleep(1500000);
-	at_phase(0.4);
-	r.leases = leases_of(&r);
-	for (int h = 0; h < HOSTS; h++)
-		r.syncd[h] = syncd_start(&r, h);
-	usleep(3000000);
-	run_stop(&r);
-	expect_windows(&r, "tkshm-syncd SIGTERM, start");
-	sim_free(r.s);
+	run_transitions(true, syncd_stop_all, syncd_start_all, 2,
+			"tkshm-syncd SIGTERM, start");
 }
 
-/* Every host's tkshm-syncd stalled (SIGSTOP) 400 ms into a window (its
- * workers fall back once its heartbeat is a second old), continued
- * 400 ms into a window three later. */
+/* Every host's tkshm-syncd stalled (SIGSTOP; its workers fall back once
+ * its heartbeat is a second old), continued three windows later. */
 static void
 test_syncd_stall(void **state)
 {
-	struct run r;
-
 	(void)state;
-	run_start(&r, window_spec, true, fast);
-	at_phase(0.4);
-	for (int h = 0; h < HOSTS; h++)
-		assert_int_equal(kill(r.syncd[h], SIGSTOP), 0);
-	usleep(2500000);
-	at_phase(0.4);
-	for (int h = 0; h < HOSTS; h++)
-		assert_int_equal(kill(r.syncd[h], SIGCONT), 0);
-	r.leases = leases_of(&r);
-	usleep(3000000);
-	run_stop(&r);
-	expect_windows(&r, "tkshm-syncd SIGSTOP, SIGCONT");
-	sim_free(r.s);
+	run_transitions(true, syncd_sigstop, syncd_sigcont, 3,
+			"tkshm-syncd SIGSTOP, SIGCONT");
 }
 
 /* The sibling without a share: failure=fail-closed, Redis killed 200 ms
@@ -377,7 +381,7 @@ test_fail_closed_restart_in_window(void **state)
 	run_stop(&r);
 	for (int k = 0; k < SIM_WORKERS; k++) {
 		uint64_t n, nw, total, most;
-		double *st = key_stamps(r.s, k, &n);
+		double *st = sim_worker_stamps(r.s, HOSTS, k, &n);
 
 		most = sim_max_aligned(st, n, WIN_MS, r.from, r.to, &nw,
 				       &total);
@@ -428,7 +432,7 @@ test_gcra_kill_after_burst(void **state)
 	tkt_redis_restart(&tkt_srv);
 	for (int k = 0; k < SIM_WORKERS; k++) {
 		uint64_t n;
-		double *st = key_stamps(r.s, k, &n);
+		double *st = sim_worker_stamps(r.s, HOSTS, k, &n);
 
 		assert_true((double)n >= b); /* the burst was leased */
 		for (size_t i = 0; i < sizeof windows / sizeof windows[0];

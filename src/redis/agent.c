@@ -375,12 +375,12 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n, double now,
 					    a->asks[i].al };
 		replies[i] = NULL;
 	}
+	if (tk_agent_stalled(a) || sent < at->lease_from)
+		return; /* a handover began while this round ran */
 	if (!tk_breaker_allow(&a->breaker, t0, tk_agent_probe_ms(a))) {
 		a->redis_up = false;
 		return;
 	}
-	if (tk_agent_stalled(a) || sent < at->lease_from)
-		return; /* a handover began while this round ran */
 	tk_conn_stats_get(a->conn, &before);
 	rc = tk_conn_eval_many(
 		a->conn, gcra ? TK_SCRIPT_LEASE_GCRA : TK_SCRIPT_LEASE_WINDOW,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,7 +70,8 @@ sim_agent(struct sim *s, struct sim_host *h, int index, int port)
 		c.redis.port = port;
 		c.redis.command_timeout_ms = 100;
 		c.redis.connect_timeout_ms = 100;
-		c.heartbeat_ms = 100;
+		c.heartbeat_ms =
+			s->agent_heartbeat_ms > 0 ? s->agent_heartbeat_ms : 100;
 		c.breaker_open_ms = 200;
 		snprintf(c.host_id, sizeof c.host_id, "sim-host-%d", index);
 		if (tk_agent_new(&c, &a, err, sizeof err) != TKSHM_OK ||
@@ -97,6 +99,8 @@ sim_worker_run(struct sim *s, const char *path, const char *key, int gap_us,
 	tkshm_table *t;
 
 	o.flags = 0;
+	if (s->worker_nice)
+		(void)setpriority(PRIO_PROCESS, 0, s->worker_nice);
 	if (tkshm_open(path, &o, &t) != TKSHM_OK)
 		_exit(2);
 	if (redis_port > 0) {

@@ -34,6 +34,10 @@ struct sim {
 	/* > 0: admissions straddling a boundary of windows this long are
 	 * counted as ambiguous instead of stamped (per-window bounds). */
 	double window_ms;
+	/* When set: the workers' nice value (so that busy workers leave
+	 * the CPU to the agents), the agents' heartbeat_ms (default 100). */
+	int worker_nice;
+	double agent_heartbeat_ms;
 	struct sim_worker w[SIM_HOSTS][SIM_WORKERS];
 };
 

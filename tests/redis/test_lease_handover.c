@@ -5,8 +5,9 @@
  * redis-server, and for the agent's own stops the real tkshm-syncd.
  *
  * Two keys, `fixedWindow` limit 100 per 1 s window, mode=lease,
- * failure=safe-share, hosts=2; every worker checks as fast as it can, so
- * each window's leases, or each host's share of 50, are used up.  Each
+ * failure=safe-share, hosts=2; every worker checks far more often than
+ * the limit, so each window's leases, or each host's share of 50, are
+ * used up.  Each
  * transition happens 400 ms into a window: Redis stopped (SIGSTOP) and
  * continued, killed (kill -9) and restarted, tkshm-syncd stopped
  * (SIGTERM) and started, tkshm-syncd stalled (SIGSTOP) and continued.
@@ -36,10 +37,13 @@
 #define LIMIT  100.0
 #define WIN_MS 1000.0
 
-/* As fast as they can; or (the restart within a window) about 80 checks
- * a second per worker, 160 a second per key: each window's leases last
+/* A check every 200 us per worker, thousands a second per key, far
+ * above the limit, yet leaving the 2 cores to the agents (an agent
+ * starved for a second is judged gone, and its host falls back while the
+ * other leases); or (the restart within a window) about 80 checks a
+ * second per worker, 160 a second per key: each window's leases last
  * most of it. */
-static const int fast[SIM_HOSTS] = { 0, 0, 0 };
+static const int fast[SIM_HOSTS] = { 200, 200, 200 };
 static const int paced[SIM_HOSTS] = { 12000, 12000, 12000 };
 static const char *const keys[SIM_WORKERS] = { "k1", "k2" };
 
@@ -83,7 +87,7 @@ syncd_start(const struct run *r, int h)
 	fprintf(f,
 		"redis_host = 127.0.0.1\nredis_port = %d\npoll_ms = 1\n"
 		"connect_timeout_ms = 100\ncommand_timeout_ms = 100\n"
-		"heartbeat_ms = 100\nbreaker_open_ms = 200\n"
+		"heartbeat_ms = 1000\nbreaker_open_ms = 200\n"
 		"host_id = handover-%d\ntable = %s\n",
 		tkt_srv.port, h, r->hosts[h].path);
 	fclose(f);
@@ -120,6 +124,12 @@ run_start(struct run *r, const char *spec, bool real_syncd, const int *gaps)
 	memset(r, 0, sizeof *r);
 	r->s = sim_new();
 	r->s->window_ms = strncmp(spec, "gcra", 4) == 0 ? 0 : WIN_MS;
+	/* The CPU to the agents first: one starved for a second is judged
+	 * gone and its host falls back while the other leases, and hosts
+	 * silent for 3 heartbeats leave the live count (the share's N):
+	 * the regimes the bound does not cover. */
+	r->s->worker_nice = 10;
+	r->s->agent_heartbeat_ms = 1000;
 	freeReplyObject(tkt_redis_cmd(&tkt_srv, "FLUSHALL", NULL));
 	for (int h = 0; h < HOSTS; h++) {
 		sim_table(&r->hosts[h], h, spec);
@@ -175,6 +185,18 @@ leases_of(const struct run *r)
 	return n;
 }
 
+/* After a return: waits (up to 8 s) for the agents to lease again, then
+ * 1.5 s more (windows of leases after the handover). */
+static void
+wait_leasing(const struct run *r)
+{
+	double t0 = tkt_seconds();
+
+	while (leases_of(r) <= r->leases && tkt_seconds() - t0 < 8)
+		usleep(50000);
+	usleep(1500000);
+}
+
 /* Every window wholly inside the run, for each key: at most the limit;
  * and the limit reached in some window (the bound is not idle). */
 static void
@@ -223,7 +245,14 @@ expect_windows(const struct run *r, const char *what)
 
 		host_stats(r, h, &st);
 		fb += st.global.fallback_allowed;
+		printf("%s: host %d: %llu leases, %llu Redis errors, Redis "
+		       "%s\n",
+		       what, h, (unsigned long long)st.global.leases,
+		       (unsigned long long)st.global.redis_errors,
+		       st.global.redis_up ? "up" : "down");
 	}
+	printf("%s: %llu leases when it came back\n", what,
+	       (unsigned long long)r->leases);
 	/* Leasing resumed by itself after the second transition. */
 	assert_true(leases_of(r) > r->leases);
 	printf("%s: %llu admitted by the safe share, %llu straddled a "
@@ -241,19 +270,19 @@ static const char *const window_spec =
  * second 400 ms into a window at least `apart` seconds later; then 3 s
  * more, and every window checked. */
 static void
-run_transitions(bool real_syncd, void (*go)(struct run *),
+run_transitions(bool real_syncd, const int *gaps, void (*go)(struct run *),
 		void (*back)(struct run *), double apart, const char *what)
 {
 	struct run r;
 
-	run_start(&r, window_spec, real_syncd, fast);
+	run_start(&r, window_spec, real_syncd, gaps);
 	at_phase(0.4);
 	go(&r);
 	usleep((useconds_t)(apart * 1e6) - 500000);
 	at_phase(0.4);
 	back(&r);
 	r.leases = leases_of(&r);
-	usleep(3000000);
+	wait_leasing(&r);
 	run_stop(&r);
 	expect_windows(&r, what);
 	sim_free(r.s);
@@ -322,12 +351,15 @@ syncd_sigcont(struct run *r)
 	syncd_signal_all(r, SIGCONT);
 }
 
-/* Redis stopped (SIGSTOP), continued two windows later. */
+/* Redis stopped (SIGSTOP), continued two windows later.  Paced
+ * workers: leases still flow 400 ms into a window, so the agents find
+ * Redis stopped at once (an agent that asks nothing learns it at its next
+ * heartbeat). */
 static void
 test_redis_stop_and_continue(void **state)
 {
 	(void)state;
-	run_transitions(false, redis_sigstop, redis_sigcont, 2,
+	run_transitions(false, paced, redis_sigstop, redis_sigcont, 2,
 			"Redis SIGSTOP, SIGCONT");
 }
 
@@ -337,7 +369,7 @@ static void
 test_redis_kill_and_restart(void **state)
 {
 	(void)state;
-	run_transitions(false, redis_kill, redis_restart, 2,
+	run_transitions(false, fast, redis_kill, redis_restart, 2,
 			"Redis kill -9, restart");
 }
 
@@ -347,7 +379,7 @@ static void
 test_syncd_stop_and_start(void **state)
 {
 	(void)state;
-	run_transitions(true, syncd_stop_all, syncd_start_all, 2,
+	run_transitions(true, fast, syncd_stop_all, syncd_start_all, 2,
 			"tkshm-syncd SIGTERM, start");
 }
 
@@ -357,7 +389,7 @@ static void
 test_syncd_stall(void **state)
 {
 	(void)state;
-	run_transitions(true, syncd_sigstop, syncd_sigcont, 3,
+	run_transitions(true, fast, syncd_sigstop, syncd_sigcont, 3,
 			"tkshm-syncd SIGSTOP, SIGCONT");
 }
 
@@ -377,7 +409,8 @@ test_fail_closed_restart_in_window(void **state)
 	at_phase(0.2);
 	tkt_redis_kill(&tkt_srv);
 	tkt_redis_restart(&tkt_srv);
-	usleep(3000000);
+	r.leases = leases_of(&r);
+	wait_leasing(&r);
 	run_stop(&r);
 	for (int k = 0; k < SIM_WORKERS; k++) {
 		uint64_t n, nw, total, most;
@@ -389,7 +422,7 @@ test_fail_closed_restart_in_window(void **state)
 		       "most %llu (limit %.0f)\n",
 		       keys[k], (unsigned long long)nw,
 		       (unsigned long long)most, LIMIT);
-		assert_true(nw >= 3);
+		assert_true(nw >= 2);
 		if ((double)most > LIMIT)
 			fail_msg("key %s: a window admitted %llu > %.0f",
 				 keys[k], (unsigned long long)most, LIMIT);
@@ -412,6 +445,8 @@ test_gcra_kill_after_burst(void **state)
 	(void)state;
 	memset(&r, 0, sizeof r);
 	r.s = sim_new();
+	r.s->worker_nice = 10;
+	r.s->agent_heartbeat_ms = 1000;
 	freeReplyObject(tkt_redis_cmd(&tkt_srv, "FLUSHALL", NULL));
 	for (int h = 0; h < HOSTS; h++) {
 		sim_table(&r.hosts[h], h,
@@ -467,6 +502,8 @@ main(void)
 	};
 
 	signal(SIGPIPE, SIG_IGN);
+	if (getenv("TKT_FILTER"))
+		cmocka_set_test_filter(getenv("TKT_FILTER"));
 	return cmocka_run_group_tests(tests, tkt_redis_group_setup,
 				      tkt_redis_group_teardown);
 }

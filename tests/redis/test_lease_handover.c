@@ -5,16 +5,16 @@
  * redis-server, and for the agent's own stops the real tkshm-syncd.
  *
  * Two keys, `fixedWindow` limit 100 per 1 s window, mode=lease,
- * failure=safe-share, hosts=2; every worker checks far more often than
- * the limit, so each window's leases, or each host's share of 50, are
- * used up.  Each
- * transition happens 400 ms into a window: Redis stopped (SIGSTOP) and
- * continued, killed (kill -9) and restarted, tkshm-syncd stopped
- * (SIGTERM) and started, tkshm-syncd stalled (SIGSTOP) and continued.
- * Whatever the transition, no key admits more than its limit in any
- * window (issue 18, item 3: each used to admit 200).  And the GCRA
- * sibling: a share that started full on top of a lease burst broke
- * burst + rate * (W + leaseMs).
+ * failure=safe-share, hosts=2; the workers check more often than the
+ * limit, so each window's leases, or each host's share of 50, are used
+ * up.  Each transition happens 400 ms into a window: Redis stopped
+ * (SIGSTOP) and continued, killed (kill -9) and restarted, tkshm-syncd
+ * stopped (SIGTERM) and started, tkshm-syncd stalled (SIGSTOP) and
+ * continued.  Whatever the transition, no key admits more than its limit
+ * in any window (issue 18, item 3: up to 200 before).  The siblings:
+ * fail-closed with Redis restarted within a window (its counters lost,
+ * the window was leased twice), and a GCRA share that started full on
+ * top of a lease burst (beyond burst + rate * (W + leaseMs)).
  */
 #define _GNU_SOURCE
 #include <errno.h>

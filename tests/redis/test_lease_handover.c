@@ -502,6 +502,7 @@ main(void)
 	};
 
 	signal(SIGPIPE, SIG_IGN);
+	/* TKT_FILTER=test_syncd_stall runs one transition alone. */
 	if (getenv("TKT_FILTER"))
 		cmocka_set_test_filter(getenv("TKT_FILTER"));
 	return cmocka_run_group_tests(tests, tkt_redis_group_setup,

@@ -34,12 +34,12 @@ struct AlgoCase {
 	double step_ms;
 };
 
-// Limits of 1e12 are never reached by a run (at 1e6 checks per simulated
-// second a window of 1 s sees 1e6); they keep the admitted path without
+// Limits of 1e12 are never reached by a run (at 64,000 checks per simulated
+// second a window of 1 s sees 64,000); they keep the admitted path without
 // changing the arithmetic.
 const AlgoCase kAlgos[] = {
 	{ "gcra", kAllowPolicy, kAllowStepMs },
-	// Refills 1e6 tokens a second: one per check of one key.
+	// Refills 1e6 tokens a second: 15.6 per check of one key.
 	{ "tokenBucket",
 	  "tokenBucket:capacity=1000000000000,refillPerSec=1000000",
 	  kAllowStepMs },

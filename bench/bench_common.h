@@ -26,21 +26,22 @@ constexpr uint64_t kSlots = 262144;
 constexpr size_t kOneKey = 1;
 constexpr size_t kManyKeys = 100000;
 
-// Mostly-allowed GCRA: 1e6 per second per key (T = 1 us).  now advances by T
-// per check, so with one key each check lands exactly at the rate and is
-// admitted; with 100k keys a key comes back every 100k checks, far below it.
-// (Near today's epoch, ~1.8e12 ms, a double moves in steps of 2^-12 ms =
-// 0.24 us, so now and the TAT both advance by 4 such steps per check; a T
-// below 0.12 us would not advance the TAT at all.)
+// Mostly-allowed GCRA: 64,000 per second per key (T = 1/64 ms = 15.625 us,
+// the finest step the policy parser accepts: src/algorithms/resolution.h).
+// now advances by T per check, so with one key each check lands exactly at
+// the rate and is admitted; with 100k keys a key comes back every 100k
+// checks, far below it.  (Near today's epoch, ~1.8e12 ms, doubles are
+// 2^-12 ms apart, so now and the TAT both advance by exactly 64 such steps
+// per check.)
 // The clock cases cannot pick their pace: one thread checks one key about
-// 20e6 times a second, 20x the rate, so with the default burst (= limit) the
-// key would be in debt after ~50 ms and the case would measure denials.  The
-// burst of 1e12 (tau = 1e9 ms, about 11.6 days of lead) keeps every check
-// admitted for any realistic run; the check's arithmetic and writes do not
-// depend on it.
+// 20e6 times a second, 300x the rate, so with the default burst (= limit)
+// the key would be in debt within a few ms and the case would measure
+// denials.  The burst of 1e12 (tau = 1.5625e10 ms, about 180 days of lead)
+// keeps every check admitted for any realistic run; the check's arithmetic
+// and writes do not depend on it.
 constexpr const char *kAllowPolicy =
-	"gcra:limit=1000000,periodMs=1000,burst=1000000000000";
-constexpr double kAllowStepMs = 0.001; // = T
+	"gcra:limit=64000,periodMs=1000,burst=1000000000000";
+constexpr double kAllowStepMs = 0.015625; // = T
 
 enum class Clock {
 	kSystem,

@@ -73,9 +73,10 @@ enum tkshm_error {
 	TKSHM_EINVAL = -30901,	  /**< an argument is out of its range */
 	TKSHM_EKEYEMPTY = -30902, /**< the key has length 0 */
 	TKSHM_EKEYLONG = -30903,  /**< the key is longer than TKSHM_KEY_MAX */
-	TKSHM_ECOST = -30904,	/**< cost is NaN, infinite, <= 0 or > 2^53-1 */
-	TKSHM_ENOW = -30905,	/**< now_ms is NaN, infinite or negative */
-	TKSHM_EPOLICY = -30906, /**< invalid policy or policy string */
+	TKSHM_ECOST = -30904,	  /**< cost is NaN, infinite, <= 0, > 2^53-1,
+				     or too small to change the key's state */
+	TKSHM_ENOW = -30905,	  /**< now_ms is NaN, negative or > 2^42 ms */
+	TKSHM_EPOLICY = -30906,	  /**< invalid policy or policy string */
 	TKSHM_EMISMATCH =
 		-30907, /**< the table exists with another policy or size */
 	TKSHM_EBADMAGIC = -30908, /**< the file is not a tkshm table */
@@ -107,9 +108,12 @@ enum tkshm_error {
 				    connection (tkshm_redis_attach) */
 	TKSHM_EUNAVAILABLE = -30927, /**< Redis did not answer: refused,
 				       timed out, connection lost, or the
-				       circuit breaker is open */
-	TKSHM_EREDIS = -30928,	     /**< Redis answered with an error (a
-				 script error, WRONGTYPE, NOPERM...) */
+				       circuit breaker is open (a peek; a
+				       check gets the failure policy's
+				       decision) */
+	TKSHM_EREDIS = -30928,	     /**< Redis answered with an error or
+				 with no valid answer (a peek; a check
+				 gets the failure policy's decision) */
 };
 
 /** A sentence describing `err` (a tkshm code, or TKSHM_OK).  Unknown codes get
@@ -128,6 +132,13 @@ TKSHM_API const char *tkshm_error_name(int err);
 
 /** The largest cost accepted: 2^53 - 1, ThrottleKit's Number.MAX_SAFE_INTEGER. */
 #define TKSHM_COST_MAX 9007199254740991.0
+
+/** The largest now_ms accepted: 2^42 ms (2109-05-15 UTC).  A clock in
+ *  microseconds or nanoseconds passed as ms is far above it and refused
+ *  with TKSHM_ENOW.  Every time step a policy defines must be at least 16
+ *  ulps of the largest time it is added to: 1/64 ms for horizons below
+ *  2^42 ms (docs/policies.md). */
+#define TKSHM_NOW_MAX 4398046511104.0
 
 /** Algorithms.  Values are stored in table headers and never reused. */
 typedef enum tkshm_kind {
@@ -531,10 +542,13 @@ typedef struct tkshm_options {
 	/** Capacity to create, rounded up to a power of two (at least 8);
 	 *  0 = TKSHM_DEFAULT_SLOTS.  When attaching: 0 or the table's value. */
 	uint64_t slots;
-	/** Permission bits of a created file; 0 means 0600.  Applied with
-	 *  fchmod, so the umask does not narrow it. */
+	/** Permission bits of a created file, within 0777; 0 means 0600.
+	 *  Applied with fchmod, so the umask does not narrow it.  Any bit
+	 *  outside 0777 (setuid, setgid, sticky, above) is TKSHM_EINVAL,
+	 *  creating nothing, even when attaching. */
 	uint32_t mode;
-	/** Group of a created file; -1 keeps the creator's group. */
+	/** Group of a created file; -1 keeps the creator's group.  Below -1
+	 *  or above 4294967294 is TKSHM_EINVAL. */
 	int64_t gid;
 	/** TKSHM_O_* flags. */
 	uint32_t flags;
@@ -602,7 +616,11 @@ TKSHM_API int tkshm_close(tkshm_table *t);
 	0x2u /**< the key was absent and started
 						from debt remembered from an
 						eviction */
-/** Strict: denied by the table's negative cache, without asking Redis. */
+/** Strict: denied by the table's negative cache, without asking Redis.
+ *  Redis would deny too.  Other hosts may have consumed since the cached
+ *  reply, so the fields are bounds: remaining 0; retry_after_ms and
+ *  reset_at the latest that any state Redis can hold gives, never
+ *  earlier than Redis's own (docs/redis-negative-cache.md). */
 #define TKSHM_DECISION_CACHED 0x4u
 /** Strict or lease: decided by the failure policy (Redis unreachable). */
 #define TKSHM_DECISION_FALLBACK 0x8u
@@ -788,11 +806,26 @@ typedef struct tkshm_dimension {
  *                  `all` mode with a denial, what it would have decided;
  *                  nothing was consumed).
  *  @param binding  optional: index of the binding dimension.
+ *  A key named by several dimensions (the same key of one table, or of two
+ *  handles of one table file; the same key in two tables is two keys) is
+ *  checked by each of them in turn, as the same checks one after another
+ *  would be: each sees what the earlier ones took.  `all` with {k, 2}
+ *  three times on a fresh fixedWindow key of limit 5 is denied by the
+ *  third (2 + 2 + 2 > 5) and consumes nothing; `any` consumes 4.  The
+ *  decisions are the Redis multi script's, field for field: `all` first
+ *  decides every dimension on the stored states as if it were alone; if
+ *  one denies, those are the decisions.  Otherwise it decides them again
+ *  in order, each on the state the earlier ones would leave; the first
+ *  that denies then ends it (the dimensions after it keep their first
+ *  decisions); nothing is written unless all admit.
  *  `all` decides every dimension without writing, then commits them in
  *  order; if a commit loses a race and now denies, the earlier commits are
  *  given back (exactly when nobody touched the key since, otherwise
  *  conservatively) and the whole check is decided again.  Rollbacks are
- *  counted in tkshm_stats.multi_rollbacks.
+ *  counted in tkshm_stats.multi_rollbacks.  Each decision that stands is
+ *  counted once in its table's tkshm_stats: a dimension consumed in
+ *  `allowed`, a denier in `denied`; in a denied `all` the dimensions that
+ *  would have admitted count in neither.
  *  @return TKSHM_OK, or any error of tkshm_check_at() (all dimensions are
  *  validated first: bad input changes nothing); TKSHM_EINVAL for n out of
  *  range or an unknown mode.  On TKSHM_EFULL/TKSHM_EBUSY during commits, the
@@ -974,8 +1007,9 @@ TKSHM_API int tkshm_reap(tkshm_table *t, uint64_t *reaped);
  *  processes update without a shared hot line, so a sum taken while others
  *  work is a consistent-enough snapshot, not an atomic one. */
 typedef struct tkshm_stats {
-	/** Decisions.  `allowed` counts every commit, including multi-dimension
-	 *  commits later given back (see multi_rollbacks). */
+	/** Decisions.  A multi-dimension check counts its decisions once they
+	 *  stand (tkshm_check_multi_at): a commit given back is not in
+	 *  `allowed` (see multi_rollbacks). */
 	uint64_t allowed, denied;
 	uint64_t inserts;	    /**< keys inserted (including re-inserts) */
 	uint64_t reclaims;	    /**< idle slots taken over by another key */
@@ -988,9 +1022,9 @@ typedef struct tkshm_stats {
 	uint64_t
 		duplicates_killed; /**< concurrent placeholders of one key retired */
 	uint64_t resets;
-	/** Multi-dimension `all` commits undone because a later dimension
-	 *  lost a race (its admission was given back; others may have been
-	 *  denied while it was counted). */
+	/** Multi-dimension commits undone because a later dimension of an
+	 *  `all` lost a race, or an error stopped the check (each was given
+	 *  back; others may have been denied while it held its units). */
 	uint64_t multi_rollbacks;
 	uint64_t claims_stolen; /**< wide states: claims taken over from a
 				   stopped or dead writer (W2) */
@@ -1002,7 +1036,8 @@ typedef struct tkshm_stats {
 	struct {
 		uint64_t redis_calls;	   /**< commands sent to Redis */
 		uint64_t redis_errors;	   /**< ... that failed: refused,
-					     timed out, lost, error reply */
+					     timed out, lost, error reply,
+					     no valid answer */
 		uint64_t noscript_reloads; /**< scripts reloaded on NOSCRIPT */
 		uint64_t breaker_opens;	   /**< times the circuit opened */
 		uint64_t cache_denials;	   /**< strict: denied from the
@@ -1108,17 +1143,20 @@ typedef struct tkshm_entry {
  *  index is >= *cursor and sets *cursor past it.  Start with *cursor = 0.
  *  Keys inserted, reclaimed or moved during a walk may be missed or seen
  *  twice; every key present throughout is seen exactly once.  Idle keys
- *  are included (out->idle).  Works on read-only handles.
+ *  are included (out->idle), and so are keys with a corrupt state
+ *  (out->state_valid false).  Works on read-only handles.
  *  @return TKSHM_OK; TKSHM_ENOENT when no key is left; TKSHM_ENULL,
  *  TKSHM_ENOW.  Threads, Processes: safe; never waits for a writer.
  *  Crash: nothing written. */
 TKSHM_API int tkshm_entry_next_at(tkshm_table *t, uint64_t *cursor,
 				  double now_ms, tkshm_entry *out);
 
-/** Fills *out for `key`.  @return TKSHM_OK; TKSHM_ENOENT when the key has
- *  no slot (tkshm_peek_at still shows what a check would see, including
- *  remembered debt); TKSHM_EBUSY when its record kept moving; input errors
- *  as tkshm_peek_at().  Threads, Processes, Crash: as tkshm_entry_next_at. */
+/** Fills *out for `key`.  @return TKSHM_OK; TKSHM_ECORRUPT when the key's
+ *  stored state is corrupt, as a check of it returns (*out is filled up to
+ *  state_valid, which is false, so the key can still be shown);
+ *  TKSHM_ENOENT when the key has no slot (tkshm_peek_at still shows what a
+ *  check would see, including remembered debt); TKSHM_EBUSY when its record
+ *  kept moving; input errors as tkshm_peek_at().  Threads, Processes, Crash: as tkshm_entry_next_at. */
 TKSHM_API int tkshm_entry_get_at(tkshm_table *t, const void *key,
 				 size_t key_len, double now_ms,
 				 tkshm_entry *out);

@@ -7,8 +7,9 @@
  * state encodings and arguments), so tkshm hosts and ThrottleKit services
  * share one limit.  Its checks go through the connection attached here;
  * the table itself keeps an exact negative cache (denied states, so that
- * repeated checks of a denied key are answered locally) and the failure
- * policy's safe share.
+ * repeated checks of a denied key are answered locally, with fields that
+ * are bounds never earlier than Redis's: TKSHM_DECISION_CACHED) and the
+ * failure policy's safe share.
  *
  * Lease tables (`mode=lease`) need no connection in the workers: the
  * host's tkshm-syncd leases budget for them.
@@ -41,10 +42,14 @@ typedef struct tkshm_redis_options {
 	const char *username;	   /**< ACL user (with password), or NULL */
 	const char *password;	   /**< AUTH password, or NULL */
 	int db;			   /**< SELECT this database when not 0 */
-	double connect_timeout_ms; /**< 0: 200 */
-	/** Longest wait for one reply; 0: 100.  A command that times out
-	 *  is never resent (it may have run): the check gets the failure
-	 *  policy's decision. */
+	double connect_timeout_ms; /**< the TCP connect and the handshake
+				      (AUTH, SELECT, SCRIPT LOAD); 0: 200 */
+	/** Deadline of one check's exchange with Redis once connected
+	 *  (the script, a NOSCRIPT reload and its resend), whatever the
+	 *  server sends; 0: 100.  A command that times out is never resent
+	 *  (it may have run): the check gets the failure policy's
+	 *  decision, as it does for any reply that is not a valid answer
+	 *  (an error reply, a wrong type, a field out of range). */
 	double command_timeout_ms;
 	/** Consecutive failures that open the circuit breaker (shared by
 	 *  the host's processes through each table); 0: 3. */

@@ -116,8 +116,8 @@ DocumentRoot "{docs}"
 # deny admits one request a day; paced is the policy under test.
 APACHE_TKSHM = """
 LoadModule tkshm_module "{module}"
-TkshmTable hot {shm}.hot gcra:limit=1000000000,periodMs=1000
-TkshmTable keys {shm}.keys gcra:limit=1000000000,periodMs=1000 slots=262144
+TkshmTable hot {shm}.hot gcra:limit=64000,periodMs=1000,burst=1000000000
+TkshmTable keys {shm}.keys gcra:limit=64000,periodMs=1000,burst=1000000000 slots=262144
 TkshmTable deny {shm}.deny gcra:limit=1,periodMs=86400000
 TkshmTable paced {shm}.paced gcra:limit={rate},periodMs=1000,burst={burst}
 TkshmTable crowd {shm}.crowd gcra:limit={crowd_rate},periodMs=1000,burst={crowd_burst} slots={crowd_slots}

@@ -96,8 +96,9 @@ section(apr_pool_t *p, const char *name, uint64_t slots)
 	tkap_limit *lim;
 
 	t->name = name;
-	/* admits everything wrk could send */
-	tkshm_policy_gcra(&t->policy, 1e9, 1000, 0);
+	/* admits everything wrk could send (the finest rate the parser
+	 * accepts, 64,000/s, with a burst of 1e9) */
+	tkshm_policy_gcra(&t->policy, 64000, 1000, 1e9);
 	o.policy = &t->policy;
 	o.slots = slots;
 	if (tkshm_open(NULL, &o, &t->handle) != TKSHM_OK) {

@@ -83,7 +83,8 @@ final readonly class Decision
 final class Table
 {
     /** Opens (creating if absent) the table at $path ("name" is
-     *  /dev/shm/name); $mode applies when this call creates it. */
+     *  /dev/shm/name); $mode (permission bits, 0 to 0777; 0 is 0600)
+     *  applies when this call creates it. */
     public function __construct(string $path, string $policy, int $slots = 0, int $mode = 0600) {}
 
     /** Checks $key, consuming $cost if admitted; $nowMs (epoch ms)

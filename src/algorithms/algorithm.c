@@ -14,6 +14,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/param_check.h"
+#include "algorithms/resolution.h"
 #include "algorithms/rounding.h"
 #include "api/policy_global.h"
 
@@ -129,6 +130,9 @@ tk_algo_init(struct tk_algo *a, const tkshm_policy *p, char *err,
 	}
 	if (rc != TKSHM_OK)
 		return rc;
+	rc = tk_algo_resolve(&tmp, err, err_len);
+	if (rc != TKSHM_OK)
+		return rc;
 	rc = tk_global_validate(p, err, err_len);
 	if (rc != TKSHM_OK)
 		return rc;
@@ -142,6 +146,10 @@ tk_algo_init(struct tk_algo *a, const tkshm_policy *p, char *err,
 					     tmp.u.gcra.burst :
 					     tmp.u.fixed_window.limit;
 		tmp.words = TK_LEASE_WORDS;
+		/* Leased credit is a count up to the capacity: a cost must
+		 * also be resolvable against it (resolution.h). */
+		tmp.min_cost = fmax(tmp.min_cost,
+				    tk_min_cost_for_count(tmp.lease.capacity));
 	}
 	/* Every state fits the largest one the store is built for. */
 	if (tmp.words < 1 || tmp.words > TK_ALGO_MAX_WORDS) {

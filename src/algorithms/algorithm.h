@@ -58,6 +58,10 @@ struct tk_algo {
 		struct tk_leaky_bucket leaky_bucket;
 		struct tk_conc conc; /* both concurrency kinds */
 	} u;
+	/* The smallest cost the check family accepts: below it a cost would
+	 * add nothing to the state (resolution.h).  > 0, so `cost >=
+	 * min_cost` also refuses 0, negatives and NaN. */
+	double min_cost;
 	/* Lease mode (tkshm_global_mode): the key's state is a lease state
 	 * (lease.h) over the base kind in `kind`; `words` is
 	 * TK_LEASE_WORDS. */

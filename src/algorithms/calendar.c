@@ -6,7 +6,7 @@
  * ThrottleKit's quota() validates, in this order: offsetMinutes an integer
  * within +-840 (+-14 h), weekStartsOn an integer 0..6, anchor an integer,
  * and for the fixed cadence periodMs finite and > 0.  A fixed period whose
- * boundaries would overflow for some now in [0, 2^62] (a subnormal periodMs,
+ * boundaries would overflow for some now in [0, 2^42] (a subnormal periodMs,
  * an anchor near the largest double) is refused too (decision-finiteness);
  * the boundaries are monotone in now, so the two ends of the range decide.
  */

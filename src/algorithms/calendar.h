@@ -36,7 +36,7 @@
  *                   [start, start + periodMs)
  *
  * The double operations are ThrottleKit's, in its order; the integer steps
- * (day arithmetic) are exact in both, because for now <= 2^62 ms every day
+ * (day arithmetic) are exact in both, because for now <= 2^42 ms every day
  * count is far below 2^53.
  */
 #ifndef TKSHM_ALGORITHMS_CALENDAR_H
@@ -57,7 +57,7 @@
 #define TK_CALENDAR_ANCHOR_DEFAULT	   0
 
 /* Day counts are clamped to +-2^40 (3 billion years) before any integer
- * arithmetic, so no input can overflow; every now <= 2^62 ms is far
+ * arithmetic, so no input can overflow; every now <= 2^42 ms is far
  * inside. */
 #define TK_CAL_DAY_LIMIT 1099511627776.0
 
@@ -82,7 +82,7 @@ struct tk_calendar {
  * Validates a period definition as ThrottleKit's quota() does:
  * offsetMinutes an integer within +-840, weekStartsOn an integer 0..6,
  * anchor an integer, and for `fixed` periodMs finite and > 0 (and such that
- * every period boundary for 0 <= now <= 2^62 is finite).  The parameters a
+ * every period boundary for 0 <= now <= 2^42 is finite).  The parameters a
  * cadence does not use are validated all the same (ThrottleKit checks every
  * option given); their defaults are offsetMinutes 0, weekStartsOn 1,
  * anchor 0.  periodMs is ignored by the calendar cadences.  `who` prefixes

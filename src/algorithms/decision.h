@@ -57,4 +57,14 @@ tk_field_ceil(double x)
 	return tk_field(x);
 }
 
+/* A denial's retryAfterMs, ThrottleKit's field r, made at least 1.  Where
+ * its formula rounds to 0 or below (a resetAt within an ulp of now at a
+ * window's edge, a log window under 1 ms), a client told "retry in 0 ms"
+ * would retry at once, forever; 1 ms errs late, never early. */
+static inline int64_t
+tk_denial_retry(int64_t r)
+{
+	return r < 1 ? 1 : r;
+}
+
 #endif /* TKSHM_ALGORITHMS_DECISION_H */

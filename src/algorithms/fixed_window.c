@@ -4,7 +4,7 @@
  *
  * ThrottleKit's fixedWindow() requires limit and windowMs finite and > 0
  * (requirePositive).  A windowMs so small that floor(now / windowMs) *
- * windowMs overflows for some now <= 2^62 is refused too: the window start
+ * windowMs overflows for some now <= 2^42 is refused too: the window start
  * would stop being finite (decision-finiteness).
  */
 #include "algorithms/fixed_window.h"

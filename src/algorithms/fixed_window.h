@@ -33,7 +33,9 @@
  *
  * State: TK_FIXED_WINDOW_WORDS = 2 words, the exact bit patterns of two
  * doubles: st[0] = start (a window start, finite, >= 0), st[1] = count
- * (0 < count <= limit).  No word has its top 13 bits set (I4).
+ * (0 <= count <= limit; 0 when a give-back took back every unit of the
+ * window, src/algorithms/refund.c).  No word has its top 13 bits set
+ * (I4).
  */
 #ifndef TKSHM_ALGORITHMS_FIXED_WINDOW_H
 #define TKSHM_ALGORITHMS_FIXED_WINDOW_H
@@ -57,7 +59,7 @@ struct tk_fixed_window {
 };
 
 /* Validates limit and windowMs (finite and > 0; windowMs also such that
- * every window boundary up to now = 2^62 is finite).  Returns TKSHM_OK or
+ * every window boundary up to now = 2^42 is finite).  Returns TKSHM_OK or
  * TKSHM_EPOLICY with a sentence in err. */
 int tk_fixed_window_init(struct tk_fixed_window *a, double limit,
 			 double window_ms, char *err, size_t err_len);
@@ -114,7 +116,7 @@ tk_fixed_window_check(const struct tk_fixed_window *a, bool present,
 	}
 	d->allowed = false;
 	d->remaining = tk_field_floor0(a->limit - count);
-	d->retry_after_ms = tk_field_ceil(reset - now);
+	d->retry_after_ms = tk_denial_retry(tk_field_ceil(reset - now));
 	return false;
 }
 
@@ -133,7 +135,8 @@ tk_fixed_window_peek(const struct tk_fixed_window *a, bool present,
 	d->allowed = count + 1 <= a->limit;
 	d->remaining = tk_field_floor0(a->limit - count);
 	d->reset_at = tk_field_ceil(reset);
-	d->retry_after_ms = d->allowed ? 0 : tk_field_ceil(reset - now);
+	d->retry_after_ms =
+		d->allowed ? 0 : tk_denial_retry(tk_field_ceil(reset - now));
 }
 
 /* A state from a window before now's decides exactly as an absent key
@@ -155,14 +158,14 @@ tk_fixed_window_debt(const struct tk_fixed_window *a, const uint64_t *st,
 	return tk_fixed_window_is_idle(a, st, now) ? 0.0 : tk_word_f64(st[1]);
 }
 
-/* I4: a finite window start >= 0 and a count in (0, limit]. */
+/* I4: a finite window start >= 0 and a count in [0, limit]. */
 static inline bool
 tk_fixed_window_state_valid(const struct tk_fixed_window *a, const uint64_t *st)
 {
 	double start = tk_word_f64(st[0]);
 	double count = tk_word_f64(st[1]);
 
-	return isfinite(start) && start >= 0 && count > 0 && count <= a->limit;
+	return isfinite(start) && start >= 0 && count >= 0 && count <= a->limit;
 }
 
 #endif /* TKSHM_ALGORITHMS_FIXED_WINDOW_H */

@@ -294,11 +294,9 @@ tk_fc_spendable(const struct tk_algo *a, bool present, const uint64_t *st,
 
 		if (served >= b->L)
 			return 0;
-		/* A window already over at now (windowMs below half an ulp
-		 * of now) rolls again on every debit: each one is the
-		 * first. */
-		if (now >= w + b->window_ms)
-			return TK_FORECAST_SPENDABLE_MAX;
+		/* A window already over at now no longer rolls again on
+		 * every debit (a roll only moves forward, token_budget.h):
+		 * the debits after the first stay in it. */
 		return tk_fc_walk(&t, served, cost);
 	}
 	case TKSHM_KIND_LEAKY_BUCKET: {

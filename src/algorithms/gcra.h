@@ -77,9 +77,8 @@ tk_gcra_check(const struct tk_gcra *g, bool present, uint64_t st, double now,
 		/* At least 1: only the cost-above-burst guard can deny with
 		 * allow_at <= now, and a client told "retry in 0 ms" would
 		 * retry at once, forever. */
-		d->retry_after_ms = tk_field_ceil(allow_at - now);
-		if (d->retry_after_ms < 1)
-			d->retry_after_ms = 1;
+		d->retry_after_ms =
+			tk_denial_retry(tk_field_ceil(allow_at - now));
 		return false;
 	}
 	d->allowed = true;
@@ -105,8 +104,10 @@ tk_gcra_peek(const struct tk_gcra *g, bool present, uint64_t st, double now,
 	d->remaining = tk_field(remaining);
 	d->allowed = remaining >= 1;
 	d->reset_at = tk_field_ceil(tat_eff);
-	d->retry_after_ms =
-		d->allowed ? 0 : tk_field_ceil(tat_eff + g->T - g->tau - now);
+	d->retry_after_ms = d->allowed ?
+				    0 :
+				    tk_denial_retry(tk_field_ceil(
+					    tat_eff + g->T - g->tau - now));
 }
 
 /* A TAT at or before now is equivalent to an absent key. */

@@ -92,7 +92,8 @@ tk_leaky_bucket_check(const struct tk_leaky_bucket *l, bool present,
 		d->allowed = false;
 		d->remaining = 0;
 		d->reset_at = tk_field_ceil(departure);
-		d->retry_after_ms = tk_field_ceil(delay - l->max_queue);
+		d->retry_after_ms =
+			tk_denial_retry(tk_field_ceil(delay - l->max_queue));
 		return false;
 	}
 	next = departure + l->T * cost;
@@ -118,7 +119,9 @@ tk_leaky_bucket_peek(const struct tk_leaky_bucket *l, bool present, uint64_t st,
 	d->allowed = d->remaining >= 1;
 	d->reset_at = tk_field_ceil(departure);
 	d->retry_after_ms =
-		d->allowed ? 0 : tk_field_ceil(delay - l->max_queue);
+		d->allowed ?
+			0 :
+			tk_denial_retry(tk_field_ceil(delay - l->max_queue));
 }
 
 #endif /* TKSHM_ALGORITHMS_LEAKY_BUCKET_H */

@@ -86,7 +86,8 @@ tk_lease_decision(const struct tk_lease *l, const uint64_t *st, double now,
 	d->remaining = rem > 0 ? (int64_t)tk_floor(rem) : 0;
 	d->reset_at = (int64_t)tk_ceil(allowed ? tk_lease_expiry(st, now) :
 						 now + retry_ms);
-	d->retry_after_ms = allowed ? 0 : (int64_t)tk_ceil(retry_ms);
+	d->retry_after_ms =
+		allowed ? 0 : tk_denial_retry((int64_t)tk_ceil(retry_ms));
 }
 
 /* L5: the first safe-share check of an outage starts the share spent.

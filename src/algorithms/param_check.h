@@ -6,7 +6,7 @@
  * ThrottleKit throws a RangeError naming the parameter; tkshm returns
  * TKSHM_EPOLICY with one sentence in the caller's buffer.  Beyond
  * ThrottleKit's own checks, a parameter is refused when some `now` the API
- * accepts (0 <= now <= 2^62 ms) would make a window boundary, and so a
+ * accepts (0 <= now <= TK_NOW_MAX = 2^42 ms) would make a window boundary, and so a
  * decision field or a state word, stop being finite (ThrottleKit's
  * decision-finiteness rule).
  */
@@ -17,10 +17,17 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "algorithms/rounding.h"
+#include "tkshm.h"
 
-/* The largest now_ms the API accepts: 2^62 ms (TK_NOW_MAX in
- * src/api/table_api.c). */
-#define TK_ALGO_NOW_MAX 4611686018427387904.0
+/*
+ * The largest now_ms the API accepts: 2^42 ms, 2109-05-15 UTC.  Far
+ * enough ahead of any real clock in ms, and far below the same clock in
+ * microseconds (1.7e15 today) or nanoseconds (1.7e18), the likely unit
+ * mistakes, which it refuses with TKSHM_ENOW.  It also keeps every time
+ * below 2^43, where doubles are 2^-10 ms apart (resolution.h).
+ */
+#define TK_NOW_MAX	TKSHM_NOW_MAX
+#define TK_ALGO_NOW_MAX TK_NOW_MAX
 
 /* Writes a sentence to err (err_len bytes) when the caller gave a buffer. */
 #define TK_ERR(...)                                          \

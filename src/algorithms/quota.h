@@ -33,7 +33,9 @@
  * State (calendar and fixed cadences): TK_QUOTA_PERIOD_WORDS = 2 words, the
  * exact bit patterns of two doubles: st[0] = start (a period start, finite;
  * negative near the epoch with a positive offset or an anchor), st[1] =
- * count (0 < count <= limit).  No word has its top 13 bits set (I4).
+ * count (0 <= count <= limit; 0 when a give-back took back every unit of
+ * the period, src/algorithms/refund.c).  No word has its top 13 bits set
+ * (I4).
  * tk_quota_words() gives the word count for any cadence (rolling: the
  * sliding window's).
  */
@@ -156,7 +158,7 @@ tk_quota_check(const struct tk_quota *q, bool present, const uint64_t *st,
 	}
 	d->allowed = false;
 	d->remaining = tk_field_floor0(q->limit - count);
-	d->retry_after_ms = tk_field_ceil(reset - now);
+	d->retry_after_ms = tk_denial_retry(tk_field_ceil(reset - now));
 	return false;
 }
 
@@ -178,7 +180,8 @@ tk_quota_peek(const struct tk_quota *q, bool present, const uint64_t *st,
 	d->allowed = count + 1 <= q->limit;
 	d->remaining = tk_field_floor0(q->limit - count);
 	d->reset_at = tk_field_ceil(reset);
-	d->retry_after_ms = d->allowed ? 0 : tk_field_ceil(reset - now);
+	d->retry_after_ms =
+		d->allowed ? 0 : tk_denial_retry(tk_field_ceil(reset - now));
 }
 
 /* A state from a period before now's decides exactly as an absent key
@@ -205,7 +208,7 @@ tk_quota_debt(const struct tk_quota *q, const uint64_t *st, double now)
 	return tk_quota_is_idle(q, st, now) ? 0.0 : tk_word_f64(st[1]);
 }
 
-/* I4: a finite period start and a count in (0, limit] (rolling: the
+/* I4: a finite period start and a count in [0, limit] (rolling: the
  * sliding window's rule). */
 static inline bool
 tk_quota_state_valid(const struct tk_quota *q, const uint64_t *st)
@@ -216,7 +219,7 @@ tk_quota_state_valid(const struct tk_quota *q, const uint64_t *st)
 		return tk_sliding_window_state_valid(&q->sw, st);
 	start = tk_word_f64(st[0]);
 	count = tk_word_f64(st[1]);
-	return isfinite(start) && count > 0 && count <= q->limit;
+	return isfinite(start) && count >= 0 && count <= q->limit;
 }
 
 #endif /* TKSHM_ALGORITHMS_QUOTA_H */

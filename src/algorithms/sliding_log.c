@@ -6,7 +6,7 @@
  * > 0 (requirePositive).  This port also refuses a limit above
  * TK_SLIDING_LOG_MAX_LIMIT: each key keeps one stamp word per unit of its
  * limit.  Every decision field is then finite for any windowMs (a stamp is
- * at most 2^62 and stamp + windowMs rounds to at most DBL_MAX).
+ * at most 2^42 and stamp + windowMs rounds to at most DBL_MAX).
  */
 #include "algorithms/param_check.h"
 #include "algorithms/sliding_log.h"

@@ -151,7 +151,7 @@ tk_sliding_log_deny(const struct tk_sliding_log *a, const uint64_t *st,
 	 * integers, which say so exactly. */
 	if (v->n == v->first) {
 		d->reset_at = tk_field_ceil(v->t + a->window_ms);
-		d->retry_after_ms = tk_field(a->window_ms);
+		d->retry_after_ms = tk_denial_retry(tk_field(a->window_ms));
 		return;
 	}
 	{

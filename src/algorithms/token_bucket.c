@@ -34,7 +34,7 @@ tk_token_bucket_init(struct tk_token_bucket *a, double capacity,
 	}
 	r = refill_per_sec / 1000;
 	/* resetAt = now + ceil((capacity - tokens) / r) and retryAfterMs =
-	 * ceil((cost - tokens) / r) must stay finite for every now <= 2^62
+	 * ceil((cost - tokens) / r) must stay finite for every now <= 2^42
 	 * and cost <= 2^53 - 1. */
 	if (!(r >= DBL_MIN) || !(TKSHM_COST_MAX / r < 1e300) ||
 	    !(capacity / r < 1e300)) {

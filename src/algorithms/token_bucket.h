@@ -116,8 +116,8 @@ tk_token_bucket_check(const struct tk_token_bucket *a, bool present,
 	d->remaining = tk_field_floor0(tokens);
 	d->reset_at = tk_field(now + tk_ceil(wait + (a->capacity - tokens) /
 							    a->refill_per_ms));
-	d->retry_after_ms =
-		tk_field_ceil(wait + (cost - tokens) / a->refill_per_ms);
+	d->retry_after_ms = tk_denial_retry(
+		tk_field_ceil(wait + (cost - tokens) / a->refill_per_ms));
 	return false;
 }
 
@@ -138,9 +138,9 @@ tk_token_bucket_peek(const struct tk_token_bucket *a, bool present,
 	d->reset_at = tk_field(now + tk_ceil(wait + (a->capacity - tokens) /
 							    a->refill_per_ms));
 	d->retry_after_ms =
-		d->allowed ?
-			0 :
-			tk_field_ceil(wait + (1 - tokens) / a->refill_per_ms);
+		d->allowed ? 0 :
+			     tk_denial_retry(tk_field_ceil(
+				     wait + (1 - tokens) / a->refill_per_ms));
 }
 
 /* A full bucket whose `last` is not in the future decides exactly as an

@@ -4,7 +4,7 @@
  *
  * ThrottleKit's tokenBudget() requires budget >= 1, floored to the integer
  * L, and windowMs finite and > 0.  A windowMs so small that a window start
- * overflows for some now <= 2^62 is refused too (decision-finiteness).
+ * overflows for some now <= 2^42 is refused too (decision-finiteness).
  */
 #include <math.h>
 

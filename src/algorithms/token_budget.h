@@ -32,7 +32,8 @@
  *
  * State: TK_TOKEN_BUDGET_WORDS = 2 words, the exact bit patterns of two
  * doubles: st[0] = w (a window start, finite, >= 0), st[1] = served
- * (finite, > 0).  No word has its top 13 bits set (I4).
+ * (finite, >= 0; 0 when a give-back took back every token of the window,
+ * src/algorithms/refund.c).  No word has its top 13 bits set (I4).
  */
 #ifndef TKSHM_ALGORITHMS_TOKEN_BUDGET_H
 #define TKSHM_ALGORITHMS_TOKEN_BUDGET_H
@@ -56,7 +57,7 @@ struct tk_token_budget {
 };
 
 /* Validates budget (finite and >= 1) and windowMs (finite and > 0, with
- * every window boundary up to now = 2^62 finite) and derives L.  Returns
+ * every window boundary up to now = 2^42 finite) and derives L.  Returns
  * TKSHM_OK or TKSHM_EPOLICY with a sentence in err. */
 int tk_token_budget_init(struct tk_token_budget *a, double budget,
 			 double window_ms, char *err, size_t err_len);
@@ -70,17 +71,30 @@ tk_token_budget_cost_valid(double tokens)
 	       tokens == tk_floor(tokens);
 }
 
-/* The window a debit at `now` falls in (after the forward-only roll) and
- * the tokens already served in it. */
+/*
+ * The window a debit at `now` falls in (after the forward-only roll) and
+ * the tokens already served in it.
+ *
+ * ThrottleKit rolls whenever `now >= w + windowMs`, to floor(now/windowMs)
+ * * windowMs.  Within an ulp below a boundary that start can round to the
+ * state's own w (windowMs = 100.1 at now = 930839729987.6 and many
+ * others): its end is still <= now, so every debit at that now rolled
+ * again and was admitted, without bound.  tkshm rolls only to a LATER
+ * start, so a roll always moves forward; where ThrottleKit would have
+ * rolled in place the spent budget stands (a denial where it admits).
+ */
 static inline double
 tk_token_budget_served(const struct tk_token_budget *a, bool present,
 		       const uint64_t *st, double now, double *w)
 {
-	if (!present || now >= tk_word_f64(st[0]) + a->window_ms) {
+	double start = present ? tk_word_f64(st[0]) : 0;
+
+	if (!present || now >= start + a->window_ms) {
 		*w = floor(now / a->window_ms) * a->window_ms;
-		return 0;
+		if (!present || *w > start)
+			return 0;
 	}
-	*w = tk_word_f64(st[0]);
+	*w = start;
 	return tk_word_f64(st[1]);
 }
 
@@ -103,8 +117,8 @@ tk_token_budget_check(const struct tk_token_budget *a, bool present,
 	if (served >= a->L) {
 		d->allowed = false;
 		d->remaining = 0;
-		d->retry_after_ms =
-			tk_field(tk_clamp0(tk_ceil(reset_at - now)));
+		d->retry_after_ms = tk_denial_retry(
+			tk_field(tk_clamp0(tk_ceil(reset_at - now))));
 		return false;
 	}
 	served += tokens;
@@ -132,16 +146,21 @@ tk_token_budget_peek(const struct tk_token_budget *a, bool present,
 	d->allowed = served < a->L;
 	d->remaining = tk_field(tk_clamp0(a->L - served));
 	d->reset_at = tk_field(reset_at);
-	d->retry_after_ms =
-		d->allowed ? 0 : tk_field(tk_clamp0(tk_ceil(reset_at - now)));
+	d->retry_after_ms = d->allowed ? 0 :
+					 tk_denial_retry(tk_field(tk_clamp0(
+						 tk_ceil(reset_at - now))));
 }
 
-/* A state whose window has ended rolls exactly as an absent key does. */
+/* A state whose window has ended rolls exactly as an absent key does (and
+ * one that would roll in place is not idle: tk_token_budget_served). */
 static inline bool
 tk_token_budget_is_idle(const struct tk_token_budget *a, const uint64_t *st,
 			double now)
 {
-	return now >= tk_word_f64(st[0]) + a->window_ms;
+	double start = tk_word_f64(st[0]);
+
+	return now >= start + a->window_ms &&
+	       floor(now / a->window_ms) * a->window_ms > start;
 }
 
 /* How far from idle, in tokens: what eviction would forgive (all keys share
@@ -154,8 +173,8 @@ tk_token_budget_debt(const struct tk_token_budget *a, const uint64_t *st,
 	return tk_token_budget_is_idle(a, st, now) ? 0.0 : tk_word_f64(st[1]);
 }
 
-/* I4: a finite window start >= 0 and a finite served > 0 (>= 1 when every
- * cost passed tk_token_budget_cost_valid). */
+/* I4: a finite window start >= 0 and a finite served >= 0 (a whole number
+ * when every cost passed tk_token_budget_cost_valid). */
 static inline bool
 tk_token_budget_state_valid(const struct tk_token_budget *a, const uint64_t *st)
 {
@@ -163,7 +182,7 @@ tk_token_budget_state_valid(const struct tk_token_budget *a, const uint64_t *st)
 	double served = tk_word_f64(st[1]);
 
 	(void)a;
-	return isfinite(w) && w >= 0 && isfinite(served) && served > 0;
+	return isfinite(w) && w >= 0 && isfinite(served) && served >= 0;
 }
 
 #endif /* TKSHM_ALGORITHMS_TOKEN_BUDGET_H */

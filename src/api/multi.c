@@ -2,13 +2,21 @@
  * multi.c - multi-dimensional limits: `all` and `any` over keys of one or
  * more tables, with ThrottleKit's rules for the binding decision.
  *
- * `any` is independent checks.  `all` must consume nothing unless every
- * dimension admits, without a lock across tables: it decides every dimension
- * without writing, then commits in order; a commit that now denies (another
- * process got there first) makes it give back the commits already made and
- * decide again.  Give-backs are exact when the key still holds the state
- * the commit wrote, and otherwise conservative (tk_algo_refund), so no
- * dimension is ever admitted beyond its policy.
+ * `any` is independent checks, in order.  `all` must consume nothing
+ * unless every dimension admits, without a lock across tables: it decides
+ * every dimension without writing, then commits in order; a commit that
+ * now denies (another process got there first) makes it give back the
+ * commits already made and decide again.  Give-backs are exact when the
+ * key still holds the state the commit wrote, and otherwise conservative
+ * (tk_algo_refund), so no dimension is ever admitted beyond its policy.
+ *
+ * A key named by several dimensions (one table, or two handles of one
+ * table) is checked by each of them in turn: `all` decides those
+ * dimensions again in order, each on the state the earlier ones would
+ * leave, before it commits anything, so that a request whose repeats add
+ * up beyond the limit is denied without a commit to give back.  Decisions
+ * and writes are the Redis script's (src/redis/lua/multi.lua) step for
+ * step.
  */
 #include <string.h>
 
@@ -64,7 +72,8 @@ tk_binding(tkshm_multi_mode mode, const tkshm_decision *d, size_t n)
 /* One request's keys and commits, and when (in its callers' time) the
  * commits were made. */
 struct tk_commits {
-	struct tk_keyref key[TKSHM_MULTI_MAX];	    /* each hashed once */
+	struct tk_keyref key[TKSHM_MULTI_MAX]; /* each hashed once */
+	bool repeats; /* some key is named by more than one dimension */
 	struct tk_decided decided[TKSHM_MULTI_MAX]; /* `all`: this round's */
 	struct tk_commit c[TKSHM_MULTI_MAX];
 	bool made[TKSHM_MULTI_MAX];
@@ -72,15 +81,38 @@ struct tk_commits {
 	double started; /* tk_mono_coarse_ms() when the call began */
 };
 
+/* Whether dimensions i and j name one key: one fingerprint in one table. */
+static bool
+tk_same_key(const tkshm_dimension *dims, const struct tk_commits *k, size_t i,
+	    size_t j)
+{
+	return k->key[i].fp == k->key[j].fp &&
+	       tk_table_same(dims[i].table, dims[j].table);
+}
+
+/* Whether some key is named by more than one dimension. */
+static bool
+tk_has_repeats(const tkshm_dimension *dims, const struct tk_commits *k,
+	       size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (tk_same_key(dims, k, i, j))
+				return true;
+	return false;
+}
+
 /* Commits dimension i, remembering what it changed: straight from what
  * `all` decided if the key's slot has not changed since (d already holds
- * that decision), otherwise by checking it again. */
+ * that decision), otherwise by checking it again.  The decision is not
+ * counted here: the caller counts it once it stands. */
 static int
 tk_commit_dim(const tkshm_dimension *dim, struct tk_commits *k, size_t i,
 	      tkshm_decision *d, bool decided)
 {
 	int rc;
 
+	k->c[i].uncounted = true;
 	if (decided && tk_table_commit(dim->table, k->key[i].fp, &k->decided[i],
 				       &k->c[i])) {
 		k->c[i].now = k->now;
@@ -112,26 +144,100 @@ tk_give_back(const tkshm_dimension *dims, struct tk_commits *k, size_t n)
 	}
 }
 
+/* `all`'s first look: every dimension decided on the stored states as if
+ * it were alone.  *denied when one denies. */
+static int
+tk_decide_each(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
+	       tkshm_decision *d, bool *denied)
+{
+	*denied = false;
+	for (size_t i = 0; i < n; i++) {
+		int rc = tk_table_decide(dims[i].table, k->key[i].fp, k->now,
+					 &dims[i].cost, 1, &d[i],
+					 &k->decided[i]);
+		if (rc != TKSHM_OK)
+			return rc;
+		*denied |= !d[i].allowed;
+	}
+	return TKSHM_OK;
+}
+
+/* `all`'s second look, when a key is named more than once: the dimensions
+ * of each such key decided again in order, each on the state the earlier
+ * ones would leave, as the commits would find them.  *denier is the first
+ * dimension that then denies (n: none).  Every dimension before it, and
+ * the denier, take their decision in that order (and its tk_decided);
+ * those after it keep their first one. */
+static int
+tk_decide_in_order(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
+		   tkshm_decision *d, size_t *denier)
+{
+	tkshm_decision seq[TKSHM_MULTI_MAX];
+	struct tk_decided seq_dd[TKSHM_MULTI_MAX];
+	bool have[TKSHM_MULTI_MAX] = { false };
+
+	*denier = n;
+	for (size_t g = 0; g < n; g++) {
+		tkshm_decision out[TKSHM_MULTI_MAX];
+		struct tk_decided dd[TKSHM_MULTI_MAX];
+		double cost[TKSHM_MULTI_MAX];
+		size_t idx[TKSHM_MULTI_MAX], m = 0;
+		bool first = true;
+		int rc;
+
+		for (size_t j = 0; j < g && first; j++)
+			first = !tk_same_key(dims, k, g, j);
+		if (!first)
+			continue; /* decided with the key's first dimension */
+		for (size_t i = g; i < n; i++)
+			if (i == g || tk_same_key(dims, k, i, g)) {
+				idx[m] = i;
+				cost[m++] = dims[i].cost;
+			}
+		if (m < 2)
+			continue; /* named once: its first look stands */
+		rc = tk_table_decide(dims[g].table, k->key[g].fp, k->now, cost,
+				     m, out, dd);
+		if (rc != TKSHM_OK)
+			return rc;
+		for (size_t j = 0; j < m; j++) {
+			seq[idx[j]] = out[j];
+			seq_dd[idx[j]] = dd[j];
+			have[idx[j]] = true;
+			if (!out[j].allowed) {
+				/* The key's sequence stops here. */
+				if (idx[j] < *denier)
+					*denier = idx[j];
+				break;
+			}
+		}
+	}
+	for (size_t i = 0; i < n && i <= *denier; i++)
+		if (have[i]) {
+			d[i] = seq[i];
+			k->decided[i] = seq_dd[i];
+		}
+	return TKSHM_OK;
+}
+
 static int
 tk_multi_all(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 	     tkshm_decision *d)
 {
 	for (unsigned round = 0;; round++) {
 		size_t i;
-		bool denied = false;
+		bool denied;
+		int rc = tk_decide_each(dims, n, k, d, &denied);
 
-		for (i = 0; i < n; i++) {
-			int rc = tk_table_decide(dims[i].table, k->key[i].fp,
-						 dims[i].cost, k->now, &d[i],
-						 &k->decided[i]);
-			if (rc != TKSHM_OK)
-				return rc;
-			denied |= !d[i].allowed;
+		if (rc != TKSHM_OK || denied)
+			return rc;
+		if (k->repeats) {
+			rc = tk_decide_in_order(dims, n, k, d, &i);
+			if (rc != TKSHM_OK || i < n)
+				return rc; /* the repeats deny together */
 		}
-		if (denied)
-			return TKSHM_OK;
 		for (i = 0; i < n; i++) {
-			int rc = tk_commit_dim(&dims[i], k, i, &d[i], true);
+			rc = tk_commit_dim(&dims[i], k, i, &d[i], true);
 			if (rc != TKSHM_OK) {
 				tk_give_back(dims, k, i);
 				return rc;
@@ -141,6 +247,7 @@ tk_multi_all(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 		}
 		if (i == n)
 			return TKSHM_OK;
+		/* Another process took what dimension i needed. */
 		tk_give_back(dims, k, i);
 		if (round + 1 >= TK_MULTI_ROUNDS) {
 			/* Keep deciding from this denial: d[i] denies, and the
@@ -241,6 +348,7 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 					dims[i].key_len);
 		k.made[i] = false;
 	}
+	k.repeats = tk_has_repeats(dims, &k, n);
 	k.now = now_ms;
 	/* The coarse clock: a few ns instead of a fine read's twenty, and it
 	 * lags the fine clock, so the time a give-back assumes has passed is
@@ -253,12 +361,14 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 		return rc;
 	b = tk_binding(mode, d, n);
 	*out = d[b];
-	if (mode == TKSHM_MULTI_ALL && !out->allowed) {
-		/* `all` denied: per-dimension decisions that admitted were not
-		 * consumed; the binding one says why. */
-		for (size_t i = 0; i < n; i++)
-			if (!d[i].allowed)
-				tk_count(dims[i].table, TK_C_DENIED, 1);
+	/* The decisions that stand, once each: a denied `all` counts its
+	 * deniers (the dimensions that would have admitted consumed
+	 * nothing), otherwise every dimension counts what it decided. */
+	for (size_t i = 0; i < n; i++) {
+		if (!d[i].allowed)
+			tk_count(dims[i].table, TK_C_DENIED, 1);
+		else if (mode == TKSHM_MULTI_ANY || out->allowed)
+			tk_count(dims[i].table, TK_C_ALLOWED, 1);
 	}
 	if (each)
 		memcpy(each, d, sizeof(tkshm_decision) * n);

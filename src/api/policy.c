@@ -21,6 +21,12 @@
  * P2  Options a quota's cadence does not read (ThrottleKit ignores them) are
  *     parsed and kept, but neither formatted nor compared, so two policies
  *     that decide alike are equal.
+ * P3  One strict grammar (docs/policies.md), with no whitespace anywhere:
+ *       policy  = kind [ ":" option *( "," option ) ] [ ";" global ]
+ *       option  = name "=" ( number / word )
+ *     names and words exactly as listed (case-sensitive), numbers in
+ *     JSON's notation (policy_number.h); the cross-host part is
+ *     policy_global.c's, in the same shape.
  */
 #include <ctype.h>
 #include <math.h>
@@ -31,6 +37,7 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/words.h"
 #include "api/policy_global.h"
+#include "api/policy_number.h"
 #include "tkshm.h"
 
 #define TK_SAY(...)                                          \
@@ -364,39 +371,6 @@ tkshm_policy_gcra(tkshm_policy *out, double limit, double period_ms,
 	return rc;
 }
 
-static const char *
-tk_skip_space(const char *s)
-{
-	while (*s && isspace((unsigned char)*s))
-		s++;
-	return s;
-}
-
-/* Parses a decimal number that ends at `end`; rejects NaN, infinities and
- * hexadecimal forms, which ThrottleKit's JSON options cannot express. */
-static bool
-tk_parse_number(const char *s, const char *end, double *v)
-{
-	char buf[64];
-	size_t n = (size_t)(end - s);
-	char *stop;
-
-	while (n && isspace((unsigned char)s[n - 1]))
-		n--;
-	if (n == 0 || n >= sizeof buf)
-		return false;
-	memcpy(buf, s, n);
-	buf[n] = '\0';
-	for (size_t i = 0; i < n; i++)
-		if (!strchr("0123456789+-.eE", buf[i]))
-			return false;
-	/* ERANGE is not checked: glibc also sets it for subnormal results,
-	 * which are valid doubles; an overflow is caught by isfinite and an
-	 * underflow to 0 by the kind's validation. */
-	*v = strtod(buf, &stop);
-	return *stop == '\0' && isfinite(*v);
-}
-
 /* Reads option o's value from [s, end): a number, or one of o's words. */
 static bool
 tk_parse_value(const struct tk_kind_desc *k, const struct tk_opt *o,
@@ -407,8 +381,6 @@ tk_parse_value(const struct tk_kind_desc *k, const struct tk_opt *o,
 		size_t n = (size_t)(end - s);
 		char list[160];
 
-		while (n && isspace((unsigned char)s[n - 1]))
-			n--;
 		for (const struct tk_word *w = o->words; w->word; w++)
 			if (strlen(w->word) == n &&
 			    memcmp(w->word, s, n) == 0) {
@@ -420,8 +392,9 @@ tk_parse_value(const struct tk_kind_desc *k, const struct tk_opt *o,
 		       list, (int)n, s);
 		return false;
 	}
-	if (!tk_parse_number(s, end, v)) {
-		TK_SAY("%s: option %s: \"%.*s\" is not a finite decimal number",
+	if (!tk_policy_number(s, (size_t)(end - s), v)) {
+		TK_SAY("%s: option %s: \"%.*s\" is not a number (JSON's "
+		       "notation: 10, 0.5, 1e3)",
 		       k->name, o->name, (int)(end - s), s);
 		return false;
 	}
@@ -480,6 +453,21 @@ tk_policy_complete(const struct tk_kind_desc *k, tkshm_policy *p,
 	return true;
 }
 
+/* The grammar has no whitespace (P3): false, with a sentence naming where,
+ * for a string that holds any. */
+static bool
+tk_policy_no_space(const char *spec, char *err, size_t err_len)
+{
+	for (const char *c = spec; *c; c++)
+		if (isspace((unsigned char)*c)) {
+			TK_SAY("policy strings have no whitespace (found at "
+			       "offset %zu of \"%.40s\")",
+			       (size_t)(c - spec), spec);
+			return false;
+		}
+	return true;
+}
+
 int
 tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 		   size_t err_len)
@@ -492,6 +480,8 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 
 	if (!spec || !out)
 		return TKSHM_ENULL;
+	if (!tk_policy_no_space(spec, err, err_len))
+		return TKSHM_EPOLICY;
 	/* The cross-host part, after a ';', is parsed on its own; the kind's
 	 * options end there. */
 	{
@@ -521,12 +511,10 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 			return rc;
 		}
 	}
-	s = tk_skip_space(spec);
+	s = spec;
 	colon = strchr(s, ':');
 	{
 		const char *kend = colon ? colon : s + strlen(s);
-		while (kend > s && isspace((unsigned char)kend[-1]))
-			kend--;
 		k = tk_kind_by_name(s, (size_t)(kend - s));
 		if (!k) {
 			char known[256];
@@ -550,8 +538,12 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 	memset(&p, 0, sizeof p);
 	p.kind = k->kind;
 	tk_global_defaults(&p.global);
+	if (colon && colon[1] == '\0') {
+		TK_SAY("%s: ':' is followed by no option", k->name);
+		return TKSHM_EPOLICY;
+	}
 	s = colon ? colon + 1 : s + strlen(s);
-	while (*(s = tk_skip_space(s)) != '\0') {
+	while (*s != '\0') {
 		const char *comma = strchr(s, ',');
 		const char *end = comma ? comma : s + strlen(s);
 		const char *eq = memchr(s, '=', (size_t)(end - s));
@@ -565,8 +557,6 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 			return TKSHM_EPOLICY;
 		}
 		nend = eq;
-		while (nend > s && isspace((unsigned char)nend[-1]))
-			nend--;
 		for (i = 0; i < k->nopts; i++)
 			if (strlen(k->opts[i].name) == (size_t)(nend - s) &&
 			    memcmp(k->opts[i].name, s, (size_t)(nend - s)) == 0)
@@ -580,15 +570,15 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 			TK_SAY("option %s is given twice", k->opts[i].name);
 			return TKSHM_EPOLICY;
 		}
-		if (!tk_parse_value(k, &k->opts[i], tk_skip_space(eq + 1), end,
-				    &v, err, err_len))
+		if (!tk_parse_value(k, &k->opts[i], eq + 1, end, &v, err,
+				    err_len))
 			return TKSHM_EPOLICY;
 		*tk_opt_slot(&p, &k->opts[i]) = v;
 		given[i] = true;
 		if (!comma)
 			break;
 		s = comma + 1;
-		if (*tk_skip_space(s) == '\0') {
+		if (*s == '\0') {
 			TK_SAY("trailing ',' in policy");
 			return TKSHM_EPOLICY;
 		}

@@ -9,6 +9,7 @@
 
 #include "algorithms/words.h"
 #include "api/policy_global.h"
+#include "api/policy_number.h"
 
 #define TK_SAY(...)                                          \
 	do {                                                 \
@@ -130,32 +131,6 @@ tk_word_index(const char *const *words, int nwords, const char *s, size_t n)
 	return -1;
 }
 
-static bool
-tk_parse_num(const char *s, size_t n, double *v)
-{
-	char buf[64], *end;
-
-	if (n == 0 || n >= sizeof buf)
-		return false;
-	memcpy(buf, s, n);
-	buf[n] = '\0';
-	/* Decimal only, as the kind's options: no hex, inf or nan. */
-	for (size_t i = 0; i < n; i++)
-		if (!isdigit((unsigned char)buf[i]) && !strchr("+-.eE", buf[i]))
-			return false;
-	*v = strtod(buf, &end);
-	return *end == '\0' && isfinite(*v);
-}
-
-static void
-tk_trim(const char **s, const char **e)
-{
-	while (*s < *e && isspace((unsigned char)**s))
-		(*s)++;
-	while (*e > *s && isspace((unsigned char)(*e)[-1]))
-		(*e)--;
-}
-
 int
 tk_global_parse(const char *s, size_t len, tkshm_global *g, char *err,
 		size_t err_len)
@@ -181,8 +156,6 @@ tk_global_parse(const char *s, size_t len, tkshm_global *g, char *err,
 		ne = eq;
 		vs = eq + 1;
 		ve = oe;
-		tk_trim(&ns, &ne);
-		tk_trim(&vs, &ve);
 		which = tk_word_index(names, 5, ns, (size_t)(ne - ns));
 		if (which < 0) {
 			TK_SAY("no cross-host option \"%.*s\" (mode, failure, "
@@ -219,9 +192,9 @@ tk_global_parse(const char *s, size_t len, tkshm_global *g, char *err,
 			break;
 		case 2:
 		case 3:
-			if (!tk_parse_num(vs, (size_t)(ve - vs), &v)) {
-				TK_SAY("option %s: \"%.*s\" is not a finite "
-				       "decimal number",
+			if (!tk_policy_number(vs, (size_t)(ve - vs), &v)) {
+				TK_SAY("option %s: \"%.*s\" is not a number "
+				       "(JSON's notation)",
 				       names[which], (int)(ve - vs), vs);
 				return TKSHM_EPOLICY;
 			}

@@ -11,12 +11,10 @@
 
 #include <stddef.h>
 
+#include "algorithms/param_check.h"
 #include "algorithms/token_budget.h"
 #include "shm/table.h"
 #include "tkshm.h"
-
-/* Beyond 2^62 ms (146 million years) a TAT could stop being finite. */
-#define TK_NOW_MAX 4611686018427387904.0
 
 /* TKSHM_OK or the error naming what is wrong with the argument. */
 static inline int
@@ -31,11 +29,12 @@ tk_check_key(const void *key, size_t len)
 	return TKSHM_OK;
 }
 
-/* The cost check includes the table's kind (tokenBudget: whole tokens). */
+/* The cost check includes the table's kind (tokenBudget: whole tokens) and
+ * the smallest cost its state can resolve (min_cost > 0, resolution.h). */
 static inline int
 tk_check_cost(const tkshm_table *t, double cost)
 {
-	if (!(cost > 0 && cost <= TKSHM_COST_MAX))
+	if (!(cost >= t->algo.min_cost && cost <= TKSHM_COST_MAX))
 		return TKSHM_ECOST;
 	if (t->algo.kind == TKSHM_KIND_TOKEN_BUDGET &&
 	    !tk_token_budget_cost_valid(cost))
@@ -51,6 +50,8 @@ tk_check_limiter(const tkshm_table *t)
 	return tk_algo_is_limiter(&t->algo) ? TKSHM_OK : TKSHM_ENOTSUP;
 }
 
+/* 0 <= now <= TK_NOW_MAX (2^42 ms, param_check.h): NaN and a clock in
+ * microseconds or nanoseconds are refused. */
 static inline int
 tk_check_now(double now)
 {

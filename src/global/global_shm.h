@@ -16,6 +16,8 @@
  *   offset       strict: Redis's clock minus this host's, as last
  *                measured from a reply (f64 bits; an upper bound, so
  *                the negative cache never ages a state too little)
+ *   offset_low   the same, measured as a lower bound (f64 bits; 0: none
+ *                yet), so a cached denial's retry is never told early
  *   up_at        lease: the now (f64 bits, epoch ms, the workers'
  *                clock) of the agent's last round with Redis answering:
  *                a key that fell back before it is in a new outage
@@ -58,6 +60,7 @@ struct tk_global_shm {
 	_Atomic uint64_t poll_ms;
 	_Atomic uint64_t hosts_at;
 	_Atomic uint64_t offset;
+	_Atomic uint64_t offset_low;
 	_Atomic uint64_t up_at;
 	_Alignas(64) struct tk_breaker breaker;
 	_Alignas(64) _Atomic uint64_t c[TK_G_COUNT];

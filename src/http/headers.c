@@ -72,7 +72,7 @@ tkshm_http_headers(const tkshm_decision *d, tkshm_http_style style,
 	if (style != TKSHM_HTTP_DRAFT && style != TKSHM_HTTP_LEGACY &&
 	    style != TKSHM_HTTP_NONE)
 		return TKSHM_EINVAL;
-	if (!isfinite(now_ms) || now_ms < 0)
+	if (!(now_ms >= 0 && now_ms <= TKSHM_NOW_MAX))
 		return TKSHM_ENOW;
 	if (policy_name == NULL)
 		policy_name = "default";

@@ -64,6 +64,7 @@ struct tk_atable {
 /* One lease to ask for in a batch. */
 struct tk_ask {
 	uint64_t fp, index;
+	double want; /* units asked for */
 	size_t klen, rlen;
 	unsigned char key[TKSHM_LEASE_KEY_MAX];
 	char rkey[TK_AGENT_KEY_MAX];
@@ -83,8 +84,9 @@ struct tk_agent {
 	struct tk_agent_round totals;
 	double rtt_ms; /* smoothed round trip of a batch */
 	bool redis_up;
-	double last_beat;    /* monotonic ms of the last round's publish */
-	struct tk_ask *asks; /* TK_AGENT_BATCH */
+	double last_beat;     /* monotonic ms of the last round's publish */
+	char last_error[256]; /* the latest fault, for the daemon's log */
+	struct tk_ask *asks;  /* TK_AGENT_BATCH */
 };
 
 void
@@ -301,6 +303,7 @@ tk_ask_args(const struct tk_agent *a, const tkshm_table *t, double now,
 		v[n++] = p->u.fixed_window.window_ms;
 	}
 	v[n++] = want;
+	q->want = want;
 	for (int i = 0; i < n; i++) {
 		q->al[i] = tk_arg_f64(q->args[i], sizeof q->args[i], v[i]);
 		q->av[i] = q->args[i];
@@ -355,6 +358,84 @@ tk_agent_stalled(struct tk_agent *a)
 	return true;
 }
 
+/* A lease script's answer to `q` (lease_gcra.lua, lease_window.lua):
+ * {granted 0..want, now >= 0, the window's end >= now (window only)}.
+ * Anything else (an error reply, a wrong type, a field out of range) is
+ * a Redis fault. */
+static bool
+tk_lease_reply_valid(const redisReply *y, const struct tk_ask *q, bool gcra)
+{
+	if (!y || y->type != REDIS_REPLY_ARRAY || y->elements < 3)
+		return false;
+	for (size_t i = 0; i < (gcra ? 2u : 3u); i++)
+		if (!y->element[i] ||
+		    y->element[i]->type != REDIS_REPLY_INTEGER)
+			return false;
+	return y->element[0]->integer >= 0 &&
+	       (double)y->element[0]->integer <= q->want &&
+	       y->element[1]->integer >= 0 &&
+	       (gcra || y->element[2]->integer >= y->element[1]->integer);
+}
+
+/* A fault of this round (an exchange that failed, or `bad` replies that
+ * were not answers): the breaker counts one failure, the tables apply
+ * their failure policy until Redis answers again, and the fault is kept
+ * for the daemon to log. */
+static void
+tk_agent_fault(struct tk_agent *a, tkshm_table *t, uint64_t bad,
+	       struct tk_agent_round *r)
+{
+	(void)tk_breaker_failure(&a->breaker, tk_mono_ms(),
+				 a->conf.breaker_failures,
+				 a->conf.breaker_open_ms);
+	a->redis_up = false;
+	tk_gcount(t->global, TK_G_REDIS_ERRORS, bad);
+	r->redis_errors += bad;
+	tk_conn_last_error(a->conn, a->last_error, sizeof a->last_error);
+	if (a->last_error[0] == '\0')
+		snprintf(a->last_error, sizeof a->last_error,
+			 "a reply that is not an answer (a wrong type or "
+			 "a field out of range)");
+}
+
+/* Writes the grant of a valid reply to ask i. */
+static void
+tk_agent_take(struct tk_agent *a, struct tk_atable *at, size_t i,
+	      const redisReply *y, double now, double sent,
+	      struct tk_agent_round *r)
+{
+	tkshm_table *t = at->t;
+	bool gcra = t->policy.kind == TKSHM_KIND_GCRA;
+	long long units = y->element[0]->integer;
+	long long rnow = y->element[1]->integer;
+	struct tk_lease_grant g;
+
+	if (units < 1) {
+		/* Nothing left: ask again when Redis can have some (the
+		 * window's end; one emission interval). */
+		struct tk_track *k = &at->track[a->asks[i].index];
+		double wait = gcra ? t->policy.u.gcra.period_ms /
+					      t->policy.u.gcra.limit :
+				     (double)(y->element[2]->integer - rnow);
+
+		if (k->fp == a->asks[i].fp)
+			k->next_ask = sent + wait;
+		return;
+	}
+	g.units = (double)units;
+	/* GCRA: from the send.  Window-coupled: the credit ends with the
+	 * window on Redis's clock, measured from the send; the script's
+	 * now is floor()ed, so Redis's time was up to 1 ms later and 1 ms
+	 * less is left. */
+	g.expiry = gcra ? sent + t->policy.global.lease_ms :
+			  sent + (double)(y->element[2]->integer - rnow) - 1;
+	if (tk_lease_grant(t, a->asks[i].key, a->asks[i].klen, now, &g) ==
+	    TKSHM_OK) {
+		r->leases_granted++;
+		r->units_granted += (uint64_t)units;
+	}
+}
+
 /* Sends a batch of leases and writes what was granted.  `sent` is the
  * epoch ms read just before sending: every expiry is measured from it. */
 static void
@@ -367,6 +448,7 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n, double now,
 	redisReply *replies[TK_AGENT_BATCH];
 	struct tk_conn_stats before, after;
 	double sent = tkshm_now_ms(), t0 = tk_mono_ms(), mono;
+	uint64_t bad = 0;
 	int rc;
 
 	for (size_t i = 0; i < n; i++) {
@@ -393,96 +475,69 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n, double now,
 	tk_gcount(t->global, TK_G_REDIS_CALLS, n);
 	tk_gcount(t->global, TK_G_NOSCRIPT_RELOADS,
 		  after.noscript_reloads - before.noscript_reloads);
-	if (rc == TKSHM_OK) {
-		tk_breaker_success(&a->breaker);
-		a->redis_up = true;
-		a->rtt_ms += 0.2 * ((mono - t0) - a->rtt_ms);
-	} else {
-		(void)tk_breaker_failure(&a->breaker, mono,
-					 a->conf.breaker_failures,
-					 a->conf.breaker_open_ms);
-		a->redis_up = false;
-		tk_gcount(t->global, TK_G_REDIS_ERRORS, 1);
-	}
 	for (size_t i = 0; i < n; i++) {
-		const redisReply *y = replies[i];
-		struct tk_lease_grant g;
-		long long units, rnow;
-
-		if (!y || y->type != REDIS_REPLY_ARRAY || y->elements < 3 ||
-		    y->element[0]->type != REDIS_REPLY_INTEGER ||
-		    y->element[1]->type != REDIS_REPLY_INTEGER)
-			goto next;
-		units = y->element[0]->integer;
-		rnow = y->element[1]->integer;
-		if (units < 1) {
-			/* Nothing left: ask again when Redis can have some
-			 * (the window's end; one emission interval). */
-			struct tk_track *k = &at->track[a->asks[i].index];
-			double wait = t->policy.u.gcra.period_ms /
-				      t->policy.u.gcra.limit;
-
-			if (!gcra && y->element[2]->type == REDIS_REPLY_INTEGER)
-				wait = (double)(y->element[2]->integer - rnow);
-			if (k->fp == a->asks[i].fp)
-				k->next_ask = sent + (wait > 0 ? wait : 0);
-			goto next;
-		}
-		g.units = (double)units;
-		if (gcra) {
-			g.expiry = sent + t->policy.global.lease_ms;
+		if (tk_lease_reply_valid(replies[i], &a->asks[i], gcra)) {
+			tk_agent_take(a, at, i, replies[i], now, sent, r);
 		} else {
-			/* Window-coupled: the credit ends with the window
-			 * on Redis's clock, measured from the send.  The
-			 * script's now is floor()ed: Redis's time was up to
-			 * 1 ms later, so 1 ms less is left. */
-			if (y->element[2]->type != REDIS_REPLY_INTEGER)
-				goto next;
-			g.expiry = sent +
-				   (double)(y->element[2]->integer - rnow) - 1;
+			/* Not asked again before the breaker's period: a
+			 * fault of one key (a WRONGTYPE) must not make
+			 * every round fail and the tables flap. */
+			struct tk_track *k = &at->track[a->asks[i].index];
+
+			if (k->fp == a->asks[i].fp)
+				k->next_ask = sent + a->conf.breaker_open_ms;
+			bad++;
 		}
-		if (tk_lease_grant(t, a->asks[i].key, a->asks[i].klen, now,
-				   &g) == TKSHM_OK) {
-			r->leases_granted++;
-			r->units_granted += (uint64_t)units;
-		}
-next:
 		if (replies[i])
 			freeReplyObject(replies[i]);
 	}
+	if (rc == TKSHM_OK && bad == 0) {
+		tk_breaker_success(&a->breaker);
+		a->redis_up = true;
+		a->rtt_ms += 0.2 * ((mono - t0) - a->rtt_ms);
+		return;
+	}
+	tk_agent_fault(a, t, bad ? bad : 1, r);
 }
 
-/* Registers the host and reads the live host count (hosts.lua). */
-static void
-tk_agent_hosts(struct tk_agent *a, struct tk_atable *at, double now)
+/* Registers the host and reads the live host count (hosts.lua): true
+ * when Redis answered, which the breaker learns either way. */
+static bool
+tk_agent_hosts_call(struct tk_agent *a, struct tk_atable *at, double now,
+		    struct tk_agent_round *r)
 {
 	tkshm_table *t = at->t;
 	struct tk_hosts_req q;
 	redisReply *y = NULL;
-	double mono = tk_mono_ms();
 	int rc;
 
-	if (mono < at->next_hosts || !a->redis_up)
-		return;
-	at->next_hosts = mono + a->conf.heartbeat_ms;
+	at->next_hosts = tk_mono_ms() + a->conf.heartbeat_ms;
 	tk_hosts_req_init(&q, t, a->conf.host_id,
 			  a->conf.server_time ? 0 : floor(now),
 			  3 * a->conf.heartbeat_ms);
 	tk_gcount(t->global, TK_G_REDIS_CALLS, 1);
 	rc = tk_conn_eval(a->conn, TK_SCRIPT_HOSTS, &q.keys, &q.args, &y, NULL,
 			  0);
-	if (rc != TKSHM_OK) {
-		tk_gcount(t->global, TK_G_REDIS_ERRORS, 1);
-		if (rc == TKSHM_EUNAVAILABLE) {
-			(void)tk_breaker_failure(&a->breaker, tk_mono_ms(),
-						 a->conf.breaker_failures,
-						 a->conf.breaker_open_ms);
-			a->redis_up = false;
-		}
-		return;
+	if (rc == TKSHM_OK && tk_hosts_valid(t, y, NULL)) {
+		tk_hosts_store(t, y);
+		freeReplyObject(y);
+		tk_breaker_success(&a->breaker);
+		return true;
 	}
-	tk_hosts_store(t, y);
-	freeReplyObject(y);
+	if (y)
+		freeReplyObject(y);
+	tk_agent_fault(a, t, 1, r);
+	return false;
+}
+
+/* The heartbeat: every heartbeat_ms while Redis answers. */
+static void
+tk_agent_hosts(struct tk_agent *a, struct tk_atable *at, double now,
+	       struct tk_agent_round *r)
+{
+	if (tk_mono_ms() < at->next_hosts || !a->redis_up)
+		return;
+	(void)tk_agent_hosts_call(a, at, now, r);
 }
 
 /* One round over one table. */
@@ -542,7 +597,7 @@ tk_agent_table(struct tk_agent *a, struct tk_atable *at, double now,
 	}
 	if (n)
 		tk_agent_send(a, at, n, now, r);
-	tk_agent_hosts(a, at, now);
+	tk_agent_hosts(a, at, now, r);
 }
 
 void
@@ -557,11 +612,17 @@ tk_agent_round(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 	was_up = a->redis_up;
 	(void)tk_agent_stalled(a);
 	/* Down (or never reached): probe when the breaker lets us, so that
-	 * recovery is seen even when no key needs a lease.  Up: Redis
-	 * stays as last seen until a lease or a heartbeat fails. */
+	 * recovery is seen even when no key needs a lease.  The probe is a
+	 * script's answer (a heartbeat of the first table), not only a
+	 * connection: a server that connects but answers errors (BUSY,
+	 * LOADING...) stays down.  Up: Redis stays as last seen until a
+	 * lease or a heartbeat fails. */
 	if (!a->redis_up &&
 	    tk_breaker_allow(&a->breaker, tk_mono_ms(), tk_agent_probe_ms(a))) {
-		if (tk_conn_ready(a->conn) == TKSHM_OK) {
+		if (a->ntables > 0) {
+			a->redis_up = tk_agent_hosts_call(a, &a->tables[0],
+							  now_ms, &r);
+		} else if (tk_conn_ready(a->conn) == TKSHM_OK) {
 			tk_breaker_success(&a->breaker);
 			a->redis_up = true;
 		} else {
@@ -589,6 +650,7 @@ tk_agent_round(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 	a->totals.leases_granted += r.leases_granted;
 	a->totals.units_granted += r.units_granted;
 	a->totals.round_trips += r.round_trips;
+	a->totals.redis_errors += r.redis_errors;
 	a->totals.redis_up = r.redis_up;
 	if (out)
 		*out = r;
@@ -599,6 +661,14 @@ tk_agent_totals(const struct tk_agent *a, struct tk_agent_round *out)
 {
 	if (a && out)
 		*out = a->totals;
+}
+
+void
+tk_agent_last_error(const struct tk_agent *a, char *buf, size_t len)
+{
+	if (!buf || len == 0)
+		return;
+	snprintf(buf, len, "%s", a ? a->last_error : "");
 }
 
 void

@@ -47,8 +47,11 @@ struct tk_agent_round {
 	uint64_t leases_asked;	 /* commands sent */
 	uint64_t leases_granted; /* replies with units > 0 */
 	uint64_t units_granted;
-	uint64_t round_trips; /* pipelined exchanges with Redis */
-	bool redis_up;	      /* Redis answered (or nothing was needed) */
+	uint64_t round_trips;  /* pipelined exchanges with Redis */
+	uint64_t redis_errors; /* exchanges that failed, and replies that
+				  were not answers (error replies, wrong
+				  types, fields out of range) */
+	bool redis_up;	       /* Redis answered (or nothing was needed) */
 };
 
 struct tk_agent;
@@ -76,6 +79,10 @@ void tk_agent_round(struct tk_agent *a, double now_ms,
 
 /* Totals since tk_agent_new. */
 void tk_agent_totals(const struct tk_agent *a, struct tk_agent_round *out);
+
+/* Why the latest fault happened (the error reply's text, the I/O
+ * failure...), "" when none did; for the daemon's log. */
+void tk_agent_last_error(const struct tk_agent *a, char *buf, size_t len);
 
 /* Detaches every table (clearing the agent's pid from them) and frees. */
 void tk_agent_free(struct tk_agent *a);

@@ -15,13 +15,29 @@
  * context (a half-configured connection is of no use) and is
  * TKSHM_EREDIS; a connect or I/O failure is TKSHM_EUNAVAILABLE.
  *
- * Failure (C3).  hiredis 0.14 has no command timeout of its own: the
- * command timeout is SO_RCVTIMEO/SO_SNDTIMEO (redisSetTimeout, C4), and a
- * read that times out leaves the context with err set for good.  So any
- * failed exchange (timeout, reset, EOF, a reply that cannot be parsed)
- * frees the context and returns at once; nothing is ever sent again for
- * it.  Only a NOSCRIPT error reply, which says the script did not run,
- * leads to a resend, once, after a SCRIPT LOAD.
+ * Deadline (C4).  hiredis 0.14 has no command timeout of its own, and a
+ * socket timeout (SO_RCVTIMEO) bounds each read(), not the reply: a
+ * server trickling a byte at a time would hold a caller for ever.  So the
+ * socket is made non-blocking once connected, and every exchange writes
+ * and reads through poll() with what is left of one deadline, set when a
+ * call's command starts: the command, a NOSCRIPT reload and its resend
+ * all fit in one command timeout, whatever the server sends.  Connecting
+ * (the TCP connect and the handshake) has a deadline of its own, the
+ * connect timeout, so a call that connects first ends within both.
+ *
+ * Bounded replies.  hiredis allocates an array as soon as its header
+ * arrives (`*2147483647` is 16 GiB of pointers) and keeps every byte a
+ * reply has sent so far.  The reader's reply functions are hiredis's own
+ * behind a count: one reply may hold at most TK_REPLY_OBJECTS_MAX objects
+ * (counted from the array headers, before anything is allocated) and
+ * TK_REPLY_BYTES_MAX bytes of strings, and no more than TK_READ_BUF_MAX
+ * unparsed bytes are kept.  A reply past a bound is a failed exchange.
+ *
+ * Failure (C3).  Any failed exchange (deadline passed, reset, EOF, a
+ * reply that cannot be parsed or is too large) frees the context and
+ * returns at once; nothing is ever sent again for it.  Only a NOSCRIPT
+ * error reply, which says the script did not run, leads to a resend,
+ * once, after a SCRIPT LOAD.
  *
  * SIGPIPE.  hiredis writes with write(2), which raises SIGPIPE when the
  * peer is gone; that would kill a worker whose Redis died (C5).  Each
@@ -39,8 +55,11 @@
  * A tk_conn is not thread-safe (neither is a redisContext): one per
  * thread.  A struct tk_args with len == NULL holds NUL-terminated strings.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -53,16 +72,36 @@
 
 #include "tkshm.h"
 #include "redis/conn.h"
+#include "shm/table.h" /* tk_mono_ms */
 
 #define SHA_LEN 40
 
 /* The longest timeout accepted: a day, in ms. */
 #define TIMEOUT_MAX_MS 86400000.0
 
+/* What one reply may hold.  The largest any script sends is a sliding
+ * log's state (two elements per stamp, 128 stamps) or a multi check
+ * (6 + 5 * 16 integers); the longest string, a SCRIPT LOAD's 40-byte
+ * sha1 or an error text. */
+#define TK_REPLY_OBJECTS_MAX 4096
+#define TK_REPLY_BYTES_MAX   (64 * 1024)
+/* Unparsed input kept at most: a pipeline's worth of small replies. */
+#define TK_READ_BUF_MAX (1024 * 1024)
+
+/* The reply being read: what it holds so far (reset at its root). */
+struct reply_budget {
+	size_t objects, bytes;
+	bool refused; /* a bound was passed: the exchange fails */
+};
+
 struct tk_conn {
 	struct tk_redis_conf conf;
 	redisContext *ctx; /* NULL: not connected in process `pid` */
 	pid_t pid;	   /* the process ctx and stats belong to (C1) */
+	double deadline;   /* monotonic ms: the current call's end (C4) */
+	redisReplyObjectFunctions fn; /* hiredis's, behind the budget */
+	const redisReplyObjectFunctions *base;
+	struct reply_budget budget;
 	char sha[TK_SCRIPT_COUNT][SHA_LEN + 1]; /* as SCRIPT LOAD answered */
 	char err[256];				/* why the last call failed */
 	struct tk_conn_stats stats;
@@ -165,14 +204,190 @@ guard_leave(struct pipe_guard *g, bool failed)
 	(void)pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
+/* ------------------------------------------------------------------------
+ * Bounded replies (see the top of the file)
+ * ---------------------------------------------------------------------- */
+
+/* The budget of the reply a reader task belongs to: its privdata is the
+ * tk_conn (set on the reader when connected). */
+static struct reply_budget *
+budget_of(const redisReadTask *task)
+{
+	struct tk_conn *c = task->privdata;
+
+	if (task->parent == NULL)
+		memset(&c->budget, 0, sizeof c->budget); /* a new reply */
+	return &c->budget;
+}
+
+/* Takes `objects` and `bytes` from the reply's budget; false (and the
+ * reply refused) when they do not fit. */
+static bool
+budget_take(struct reply_budget *b, size_t objects, size_t bytes)
+{
+	if (b->refused || objects > TK_REPLY_OBJECTS_MAX - b->objects ||
+	    bytes > TK_REPLY_BYTES_MAX - b->bytes) {
+		b->refused = true;
+		return false;
+	}
+	b->objects += objects;
+	b->bytes += bytes;
+	return true;
+}
+
+/* Each returns hiredis's object, or NULL (which hiredis reports as out
+ * of memory, and read_reply as a refused reply) past the budget.  An
+ * array's elements are counted from its header, before it is made. */
+static void *
+bounded_string(const redisReadTask *task, char *str, size_t len)
+{
+	struct tk_conn *c = task->privdata;
+
+	if (!budget_take(budget_of(task), task->parent == NULL, len))
+		return NULL;
+	return c->base->createString(task, str, len);
+}
+
+static void *
+bounded_array(const redisReadTask *task, int elements)
+{
+	struct tk_conn *c = task->privdata;
+	size_t n = elements > 0 ? (size_t)elements : 0;
+
+	if (!budget_take(budget_of(task), n + (task->parent == NULL), 0))
+		return NULL;
+	return c->base->createArray(task, elements);
+}
+
+static void *
+bounded_integer(const redisReadTask *task, long long v)
+{
+	struct tk_conn *c = task->privdata;
+
+	if (!budget_take(budget_of(task), task->parent == NULL, 0))
+		return NULL;
+	return c->base->createInteger(task, v);
+}
+
+static void *
+bounded_nil(const redisReadTask *task)
+{
+	struct tk_conn *c = task->privdata;
+
+	if (!budget_take(budget_of(task), task->parent == NULL, 0))
+		return NULL;
+	return c->base->createNil(task);
+}
+
+/* Puts the budget between the new context's reader and hiredis's reply
+ * functions. */
+static void
+bound_reader(struct tk_conn *c)
+{
+	redisReader *r = c->ctx->reader;
+
+	c->base = r->fn;
+	c->fn = *r->fn;
+	c->fn.createString = bounded_string;
+	c->fn.createArray = bounded_array;
+	c->fn.createInteger = bounded_integer;
+	c->fn.createNil = bounded_nil;
+	r->fn = &c->fn;
+	r->privdata = c;
+	memset(&c->budget, 0, sizeof c->budget);
+}
+
+/* ------------------------------------------------------------------------
+ * Deadline I/O (C4)
+ * ---------------------------------------------------------------------- */
+
+/* The context failed without hiredis saying so: the deadline passed, or
+ * a reply passed its bounds.  Set as hiredis sets its own errors, so
+ * that drop() reports it. */
+static void
+fail_ctx(struct tk_conn *c, int err, const char *why)
+{
+	c->ctx->err = err;
+	snprintf(c->ctx->errstr, sizeof c->ctx->errstr, "%s", why);
+}
+
+/* Waits until the socket is ready for `events` (POLLIN or POLLOUT), at
+ * most until the deadline.  False, with the context failed, when it
+ * passed first. */
+static bool
+wait_ready(struct tk_conn *c, short events)
+{
+	for (;;) {
+		struct pollfd p = { c->ctx->fd, events, 0 };
+		double left = c->deadline - tk_mono_ms();
+		int n;
+
+		if (!(left > 0))
+			break;
+		n = poll(&p, 1, (int)ceil(left));
+		if (n > 0)
+			return true; /* an error or hang-up shows in the I/O */
+		if (n < 0 && errno != EINTR) {
+			fail_ctx(c, REDIS_ERR_IO, strerror(errno));
+			return false;
+		}
+	}
+	fail_ctx(c, REDIS_ERR_IO, "timed out");
+	return false;
+}
+
+/* Writes what the context's output buffer holds. */
+static bool
+write_all(struct tk_conn *c)
+{
+	int done = 0;
+
+	for (;;) {
+		if (redisBufferWrite(c->ctx, &done) != REDIS_OK)
+			return false;
+		if (done)
+			return true;
+		if (!wait_ready(c, POLLOUT))
+			return false;
+	}
+}
+
+/* The next reply, read before the deadline, or NULL (the context
+ * failed). */
+static redisReply *
+read_reply(struct tk_conn *c)
+{
+	void *r = NULL;
+
+	for (;;) {
+		if (redisGetReplyFromReader(c->ctx, &r) != REDIS_OK)
+			break;
+		if (r != NULL)
+			return r;
+		if (c->ctx->reader->len - c->ctx->reader->pos >
+		    TK_READ_BUF_MAX) {
+			c->budget.refused = true;
+			break;
+		}
+		if (!wait_ready(c, POLLIN) ||
+		    redisBufferRead(c->ctx) != REDIS_OK)
+			return NULL;
+	}
+	if (c->budget.refused)
+		fail_ctx(c, REDIS_ERR_PROTOCOL, "reply too large");
+	return NULL;
+}
+
 static redisReply *
 exchange(struct tk_conn *c, int argc, const char **argv, const size_t *len)
 {
 	struct pipe_guard g;
-	redisReply *r;
+	redisReply *r = NULL;
 
 	guard_enter(&g);
-	r = redisCommandArgv(c->ctx, argc, argv, len);
+	if (redisAppendCommandArgv(c->ctx, argc, argv, len) == REDIS_OK &&
+	    write_all(c))
+		r = read_reply(c);
 	guard_leave(&g, r == NULL);
 	return r;
 }
@@ -182,11 +397,11 @@ static redisReply *
 next_reply(struct tk_conn *c)
 {
 	struct pipe_guard g;
-	void *r = NULL;
+	redisReply *r = NULL;
 
 	guard_enter(&g);
-	if (redisGetReply(c->ctx, &r) != REDIS_OK)
-		r = NULL;
+	if (write_all(c))
+		r = read_reply(c);
 	guard_leave(&g, r == NULL);
 	return r;
 }
@@ -419,12 +634,31 @@ handshake(struct tk_conn *c)
 	return TKSHM_OK;
 }
 
+/* Every exchange goes through poll() (C4): the socket is made
+ * non-blocking, and hiredis is told so (its reads and writes then take
+ * EAGAIN as "not yet"). */
+static bool
+nonblocking(struct tk_conn *c)
+{
+	int fl = fcntl(c->ctx->fd, F_GETFL);
+
+	if (fl < 0 || fcntl(c->ctx->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		fail_ctx(c, REDIS_ERR_IO, strerror(errno));
+		return false;
+	}
+	c->ctx->flags &= ~REDIS_BLOCK;
+	return true;
+}
+
 static int
 connect_now(struct tk_conn *c)
 {
 	const struct tk_redis_conf *f = &c->conf;
 	struct timeval ct = timeval_of(f->connect_timeout_ms);
 	bool local = f->unix_path[0] != '\0';
+	/* C4: connecting (TCP, AUTH, SELECT, the SCRIPT LOADs) ends within
+	 * the connect timeout. */
+	double deadline = tk_mono_ms() + f->connect_timeout_ms;
 	int rc;
 
 	c->ctx = local ? redisConnectUnixWithTimeout(f->unix_path, ct) :
@@ -435,13 +669,14 @@ connect_now(struct tk_conn *c)
 	}
 	if (c->ctx->err != 0)
 		return drop(c, "connect");
-	if (redisSetTimeout(c->ctx, timeval_of(f->command_timeout_ms)) !=
-	    REDIS_OK)
-		return drop(c, "connect");
 	/* Keepalive finds a peer that vanished without a word (a host
 	 * that lost power) on an idle connection. */
 	if (!local && redisEnableKeepAlive(c->ctx) != REDIS_OK)
 		return drop(c, "connect");
+	if (!nonblocking(c))
+		return drop(c, "connect");
+	bound_reader(c);
+	c->deadline = deadline;
 	if ((rc = handshake(c)) != TKSHM_OK)
 		return rc;
 	c->stats.connects++;
@@ -464,10 +699,17 @@ claim(struct tk_conn *c)
 	c->pid = me;
 }
 
+/* Connected (within the connect timeout, when it had to connect), with
+ * the call's deadline set (C4): one command timeout from now. */
 static int
 ensure(struct tk_conn *c)
 {
-	return c->ctx != NULL ? TKSHM_OK : connect_now(c);
+	int rc;
+
+	if (c->ctx == NULL && (rc = connect_now(c)) != TKSHM_OK)
+		return rc;
+	c->deadline = tk_mono_ms() + c->conf.command_timeout_ms;
+	return TKSHM_OK;
 }
 
 /* SCRIPT LOAD after a NOSCRIPT reply (C2). */
@@ -571,6 +813,7 @@ tk_conn_eval(struct tk_conn *c, enum tk_script_id id,
 		return rc;
 	claim(c);
 	c->stats.calls++;
+	c->err[0] = '\0';
 	argv_init(&a);
 	if ((rc = ensure(c)) != TKSHM_OK)
 		goto out;
@@ -657,6 +900,8 @@ read_evals(struct tk_conn *c, size_t n, redisReply **replies,
 		} else if (r->type == REDIS_REPLY_ERROR) {
 			replies[i] = NULL;
 			c->stats.errors++;
+			snprintf(c->err, sizeof c->err, "%.*s",
+				 r->len > 250 ? 250 : (int)r->len, r->str);
 		} else {
 			replies[i] = r;
 		}
@@ -702,6 +947,7 @@ tk_conn_eval_many(struct tk_conn *c, enum tk_script_id id, size_t n,
 		return TKSHM_OK;
 	claim(c);
 	c->stats.calls += n;
+	c->err[0] = '\0';
 	for (size_t i = 0; i < n; i++)
 		replies[i] = sent;
 	if ((rc = ensure(c)) != TKSHM_OK ||
@@ -770,6 +1016,15 @@ out:
 		copy_err(c, errbuf, errlen);
 	}
 	return rc;
+}
+
+void
+tk_conn_last_error(const struct tk_conn *c, char *buf, size_t len)
+{
+	if (c == NULL || c->pid != getpid())
+		copy_text(buf, len, "", 0);
+	else
+		copy_err(c, buf, len);
 }
 
 void

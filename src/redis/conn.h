@@ -11,8 +11,13 @@
  * C3  A command that timed out or lost its connection is never resent: it
  *     may have run.  The context is freed (hiredis poisons it after a
  *     timeout) and the next call reconnects.
- * C4  Connect and command timeouts are the configuration's (SO_RCVTIMEO /
- *     SO_SNDTIMEO through redisSetTimeout).
+ * C4  A call ends within its command timeout once connected, whatever the
+ *     server sends (a trickle of bytes, a reply that never ends): the
+ *     command, a NOSCRIPT reload and its resend share one deadline.
+ *     Connecting (TCP, AUTH, SELECT, SCRIPT LOAD) ends within the connect
+ *     timeout, so a call that has to connect first adds at most that.
+ *     One reply may hold a bounded number of elements and bytes
+ *     (conn.c); a larger one fails the exchange (C3).
  * C5  Nothing here prints, aborts or exits; replies are returned to the
  *     caller, who frees them with freeReplyObject().
  */
@@ -89,6 +94,10 @@ int tk_conn_eval_many(struct tk_conn *c, enum tk_script_id id, size_t n,
  * error reply is returned as TKSHM_EREDIS with its text in errbuf. */
 int tk_conn_command(struct tk_conn *c, const struct tk_args *argv,
 		    redisReply **reply, char *errbuf, size_t errlen);
+
+/* Why this process's last call failed, or had an error reply (the
+ * reply's text, the I/O failure); "" when it did not. */
+void tk_conn_last_error(const struct tk_conn *c, char *buf, size_t len);
 
 /* This connection's counters. */
 void tk_conn_stats_get(const struct tk_conn *c, struct tk_conn_stats *out);

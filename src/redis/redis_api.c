@@ -160,7 +160,7 @@ tkshm_redis_key(const tkshm_table *t, const void *key, size_t key_len,
 int
 tk_redis_call(struct tkshm_table *t, enum tk_script_id id,
 	      const struct tk_args *keys, const struct tk_args *args,
-	      redisReply **reply)
+	      tk_reply_valid_fn valid, void *ctx, redisReply **reply)
 {
 	struct tkshm_redis *r = t->redis;
 	struct tk_global_shm *g = t->global;
@@ -171,6 +171,7 @@ tk_redis_call(struct tkshm_table *t, enum tk_script_id id,
 		r->conf.connect_timeout_ms + 2 * r->conf.command_timeout_ms;
 	int rc;
 
+	*reply = NULL;
 	if (!tk_breaker_allow(&g->breaker, now, probe_ms))
 		return TKSHM_EUNAVAILABLE;
 	tk_conn_stats_get(r->conn, &before);
@@ -179,17 +180,23 @@ tk_redis_call(struct tkshm_table *t, enum tk_script_id id,
 	tk_gcount(g, TK_G_REDIS_CALLS, after.calls - before.calls);
 	tk_gcount(g, TK_G_NOSCRIPT_RELOADS,
 		  after.noscript_reloads - before.noscript_reloads);
+	if (rc == TKSHM_OK && valid && !valid(t, *reply, ctx)) {
+		/* An answer that is not one (a wrong type, a field out of
+		 * range) is no better than an error reply. */
+		freeReplyObject(*reply);
+		*reply = NULL;
+		rc = TKSHM_EREDIS;
+	}
 	if (rc == TKSHM_OK) {
 		tk_breaker_success(&g->breaker);
 		return TKSHM_OK;
 	}
+	/* No answer, an error reply (BUSY, LOADING, OOM, MOVED, NOSCRIPT
+	 * again after the reload...) or an invalid one: Redis did not
+	 * decide, and the breaker counts it. */
 	tk_gcount(g, TK_G_REDIS_ERRORS, 1);
-	if (rc == TKSHM_EUNAVAILABLE)
-		(void)tk_breaker_failure(&g->breaker, tk_mono_ms(),
-					 r->breaker_failures,
-					 r->breaker_open_ms);
-	else
-		tk_breaker_success(&g->breaker); /* it answered */
+	(void)tk_breaker_failure(&g->breaker, tk_mono_ms(), r->breaker_failures,
+				 r->breaker_open_ms);
 	return rc;
 }
 
@@ -210,12 +217,20 @@ tk_hosts_req_init(struct tk_hosts_req *q, const struct tkshm_table *t,
 	q->args = (struct tk_args){ 3, q->av, q->al };
 }
 
+bool
+tk_hosts_valid(const struct tkshm_table *t, const redisReply *y, void *unused)
+{
+	(void)t;
+	(void)unused;
+	return y && y->type == REDIS_REPLY_ARRAY && y->elements >= 1 &&
+	       y->element[0] && y->element[0]->type == REDIS_REPLY_INTEGER &&
+	       y->element[0]->integer >= 1 && y->element[0]->integer <= 1000000;
+}
+
 void
 tk_hosts_store(struct tkshm_table *t, const redisReply *y)
 {
-	if (y->type == REDIS_REPLY_ARRAY && y->elements >= 1 &&
-	    y->element[0]->type == REDIS_REPLY_INTEGER &&
-	    y->element[0]->integer >= 1 && y->element[0]->integer <= 1000000)
+	if (tk_hosts_valid(t, y, NULL))
 		/* Relaxed: a hint for safe-share and lease sizing, read on
 		 * its own (tk_global_hosts). */
 		atomic_store_explicit(&t->global->hosts,
@@ -244,8 +259,8 @@ tk_redis_hosts_tick(struct tkshm_table *t)
 	tk_hosts_req_init(&q, t, t->redis->host_id,
 			  t->redis->server_time ? 0 : floor(tkshm_now_ms()),
 			  5000);
-	if (tk_redis_call(t, TK_SCRIPT_HOSTS, &q.keys, &q.args, &reply) !=
-	    TKSHM_OK)
+	if (tk_redis_call(t, TK_SCRIPT_HOSTS, &q.keys, &q.args, tk_hosts_valid,
+			  NULL, &reply) != TKSHM_OK)
 		return;
 	tk_hosts_store(t, reply);
 	freeReplyObject(reply);

@@ -32,13 +32,21 @@ size_t tk_redis_key_of(const struct tkshm_table *t, const void *key, size_t len,
 size_t tk_redis_multi_key_of(const struct tkshm_table *t, const void *key,
 			     size_t len, char *buf, size_t cap);
 
+/* True when `reply` is a valid answer of the script the caller sent for
+ * table `t` (what it needs may be decoded into ctx on the way). */
+typedef bool (*tk_reply_valid_fn)(const struct tkshm_table *t,
+				  const redisReply *reply, void *ctx);
+
 /* One exchange with Redis for table `t`, guarded by the table's shared
- * circuit breaker, with the table's counters kept: TKSHM_OK (*reply set),
- * TKSHM_EUNAVAILABLE (no call made because the circuit is open, or no
- * answer), TKSHM_EREDIS. */
+ * circuit breaker, with the table's counters kept.  TKSHM_OK: *reply is
+ * set and `valid` (NULL: any reply that is not an error) accepted it.
+ * Anything else is a Redis fault, counted as a failure by the breaker
+ * and in the table's redis_errors: TKSHM_EUNAVAILABLE (no call made
+ * because the circuit is open, or no answer in time), TKSHM_EREDIS (an
+ * error reply, or a reply `valid` refused), TKSHM_ENOMEM. */
 int tk_redis_call(struct tkshm_table *t, enum tk_script_id id,
 		  const struct tk_args *keys, const struct tk_args *args,
-		  redisReply **reply);
+		  tk_reply_valid_fn valid, void *ctx, redisReply **reply);
 
 /* hosts.lua's call for table t (the set "tkshm:hosts:<prefix>", shared
  * by strict workers and lease agents of one limit): KEYS and ARGV point
@@ -52,8 +60,12 @@ struct tk_hosts_req {
 void tk_hosts_req_init(struct tk_hosts_req *q, const struct tkshm_table *t,
 		       const char *host_id, double now, double ttl_ms);
 
-/* Stores the live host count of hosts.lua's reply in the table (values
- * out of 1..1000000 are ignored). */
+/* True when `y` is hosts.lua's answer: an array whose first element is
+ * the live host count, 1..1000000. */
+bool tk_hosts_valid(const struct tkshm_table *t, const redisReply *y,
+		    void *unused);
+
+/* Stores the live host count of a valid hosts.lua reply in the table. */
 void tk_hosts_store(struct tkshm_table *t, const redisReply *y);
 
 /* Registers this host for the table's limit at most once a second per

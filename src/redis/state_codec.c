@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algorithms/decision.h"
 #include "algorithms/words.h"
 #include "redis/state_codec.h"
 
@@ -358,4 +359,30 @@ tk_reply_reservation(const redisReply *r, tkshm_reservation *out,
 	*now_ms = r->element[4]->integer;
 	tk_reply_tail(r, 5, state, nstate);
 	return TKSHM_OK;
+}
+
+bool
+tk_decision_valid(const struct tk_algo *a, const tkshm_decision *d)
+{
+	return d->limit == tk_field(tk_algo_capacity(a)) && d->remaining >= 0 &&
+	       d->remaining <= d->limit && d->reset_at >= 0 &&
+	       d->retry_after_ms >= 0 &&
+	       (!d->allowed || d->retry_after_ms == 0);
+}
+
+bool
+tk_decision_accept(const struct tk_algo *a, tkshm_decision *d)
+{
+	if (!tk_decision_valid(a, d))
+		return false;
+	if (!d->allowed)
+		d->retry_after_ms = tk_denial_retry(d->retry_after_ms);
+	return true;
+}
+
+bool
+tk_reservation_valid(const tkshm_reservation *r)
+{
+	return r->delay_ms >= 0 && r->retry_after_ms >= 0 && r->wait_ms >= 0 &&
+	       (!r->accepted || r->retry_after_ms == 0);
 }

@@ -78,4 +78,20 @@ int tk_reply_reservation(const redisReply *r, tkshm_reservation *out,
 			 int64_t *now_ms, const redisReply *const **state,
 			 size_t *nstate);
 
+/* True when a decision decoded from a reply is one algorithm `a` can
+ * make (a hostile or broken server's is not passed on): limit is the
+ * algorithm's (tk_field of its capacity), 0 <= remaining <= limit,
+ * reset_at >= 0, retry_after_ms >= 0, and 0 when allowed. */
+bool tk_decision_valid(const struct tk_algo *a, const tkshm_decision *d);
+
+/* tk_decision_valid(), then a denial's retry_after_ms made at least 1 as
+ * the shared-memory path makes it (algorithms/decision.h): the scripts
+ * keep ThrottleKit's ceil, which rounds to 0 within an ulp of a window's
+ * end.  False (d unchanged) for an invalid decision. */
+bool tk_decision_accept(const struct tk_algo *a, tkshm_decision *d);
+
+/* The same for a reservation: delay_ms, retry_after_ms and wait_ms >= 0,
+ * and an accepted one has no retry_after_ms. */
+bool tk_reservation_valid(const tkshm_reservation *r);
+
 #endif /* TKSHM_REDIS_STATE_CODEC_H */

@@ -35,46 +35,39 @@ tk_rkey_init(struct tk_rkey *k, const struct tkshm_table *t, const void *key,
 	return k->len[0] != 0;
 }
 
-/* The first n elements of an array reply, as integers; false for any
- * other shape (a reply is never trusted to be what the script sends). */
+/* A check script's answer, as tk_check_valid decodes it. */
+struct tk_check_ans {
+	tkshm_decision d;
+	int64_t now;
+};
+
+/* True when the state listing a reply ends with decodes for the table's
+ * algorithm (tk_state_from_reply; a kind without a Redis encoding has
+ * none to check). */
 static bool
-tk_reply_ints(const redisReply *r, size_t n, int64_t *v)
+tk_state_valid(const struct tkshm_table *t, const redisReply *const *state,
+	       size_t n)
 {
-	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < n)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (!r->element[i] ||
-		    r->element[i]->type != REDIS_REPLY_INTEGER)
-			return false;
-		v[i] = r->element[i]->integer;
-	}
-	return true;
+	uint64_t words[TK_ALGO_MAX_WORDS];
+	bool present;
+
+	return tk_state_from_reply(&t->algo, state, n, words, &present) !=
+	       TKSHM_EREDIS;
 }
 
-/* A bulk string holding a double ('%.17g'); false for anything else. */
+/* A check script's reply (state_codec.h): six integers whose decision
+ * the table's algorithm can make, then a state listing that decodes.
+ * Anything else is a Redis fault (tk_redis_call). */
 static bool
-tk_reply_f64(const redisReply *r, double *v)
+tk_check_valid(const struct tkshm_table *t, const redisReply *r, void *ctx)
 {
-	char buf[64], *end;
+	struct tk_check_ans *x = ctx;
+	const redisReply *const *state;
+	size_t n;
 
-	if (!r || r->type != REDIS_REPLY_STRING || r->len == 0 ||
-	    r->len >= sizeof buf)
-		return false;
-	memcpy(buf, r->str, r->len);
-	buf[r->len] = '\0';
-	*v = strtod(buf, &end);
-	return *end == '\0' && isfinite(*v);
-}
-
-static void
-tk_decision_of(const int64_t *v, tkshm_decision *d)
-{
-	memset(d, 0, sizeof *d);
-	d->allowed = v[0] == 1;
-	d->limit = v[1];
-	d->remaining = v[2];
-	d->reset_at = v[3];
-	d->retry_after_ms = v[4];
+	return tk_reply_check(r, &x->d, &x->now, &state, &n) == TKSHM_OK &&
+	       x->now >= 0 && tk_decision_accept(&t->algo, &x->d) &&
+	       tk_state_valid(t, state, n);
 }
 
 /* The key this host's safe share of `key` is kept under, in the same
@@ -96,6 +89,20 @@ tk_share_key(const struct tkshm_table *t, const void *key, size_t len,
 	k.label = buf;
 	k.len = 20;
 	return k;
+}
+
+/* This host's safe share of `key` (the failure policy safe-share): its
+ * key, and what a cost charges it (*charge: cost * hosts, at most
+ * TKSHM_COST_MAX), N being *hosts. */
+static struct tk_keyref
+tk_share_of(const struct tkshm_table *t, const void *key, size_t len,
+	    double cost, unsigned char buf[24], double *charge, double *hosts)
+{
+	*hosts = tk_global_hosts(t->global, t->policy.global.hosts);
+	*charge = cost * *hosts;
+	if (*charge > TKSHM_COST_MAX)
+		*charge = TKSHM_COST_MAX;
+	return tk_share_key(t, key, len, buf);
 }
 
 /* True while the table's circuit is open: the call would be turned away,
@@ -129,21 +136,19 @@ tk_strict_fallback(struct tkshm_table *t, const void *key, size_t len,
 		d->reset_at = (int64_t)ceil(now);
 		break;
 	case TKSHM_FAILURE_CLOSED:
-		d->retry_after_ms = (int64_t)ceil(r->breaker_open_ms);
+		d->retry_after_ms =
+			tk_denial_retry((int64_t)ceil(r->breaker_open_ms));
 		d->reset_at = (int64_t)ceil(now + r->breaker_open_ms);
 		break;
 	default: {
 		unsigned char buf[24];
-		struct tk_keyref k = tk_share_key(t, key, len, buf);
-		double hosts =
-			tk_global_hosts(t->global, t->policy.global.hosts);
-		double charge = cost * hosts;
-		int rc;
-
-		if (charge > TKSHM_COST_MAX)
-			charge = TKSHM_COST_MAX;
+		double charge, hosts;
+		struct tk_keyref k =
+			tk_share_of(t, key, len, cost, buf, &charge, &hosts);
 		/* The local clock: this share never meets Redis's. */
-		rc = tk_table_check_ref(t, &k, charge, tkshm_now_ms(), d, NULL);
+		int rc = tk_table_check_ref(t, &k, charge, tkshm_now_ms(), d,
+					    NULL);
+
 		if (rc != TKSHM_OK)
 			return rc;
 		d->remaining = (int64_t)floor((double)d->remaining / hosts);
@@ -164,14 +169,13 @@ tk_strict_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 	struct tk_argv a;
 	enum tk_script_id id;
 	redisReply *reply = NULL;
-	int64_t v[6];
-	double rnow, sent;
+	struct tk_check_ans ans;
+	double sent;
 	int rc;
 
 	if (!tk_rkey_init(&k, t, key, len))
 		return TKSHM_EKEYLONG;
-	rnow = tk_cache_now(t, now);
-	if (tk_cache_denies(t, key, len, cost, rnow, out)) {
+	if (tk_cache_denies(t, key, len, cost, now, out)) {
 		tk_count(t, TK_C_DENIED, 1);
 		tk_gcount(t->global, TK_G_CACHE_DENIALS, 1);
 		return TKSHM_OK;
@@ -180,23 +184,41 @@ tk_strict_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 		return tk_strict_fallback(t, key, len, cost, now, out);
 	sent = tkshm_now_ms();
 	id = tk_strict_args(t, t->redis->server_time ? 0 : now, cost, &a);
-	rc = tk_redis_call(t, id, &k.keys, &a.args, &reply);
-	if (rc == TKSHM_EUNAVAILABLE)
+	rc = tk_redis_call(t, id, &k.keys, &a.args, tk_check_valid, &ans,
+			   &reply);
+	if (rc != TKSHM_OK) /* whatever the fault: the failure policy */
 		return tk_strict_fallback(t, key, len, cost, now, out);
-	if (rc != TKSHM_OK)
-		return rc;
-	if (!tk_reply_ints(reply, 6, v)) {
-		freeReplyObject(reply);
-		return TKSHM_EREDIS;
-	}
-	tk_decision_of(v, out);
+	*out = ans.d;
 	tk_cache_store(t, key, len, reply, 6,
-		       t->redis->server_time ? (double)v[5] : now, sent);
+		       t->redis->server_time ? (double)ans.now : now, sent);
 	freeReplyObject(reply);
 	tk_count(t, out->allowed ? TK_C_ALLOWED : TK_C_DENIED, 1);
 	if (t->policy.global.failure == TKSHM_FAILURE_SAFE_SHARE)
 		tk_redis_hosts_tick(t);
 	return TKSHM_OK;
+}
+
+/* read.lua's answer, as tk_read_valid decodes it. */
+struct tk_read_ans {
+	uint64_t words[TK_ALGO_MAX_WORDS];
+	bool present;
+	int64_t now;
+};
+
+/* {now, state...}: an integer now >= 0, then a listing that decodes. */
+static bool
+tk_read_valid(const struct tkshm_table *t, const redisReply *r, void *ctx)
+{
+	struct tk_read_ans *x = ctx;
+
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+	    !r->element[0] || r->element[0]->type != REDIS_REPLY_INTEGER ||
+	    r->element[0]->integer < 0)
+		return false;
+	x->now = r->element[0]->integer;
+	return tk_state_from_reply(
+		       &t->algo, (const redisReply *const *)r->element + 1,
+		       r->elements - 1, x->words, &x->present) == TKSHM_OK;
 }
 
 static int
@@ -205,31 +227,78 @@ tk_strict_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 {
 	struct tk_rkey k;
 	struct tk_argv a;
-	uint64_t words[TK_ALGO_MAX_WORDS];
+	struct tk_read_ans ans;
 	redisReply *reply = NULL;
-	bool present = false;
-	int64_t v[1];
 	int rc;
 
 	if (!tk_rkey_init(&k, t, key, len))
 		return TKSHM_EKEYLONG;
 	tk_strict_read_args(t, t->redis->server_time ? 0 : now, &a);
-	rc = tk_redis_call(t, TK_SCRIPT_READ, &k.keys, &a.args, &reply);
+	/* A peek decides nothing, so a fault is the caller's to see (the
+	 * breaker still counts it). */
+	rc = tk_redis_call(t, TK_SCRIPT_READ, &k.keys, &a.args, tk_read_valid,
+			   &ans, &reply);
 	if (rc != TKSHM_OK)
 		return rc;
-	/* {now, state...}: the state read back and decided by the C
-	 * algorithm's own peek formula. */
-	rc = TKSHM_EREDIS;
-	if (tk_reply_ints(reply, 1, v) &&
-	    tk_state_from_reply(
-		    &t->algo, (const redisReply *const *)reply->element + 1,
-		    reply->elements - 1, words, &present) == TKSHM_OK) {
-		tk_algo_peek_w(&t->algo, present, words,
-			       t->redis->server_time ? (double)v[0] : now, out);
-		rc = TKSHM_OK;
-	}
+	/* The state read back, decided by the C algorithm's own peek
+	 * formula. */
+	tk_algo_peek_w(&t->algo, ans.present, ans.words,
+		       t->redis->server_time ? (double)ans.now : now, out);
 	freeReplyObject(reply);
-	return rc;
+	return TKSHM_OK;
+}
+
+/* The failure policy's reservation, for a shaper Redis did not answer
+ * (as tk_strict_fallback decides a check). */
+static int
+tk_reserve_fallback(struct tkshm_table *t, const void *key, size_t len,
+		    double cost, tkshm_reservation *out)
+{
+	memset(out, 0, sizeof *out);
+	switch (t->policy.global.failure) {
+	case TKSHM_FAILURE_OPEN:
+		out->accepted = true;
+		break;
+	case TKSHM_FAILURE_CLOSED:
+		out->delay_ms = (int64_t)ceil(t->redis->breaker_open_ms);
+		out->retry_after_ms = out->delay_ms;
+		break;
+	default: {
+		unsigned char buf[24];
+		double charge, hosts;
+		struct tk_keyref k =
+			tk_share_of(t, key, len, cost, buf, &charge, &hosts);
+		int rc = tk_reserve_ref(t, &k, charge, tkshm_now_ms(), out);
+
+		if (rc != TKSHM_OK)
+			return rc;
+		break;
+	}
+	}
+	tk_gcount(t->global,
+		  out->accepted ? TK_G_FALLBACK_ALLOWED : TK_G_FALLBACK_DENIED,
+		  1);
+	return TKSHM_OK;
+}
+
+/* leaky.lua's answer, as tk_reserve_valid decodes it. */
+struct tk_reserve_ans {
+	tkshm_reservation res;
+	int64_t now;
+};
+
+static bool
+tk_reserve_valid(const struct tkshm_table *t, const redisReply *r, void *ctx)
+{
+	struct tk_reserve_ans *x = ctx;
+	const redisReply *const *state;
+	size_t n;
+
+	memset(&x->res, 0, sizeof x->res);
+	return tk_reply_reservation(r, &x->res, &x->now, &state, &n) ==
+		       TKSHM_OK &&
+	       x->now >= 0 && tk_reservation_valid(&x->res) &&
+	       tk_state_valid(t, state, n);
 }
 
 static int
@@ -238,17 +307,15 @@ tk_strict_reserve(struct tkshm_table *t, const void *key, size_t len,
 {
 	struct tk_rkey k;
 	struct tk_argv a;
+	struct tk_reserve_ans ans;
 	redisReply *reply = NULL;
 	tkshm_decision d;
-	int64_t v[3], rn;
-	double rnow, sent, wait;
-	int rc;
+	double sent;
 
 	if (!tk_rkey_init(&k, t, key, len))
 		return TKSHM_EKEYLONG;
 	memset(out, 0, sizeof *out);
-	rnow = tk_cache_now(t, now);
-	if (tk_cache_denies(t, key, len, cost, rnow, &d)) {
+	if (tk_cache_denies(t, key, len, cost, now, &d)) {
 		/* A rejection, as reserve.c states one. */
 		out->delay_ms = d.retry_after_ms;
 		out->retry_after_ms = d.retry_after_ms;
@@ -258,61 +325,20 @@ tk_strict_reserve(struct tkshm_table *t, const void *key, size_t len,
 	}
 	sent = tkshm_now_ms();
 	(void)tk_strict_args(t, t->redis->server_time ? 0 : now, cost, &a);
-	rc = tk_strict_circuit_open(t) ?
-		     TKSHM_EUNAVAILABLE :
-		     tk_redis_call(t, TK_SCRIPT_LEAKY, &k.keys, &a.args,
-				   &reply);
-	if (rc == TKSHM_EUNAVAILABLE) {
-		struct tk_keyref share;
-		unsigned char buf[24];
-		double hosts =
-			tk_global_hosts(t->global, t->policy.global.hosts);
-
-		switch (t->policy.global.failure) {
-		case TKSHM_FAILURE_OPEN:
-			out->accepted = true;
-			break;
-		case TKSHM_FAILURE_CLOSED:
-			out->delay_ms =
-				(int64_t)ceil(t->redis->breaker_open_ms);
-			out->retry_after_ms = out->delay_ms;
-			break;
-		default:
-			share = tk_share_key(t, key, len, buf);
-			rc = tk_reserve_ref(t, &share, cost * hosts,
-					    tkshm_now_ms(), out);
-			if (rc != TKSHM_OK)
-				return rc;
-			break;
-		}
-		tk_gcount(t->global,
-			  out->accepted ? TK_G_FALLBACK_ALLOWED :
-					  TK_G_FALLBACK_DENIED,
-			  1);
-		return TKSHM_OK;
-	}
-	if (rc != TKSHM_OK)
-		return rc;
-	/* {accepted, delayMs, retryAfterMs, wait (string), now, state} */
-	rc = TKSHM_EREDIS;
-	if (tk_reply_ints(reply, 3, v) && reply->elements >= 5 &&
-	    tk_reply_f64(reply->element[3], &wait) &&
-	    reply->element[4]->type == REDIS_REPLY_INTEGER) {
-		rn = reply->element[4]->integer;
-		out->accepted = v[0] == 1;
-		out->delay_ms = v[1];
-		out->retry_after_ms = v[2];
-		out->wait_ms = wait;
-		tk_cache_store(t, key, len, reply, 5,
-			       t->redis->server_time ? (double)rn : now, sent);
-		tk_count(t, out->accepted ? TK_C_ALLOWED : TK_C_DENIED, 1);
-		rc = TKSHM_OK;
-	}
+	/* {accepted, delayMs, retryAfterMs, wait (string), now, state};
+	 * whatever the fault, the failure policy decides. */
+	if (tk_strict_circuit_open(t) ||
+	    tk_redis_call(t, TK_SCRIPT_LEAKY, &k.keys, &a.args,
+			  tk_reserve_valid, &ans, &reply) != TKSHM_OK)
+		return tk_reserve_fallback(t, key, len, cost, out);
+	*out = ans.res;
+	tk_cache_store(t, key, len, reply, 5,
+		       t->redis->server_time ? (double)ans.now : now, sent);
 	freeReplyObject(reply);
-	if (rc == TKSHM_OK &&
-	    t->policy.global.failure == TKSHM_FAILURE_SAFE_SHARE)
+	tk_count(t, out->accepted ? TK_C_ALLOWED : TK_C_DENIED, 1);
+	if (t->policy.global.failure == TKSHM_FAILURE_SAFE_SHARE)
 		tk_redis_hosts_tick(t);
-	return rc;
+	return TKSHM_OK;
 }
 
 /* ThrottleKit's multi types: 1 gcra, 2 tokenBucket, 3 fixedWindow, then
@@ -361,6 +387,48 @@ tk_multi_fallback(const tkshm_dimension *dims, size_t n, double now,
 	return TKSHM_OK;
 }
 
+/* multi.lua's answer, decoded into each[] by tk_multi_valid. */
+struct tk_multi_ans {
+	const tkshm_dimension *dims;
+	size_t n;
+	tkshm_decision *each;
+};
+
+/* {binding decision (5), now, then per dimension allowed, limit,
+ * remaining, resetAt, retryAfterMs}: integers, each dimension's a
+ * decision its own table's algorithm can make. */
+static bool
+tk_multi_valid(const struct tkshm_table *t, const redisReply *r, void *ctx)
+{
+	struct tk_multi_ans *x = ctx;
+
+	(void)t;
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 6 + 5 * x->n)
+		return false;
+	for (size_t i = 0; i < 6 + 5 * x->n; i++)
+		if (!r->element[i] ||
+		    r->element[i]->type != REDIS_REPLY_INTEGER)
+			return false;
+	if (r->element[5]->integer < 0)
+		return false;
+	for (size_t i = 0; i < x->n; i++) {
+		redisReply *const *v = r->element + 6 + 5 * i;
+		tkshm_decision *d = &x->each[i];
+
+		if (v[0]->integer != 0 && v[0]->integer != 1)
+			return false;
+		memset(d, 0, sizeof *d);
+		d->allowed = v[0]->integer == 1;
+		d->limit = v[1]->integer;
+		d->remaining = v[2]->integer;
+		d->reset_at = v[3]->integer;
+		d->retry_after_ms = v[4]->integer;
+		if (!tk_decision_accept(&x->dims[i].table->algo, d))
+			return false;
+	}
+	return true;
+}
+
 static int
 tk_strict_multi(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 		double now, tkshm_decision *each)
@@ -376,7 +444,7 @@ tk_strict_multi(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 	double head[3] = { t0->redis->server_time ? 0 : now,
 			   mode == TKSHM_MULTI_ALL ? 1 : 0, (double)n };
 	redisReply *reply = NULL;
-	int64_t v[6 + 5 * TKSHM_MULTI_MAX];
+	struct tk_multi_ans ans = { dims, n, each };
 	bool all_ok = true;
 	int rc;
 
@@ -403,28 +471,21 @@ tk_strict_multi(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 	}
 	for (int i = 0; i < args.n; i++)
 		av[i] = abuf[i];
-	rc = tk_redis_call(t0, TK_SCRIPT_MULTI, &keys, &args, &reply);
-	if (rc == TKSHM_EUNAVAILABLE)
+	rc = tk_redis_call(t0, TK_SCRIPT_MULTI, &keys, &args, tk_multi_valid,
+			   &ans, &reply);
+	if (rc != TKSHM_OK) /* whatever the fault: each failure policy */
 		return tk_multi_fallback(dims, n, now, each);
-	if (rc != TKSHM_OK)
-		return rc;
-	if (!tk_reply_ints(reply, 6 + 5 * n, v)) {
-		freeReplyObject(reply);
-		return TKSHM_EREDIS;
-	}
 	freeReplyObject(reply);
-	for (size_t i = 0; i < n; i++) {
-		tk_decision_of(&v[6 + 5 * i], &each[i]);
+	for (size_t i = 0; i < n; i++)
 		all_ok = all_ok && each[i].allowed;
-	}
-	/* As the shared-memory path counts: a dimension's admission counts
-	 * when it was committed. */
+	/* As the shared-memory path counts (multi.c): each decision that
+	 * stands, once; a denied `all` counts its deniers only (the others
+	 * consumed nothing). */
 	for (size_t i = 0; i < n; i++) {
-		bool committed =
-			each[i].allowed && (mode == TKSHM_MULTI_ANY || all_ok);
-
-		tk_count(dims[i].table, committed ? TK_C_ALLOWED : TK_C_DENIED,
-			 1);
+		if (!each[i].allowed)
+			tk_count(dims[i].table, TK_C_DENIED, 1);
+		else if (mode == TKSHM_MULTI_ANY || all_ok)
+			tk_count(dims[i].table, TK_C_ALLOWED, 1);
 	}
 	return TKSHM_OK;
 }

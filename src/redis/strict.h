@@ -6,7 +6,7 @@
  *      last returned for the key still denies this cost at an upper
  *      bound of Redis's time, the check is denied here, without a round
  *      trip (exact: it never denies what Redis would admit, never
- *      admits);
+ *      admits; its fields are bounds never earlier than Redis's);
  *   2. otherwise runs the algorithm's script (EVALSHA, through the
  *      table's shared circuit breaker), returns its decision unchanged
  *      and caches the state it returned;

@@ -45,7 +45,7 @@ tk_entry_state(const struct tkshm_table *t, uint64_t index, uint64_t fp,
 							   TK_ENTRY_INVALID;
 	}
 	for (unsigned tries = 0; tries < TK_ENTRY_TRIES; tries++) {
-		uint64_t gen, again_fp;
+		uint64_t gen, again_fp, again_st;
 
 		if (!tk_ctl_valid(st))
 			return TK_ENTRY_INVALID;
@@ -60,9 +60,17 @@ tk_entry_state(const struct tkshm_table *t, uint64_t index, uint64_t fp,
 		case TK_WIDE_TORN:
 			break;
 		}
-		tk_slot_read(tk_slot_at(t, index), &again_fp, &st);
-		if (again_fp != fp || tk_st_is_special(st))
+		tk_slot_read(tk_slot_at(t, index), &again_fp, &again_st);
+		if (again_fp != fp || tk_st_is_special(again_st))
 			return TK_ENTRY_GONE;
+		/* Torn under a control word that did not move: nothing was
+		 * published during the read (W7) and claims write only the
+		 * inactive record (W5), so the active record contradicts
+		 * its control word for good.  Corrupt, as a check finds it
+		 * (tk_wide_torn_for_good), not a busy key to skip. */
+		if (again_st == st)
+			return TK_ENTRY_INVALID;
+		st = again_st;
 		tk_cpu_relax();
 	}
 	return TK_ENTRY_GONE; /* kept moving: a busy key, seen next time */
@@ -236,7 +244,7 @@ tk_entry_get(const struct tkshm_table *t, const void *key, size_t len,
 			return TKSHM_ENOENT;
 		if (tk_entry_fill(t, tk_window_index(&w, (unsigned)pos), w.fp,
 				  st, now, out))
-			return TKSHM_OK;
+			return out->state_valid ? TKSHM_OK : TKSHM_ECORRUPT;
 	}
 	return TKSHM_EBUSY;
 }

@@ -472,7 +472,7 @@ tk_create_and_link(const char *path, const tkshm_options *o,
 	char dir[4096], tmp[4200], proc[64];
 	const char *slash = strrchr(path, '/');
 	size_t dlen = slash ? (size_t)(slash - path) : 0;
-	mode_t mode = o->mode ? (mode_t)(o->mode & 07777) : 0600;
+	mode_t mode = o->mode ? (mode_t)o->mode : 0600; /* within 0777 */
 	bool named_tmp = false;
 	int fd, rc, e;
 
@@ -587,6 +587,21 @@ tk_segment_open(const char *path, const tkshm_options *o, struct tkshm_table *t)
 	if (o->on_full != TKSHM_ON_FULL_EVICT &&
 	    o->on_full != TKSHM_ON_FULL_REFUSE) {
 		tk_say(o, "unknown on_full value %d", (int)o->on_full);
+		return TKSHM_EINVAL;
+	}
+	/* Refused whether or not a file is created: masking them would
+	 * turn 0xffffffff into setuid, setgid and sticky. */
+	if (o->mode & ~UINT32_C(0777)) {
+		tk_say(o,
+		       "mode %#o has bits outside 0777: a table file takes "
+		       "permission bits only (no setuid, setgid or sticky)",
+		       (unsigned)o->mode);
+		return TKSHM_EINVAL;
+	}
+	/* (gid_t)-1 is chown's "unchanged": -1 says that, nothing else. */
+	if (o->gid < -1 || o->gid >= (int64_t)UINT32_MAX) {
+		tk_say(o, "gid %lld is not a group id (0 to %lu, or -1)",
+		       (long long)o->gid, (unsigned long)UINT32_MAX - 1);
 		return TKSHM_EINVAL;
 	}
 	if (o->slots) {

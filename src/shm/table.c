@@ -427,7 +427,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 					   cost, &nst, out)) {
 				/* I7: a denial writes nothing. */
 				out->flags |= flags;
-				tk_count(t, TK_C_DENIED, 1);
+				tk_count_decision(t, commit, false);
 				tk_denial_note(
 					t,
 					tk_window_index(&w, (unsigned)sc.real));
@@ -438,7 +438,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 				tk_commit_note(commit, w.fp, true, sc.real_st,
 					       nst);
 				out->flags |= flags;
-				tk_count(t, TK_C_ALLOWED, 1);
+				tk_count_decision(t, commit, true);
 				return TKSHM_OK;
 			}
 			goto lost;
@@ -470,7 +470,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 					(present ?
 						 TKSHM_DECISION_DEBT_RESTORED :
 						 0);
-				tk_count(t, TK_C_DENIED, 1);
+				tk_count_decision(t, commit, false);
 				return TKSHM_OK;
 			}
 			mine_index = tk_window_index(&w, (unsigned)sc.mine);
@@ -506,7 +506,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 				tk_count(t, TK_C_INSERTS, 1);
 				if (present)
 					tk_count(t, TK_C_DEBT_RESTORES, 1);
-				tk_count(t, TK_C_ALLOWED, 1);
+				tk_count_decision(t, commit, true);
 				return TKSHM_OK;
 			}
 			mine_st = 0;
@@ -525,7 +525,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 			out->flags |=
 				flags |
 				(present ? TKSHM_DECISION_DEBT_RESTORED : 0);
-			tk_count(t, TK_C_DENIED, 1);
+			tk_count_decision(t, commit, false);
 			return TKSHM_OK;
 		}
 
@@ -633,42 +633,70 @@ tk_table_peek(struct tkshm_table *t, const void *key, size_t len, double now,
 	return TKSHM_OK;
 }
 
+/* tk_table_decide of a wide key: a check commits it (dd[i].found false). */
+static int
+tk_table_decide_wide(struct tkshm_table *t, const struct tk_where *w,
+		     double now, const double *cost, size_t m,
+		     tkshm_decision *out, struct tk_decided *dd)
+{
+	uint64_t a[TK_ALGO_MAX_WORDS], b[TK_ALGO_MAX_WORDS];
+	uint64_t *cur = a, *next = b, *swap;
+	int rc = tk_wide_lookup(t, w, cur);
+	bool present = rc == 1;
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < m; i++) {
+		dd[i].found = false;
+		if (!tk_algo_check_w(&t->algo, present, cur, now, cost[i], next,
+				     &out[i]))
+			break;
+		/* The next check is decided on what this one would leave. */
+		swap = cur;
+		cur = next;
+		next = swap;
+		present = true;
+	}
+	return TKSHM_OK;
+}
+
 int
-tk_table_decide(struct tkshm_table *t, uint64_t fp, double cost, double now,
-		tkshm_decision *out, struct tk_decided *dd)
+tk_table_decide(struct tkshm_table *t, uint64_t fp, double now,
+		const double *cost, size_t m, tkshm_decision *out,
+		struct tk_decided *dd)
 {
 	struct tk_where w;
 	uint64_t st = 0, nst = 0;
 	bool present, restored = false;
 	int pos;
 
-	dd->found = false;
 	tk_where_of(t, fp, &w);
-	if (t->wide) {
-		uint64_t words[TK_ALGO_MAX_WORDS], next[TK_ALGO_MAX_WORDS];
-		int rc = tk_wide_lookup(t, &w, words);
-
-		if (rc < 0)
-			return rc;
-		(void)tk_algo_check_w(&t->algo, rc == 1, words, now, cost, next,
-				      out);
-		return TKSHM_OK;
-	}
+	if (t->wide)
+		return tk_table_decide_wide(t, &w, now, cost, m, out, dd);
 	pos = tk_find_real(t, &w, &st);
 	present = pos >= 0;
 	if (!present)
 		present = restored = tk_debt_recall(t, w.fp, now, &st);
-	if (tk_algo_check(&t->algo, present, st, now, cost, &nst, out) &&
-	    pos >= 0) {
+	for (size_t i = 0; i < m; i++) {
+		bool admits = tk_algo_check(&t->algo, present, st, now, cost[i],
+					    &nst, &out[i]);
+
+		if (restored && i == 0)
+			out[i].flags |= TKSHM_DECISION_DEBT_RESTORED;
 		/* The transition is pure: while the slot still holds {fp, st},
 		 * a check would write exactly nst (tk_table_commit). */
-		dd->found = true;
-		dd->index = tk_window_index(&w, (unsigned)pos);
-		dd->st = st;
-		dd->nst = nst;
+		dd[i].found = admits && pos >= 0;
+		if (!admits)
+			break;
+		if (pos >= 0) {
+			dd[i].index = tk_window_index(&w, (unsigned)pos);
+			dd[i].st = st;
+			dd[i].nst = nst;
+		}
+		/* The next check is decided on what this one would leave. */
+		st = nst;
+		present = true;
 	}
-	if (restored)
-		out->flags |= TKSHM_DECISION_DEBT_RESTORED;
 	return TKSHM_OK;
 }
 
@@ -683,7 +711,7 @@ tk_table_commit(struct tkshm_table *t, uint64_t fp, const struct tk_decided *dd,
 	if (!tk_cas128(tk_slot_at(t, dd->index), fp, dd->st, fp, dd->nst))
 		return false;
 	tk_commit_note(commit, fp, true, dd->st, dd->nst);
-	tk_count(t, TK_C_ALLOWED, 1);
+	tk_count_decision(t, commit, true);
 	return true;
 }
 

@@ -190,6 +190,10 @@ struct tk_commit {
 	uint64_t next;	   /* the state the check wrote */
 	uint64_t epoch;	   /* the table's reset epoch before the check */
 	double now;	   /* the check's now (what a give-back looks for) */
+	/* Set by the caller before the check: it counts the decision itself
+	 * once the decision stands (multi.c: an `all` commit may be given
+	 * back, and `allowed` counts admissions, not attempts). */
+	bool uncounted;
 };
 
 /* A key as the table sees it: its fingerprint, and the bytes its label
@@ -296,6 +300,16 @@ tk_denials_of(const struct tkshm_table *t, uint64_t index)
 	return __atomic_load_n(&t->denials[index], __ATOMIC_RELAXED);
 }
 
+/* Counts a check's decision in `allowed` or `denied`, unless its caller
+ * counts it (commit->uncounted). */
+static inline void
+tk_count_decision(struct tkshm_table *t, const struct tk_commit *commit,
+		  bool allowed)
+{
+	if (!commit || !commit->uncounted)
+		tk_count(t, allowed ? TK_C_ALLOWED : TK_C_DENIED, 1);
+}
+
 /* Records in *c (if not NULL) what an admitted check changed. */
 static inline void
 tk_commit_note(struct tk_commit *c, uint64_t fp, bool prev_present,
@@ -354,17 +368,26 @@ tk_table_check_ref(struct tkshm_table *t, const struct tk_keyref *k,
 	if (pos < 0)
 		return tk_table_check_slow(t, k, &w, cost, now, out, commit, 0);
 	if (!tk_algo_check(&t->algo, true, st, now, cost, &nst, out)) {
-		tk_count(t, TK_C_DENIED, 1); /* I7: nothing written */
+		tk_count_decision(t, commit, false); /* I7: nothing written */
 		tk_denial_note(t, tk_window_index(&w, (unsigned)pos));
 		return TKSHM_OK;
 	}
 	if (tk_cas128(tk_window_slot(t, &w, pos), w.fp, st, w.fp, nst)) {
 		tk_commit_note(commit, w.fp, true, st, nst);
-		tk_count(t, TK_C_ALLOWED, 1);
+		tk_count_decision(t, commit, true);
 		return TKSHM_OK;
 	}
 	tk_count(t, TK_C_CAS_RETRIES, 1);
 	return tk_table_check_slow(t, k, &w, cost, now, out, commit, 1);
+}
+
+/* True when two handles are of one table: the same handle, or one
+ * segment attached twice (its random seed names it; a copy of a table file
+ * counts as the table it was copied from). */
+static inline bool
+tk_table_same(const struct tkshm_table *a, const struct tkshm_table *b)
+{
+	return a == b || a->seed == b->seed;
 }
 
 /* The reference of a key's bytes in table t. */
@@ -386,16 +409,22 @@ tk_table_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 	return tk_table_check_ref(t, &k, cost, now, out, commit);
 }
 /* What tk_table_decide found for a present one-word key it would admit:
- * its slot, its state and the state a check would write (`found` false
- * otherwise). */
+ * its slot, the state the check would be decided on and the state it
+ * would write (`found` false otherwise). */
 struct tk_decided {
 	bool found;
 	uint64_t index; /* slot index, < nbuckets * 4 */
 	uint64_t st, nst;
 };
-/* The decision a check would make now, writing nothing. */
-int tk_table_decide(struct tkshm_table *t, uint64_t fp, double cost, double now,
-		    tkshm_decision *out, struct tk_decided *dd);
+/* The decisions m (>= 1) checks of one key would make one after another at
+ * `now`, of costs cost[0..m-1], each on the state the ones before it would
+ * leave, from one read of the key's state; writing nothing.  It stops
+ * after the first denial (out[] and dd[] past it are left as they were).
+ * dd[i] says how check i would write (tk_table_commit).  TKSHM_OK, or
+ * TKSHM_EBUSY or TKSHM_ECORRUPT from reading a wide state. */
+int tk_table_decide(struct tkshm_table *t, uint64_t fp, double now,
+		    const double *cost, size_t m, tkshm_decision *out,
+		    struct tk_decided *dd);
 /* Writes what tk_table_decide decided, if the slot still holds the state
  * it decided from: one CAS, counted as an admission, *commit filled (its
  * `now` is the caller's to set).  False when there is nothing to write

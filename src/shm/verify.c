@@ -227,7 +227,7 @@ tkshm_usage_get(tkshm_table *t, double now_ms, tkshm_usage *out)
 
 	if (!t || !out)
 		return TKSHM_ENULL;
-	if (!(now_ms >= 0) || !(now_ms <= 1.7e308))
+	if (!(now_ms >= 0 && now_ms <= TKSHM_NOW_MAX))
 		return TKSHM_ENOW;
 	memset(out, 0, sizeof *out);
 	nslots = t->nbuckets * TK_SLOTS_PER_BUCKET;

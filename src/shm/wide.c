@@ -313,7 +313,7 @@ tk_wide_apply(struct tkshm_table *t, const struct tk_where *w, int pos,
 	if (rc != TKSHM_OK)
 		return rc;
 	if (!done.wrote) {
-		tk_count(t, TK_C_DENIED, 1); /* I7 */
+		tk_count_decision(t, commit, false); /* I7 */
 		tk_denial_note(t, tk_window_index(w, (unsigned)pos));
 		return TKSHM_OK;
 	}
@@ -323,7 +323,7 @@ tk_wide_apply(struct tkshm_table *t, const struct tk_where *w, int pos,
 		commit->prev = done.prev;
 		commit->next = done.next;
 	}
-	tk_count(t, TK_C_ALLOWED, 1);
+	tk_count_decision(t, commit, true);
 	return TKSHM_OK;
 }
 

@@ -7,8 +7,13 @@
  * hand-built tkshm_policy: tkshm_policy_validate must judge it without
  * reading past it, and a policy it accepts must round-trip the same way.
  * Formatting into buffers too small must fail with TKSHM_EINVAL and write
- * within them.
+ * within them.  An accepted string must also be in the grammar of
+ * docs/policies.md, judged here independently of the parser: no
+ * whitespace, and every value that is not a word (or the free-form prefix)
+ * a JSON number by POSIX regex.
  */
+#include <ctype.h>
+#include <regex.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +54,55 @@ tkf_round_trip(const tkshm_policy *p)
 	}
 }
 
+/* True when value [v, e) of option [n, v - 1) is in the grammar. */
+static int
+tkf_value_in_grammar(const char *n, const char *v, const char *e)
+{
+	static regex_t number;
+	static int compiled;
+	char buf[TKF_SPEC_MAX + 1];
+
+	if (!compiled) {
+		if (regcomp(&number,
+			    "^-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][+-]?[0-9]+)?$",
+			    REG_EXTENDED | REG_NOSUB) != 0)
+			abort();
+		compiled = 1;
+	}
+	if (v - n == 7 && memcmp(n, "prefix=", 7) == 0)
+		return 1; /* free-form (a Redis key prefix) */
+	memcpy(buf, v, (size_t)(e - v));
+	buf[e - v] = '\0';
+	if (buf[0] == '-' || isdigit((unsigned char)buf[0]))
+		return regexec(&number, buf, 0, NULL, 0) == 0;
+	for (const char *c = buf; *c; c++)
+		if (!islower((unsigned char)*c) &&
+		    !isdigit((unsigned char)*c) && *c != '-')
+			return 0;
+	return buf[0] != '\0';
+}
+
+/* An accepted spec is in the grammar: no whitespace, and each option's
+ * value a number or a word. */
+static void
+tkf_in_grammar(const char *spec)
+{
+	const char *s = strchr(spec, ':');
+
+	for (const char *c = spec; *c; c++)
+		TKF_REQUIRE(!isspace((unsigned char)*c));
+	if (!s)
+		s = strchr(spec, ';');
+	while (s && *s) {
+		const char *n = s + 1, *eq = strchr(n, '=');
+		const char *end = n + strcspn(n, ",;");
+
+		TKF_REQUIRE(eq && eq < end);
+		TKF_REQUIRE(tkf_value_in_grammar(n, eq + 1, end));
+		s = *end ? end : NULL;
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
@@ -66,6 +120,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	before = p;
 	rc = tkshm_policy_parse(spec, &p, err, sizeof err);
 	if (rc == TKSHM_OK) {
+		tkf_in_grammar(spec);
 		tkf_round_trip(&p);
 	} else {
 		TKF_REQUIRE(rc == TKSHM_EPOLICY);

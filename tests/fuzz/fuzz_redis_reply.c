@@ -140,11 +140,18 @@ tkf_reply(const redisReply *r)
 				  r->elements, -1);
 		else
 			tkf_state(a, &r, 1, -1);
-		if (tk_reply_check(r, &d, &now, &state, &nstate) == TKSHM_OK)
+		if (tk_reply_check(r, &d, &now, &state, &nstate) == TKSHM_OK) {
+			/* What the strict path passes on is in range. */
+			if (tk_decision_valid(a, &d))
+				TKF_REQUIRE(d.remaining >= 0 &&
+					    d.retry_after_ms >= 0);
 			tkf_state(a, state, nstate, now);
+		}
 		if (tk_reply_reservation(r, &res, &now, &state, &nstate) ==
 		    TKSHM_OK) {
 			TKF_REQUIRE(isfinite(res.wait_ms));
+			if (tk_reservation_valid(&res))
+				TKF_REQUIRE(res.wait_ms >= 0);
 			tkf_state(a, state, nstate, now);
 		}
 	}

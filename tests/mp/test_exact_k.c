@@ -22,7 +22,7 @@
  *   while a churn process makes the table reclaim idle slots.  Design (a
  *   table has one policy, so the two populations are told apart by `now`):
  *     policy   limit 3, period 3e12 ms: T = 1e12 ms, tau = 3e12 ms;
- *     counted  keys are checked at N0 = 8e15 only.  Their TAT is then in
+ *     counted  keys are checked at N0 = 8e11 only.  Their TAT is then in
  *              [N0 + T, N0 + 3T], later than every `now` anybody uses, so
  *              they are live for every checker: never idle, never reclaimed.
  *     churn    keys are checked once each, at now = e*T for epochs
@@ -183,8 +183,8 @@ one_key_many_rounds(void **state)
 #define NKEYS2		1000
 #define K2		3
 #define PASSES2		6
-#define T2		1e12
-#define N0		8e15
+#define T2		1e8
+#define N0		8e11
 #define CHURN_EPOCHS	7000 /* e*T2 < N0 for every epoch */
 #define CHURN_PER_EPOCH 4
 #define ROUNDS2		12

@@ -235,8 +235,8 @@ exact_k_one_key(void **state)
 #define NKEYS2		1000
 #define K2		3
 #define PASSES2		4
-#define T2		1e12
-#define N0		8e15
+#define T2		1e8
+#define N0		8e11
 #define CHURN_EPOCHS	2000
 #define CHURN_PER_EPOCH 2
 #ifdef MP_TSAN

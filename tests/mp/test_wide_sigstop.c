@@ -8,8 +8,8 @@
  * Two scenarios, one hot key each, checked by NWORKERS worker processes at
  * one fixed `now` with a limit so large that every check is admitted, so
  * that every check claims, writes and publishes:
- *   slidingWindow limit 1e15, 64 buckets: 130-unit records, long claims;
- *   tokenBucket capacity 1e15: 2-unit records, short claims.
+ *   slidingWindow limit 1e12, 64 buckets: 130-unit records, long claims;
+ *   tokenBucket capacity 1e12: 2-unit records, short claims.
  * All counts stay integers far below 2^53, so the key's state is exact:
  * after the run, limit - peek.remaining must equal the number of
  * admissions the workers reported (one lost update, a stale record
@@ -56,7 +56,7 @@
 
 #define NWORKERS	3
 #define NOW		1.7e12
-#define LIMIT		1e15
+#define LIMIT		1e12
 #define WINDOWS		9
 #define WINDOW_US	100000
 #define STOP_CYCLES	150
@@ -67,8 +67,8 @@
 #define ATTEMPTS	3
 
 static const char *const specs[] = {
-	"slidingWindow:limit=1e15,windowMs=1000,buckets=64",
-	"tokenBucket:capacity=1e15,refillPerSec=1",
+	"slidingWindow:limit=1e12,windowMs=1000,buckets=64",
+	"tokenBucket:capacity=1e12,refillPerSec=1",
 };
 
 static const char hot_key[] = "the-hot-key";

@@ -29,7 +29,8 @@
  *   admitted requests); the consumption the tables hold equals what was
  *   admitted (log: 6 - peek.remaining exactly, its give-backs being exact
  *   at one now; GCRA: from a peek half a unit later, see multi_workload.h);
- *   allowed - multi_rollbacks == dimensions admitted in each table.
+ *   allowed == dimensions admitted in each table (a commit given back is
+ *   not counted).
  *   A verifier thread runs tkshm_verify on both tables meanwhile (no key
  *   leaves its slot here: a report on this live table is real).
  */
@@ -484,17 +485,13 @@ multi_all_wide_and_gcra(void **state)
 		      (unsigned long long)sg.cas_retries,
 		      (unsigned long long)su.claims_stolen,
 		      (unsigned long long)runs);
-	if (su.allowed - su.multi_rollbacks != s->dims_user)
-		fail_msg("user table: allowed %llu - multi_rollbacks %llu != "
-			 "%llu admitted",
+	if (su.allowed != s->dims_user)
+		fail_msg("user table: allowed %llu != %llu admitted",
 			 (unsigned long long)su.allowed,
-			 (unsigned long long)su.multi_rollbacks,
 			 (unsigned long long)s->dims_user);
-	if (sg.allowed - sg.multi_rollbacks != s->dims_global)
-		fail_msg("global table: allowed %llu - multi_rollbacks %llu "
-			 "!= %llu admitted",
+	if (sg.allowed != s->dims_global)
+		fail_msg("global table: allowed %llu != %llu admitted",
 			 (unsigned long long)sg.allowed,
-			 (unsigned long long)sg.multi_rollbacks,
 			 (unsigned long long)s->dims_global);
 	assert_int_equal(s->calls, (uint64_t)ROUNDS2 * PER_ROUND2 * NTHREADS);
 	/* Both limits bind. */

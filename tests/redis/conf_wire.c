@@ -257,6 +257,25 @@ conf_shm_state(tkshm_table *t, const char *key, struct conf_state *st)
 }
 
 void
+conf_log_pruned(const tkshm_table *t, double now, struct conf_state *st)
+{
+	const struct tk_sliding_log *a = &t->algo.u.sliding_log;
+	struct tk_sliding_log_view v;
+	unsigned live;
+
+	if (t->algo.kind != TKSHM_KIND_SLIDING_LOG || !st->present)
+		return;
+	tk_sliding_log_eval(a, st->w, now, &v);
+	live = v.n - v.first;
+	memmove(st->w + 1, st->w + 1 + v.first, sizeof st->w[0] * live);
+	memset(st->w + 1 + live, 0, sizeof st->w[0] * (a->cap - live));
+	st->w[0] = live;
+	/* An empty ZSET is no key. */
+	if (live == 0)
+		memset(st, 0, sizeof *st);
+}
+
+void
 conf_redis_raw_state(struct conf_redis *r, const tkshm_table *t,
 		     const char *key, struct conf_state *st)
 {

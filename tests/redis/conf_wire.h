@@ -93,6 +93,12 @@ void conf_redis_reserve(struct conf_redis *r, const tkshm_table *t,
  * lookup); absent when the table holds no state for it. */
 void conf_shm_state(tkshm_table *t, const char *key, struct conf_state *st);
 
+/* A sliding-log state as Redis keeps it after a decision at `now`: the
+ * stamps that decision prunes removed (Redis's script trims them whatever
+ * it decides, as ThrottleKit's does; the table writes nothing on a
+ * denial, and they decide nothing there).  Other kinds: unchanged. */
+void conf_log_pruned(const tkshm_table *t, double now, struct conf_state *st);
+
 /* The key's state read with the plain command of its encoding (GET,
  * HMGET t l, HMGET s c, HGETALL, ZRANGE 0 -1 WITHSCORES), decoded. */
 void conf_redis_raw_state(struct conf_redis *r, const tkshm_table *t,

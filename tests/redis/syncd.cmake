@@ -12,4 +12,12 @@ if(TKSHM_BUILD_TOOLS)
     TKSHM_SYNCD="$<TARGET_FILE:tkshm-syncd>"
     TKSHM_INSPECT_BIN="$<TARGET_FILE:tkshm-inspect>")
   add_dependencies(redis_syncd_daemon tkshm-syncd tkshm-inspect)
+
+  # Which files it takes as its configuration, and how strictly it reads
+  # their values (--check only: no Redis server).
+  tkshm_add_test(redis_syncd_config SOURCES test_syncd_config.c
+    LABELS process)
+  target_compile_definitions(redis_syncd_config PRIVATE
+    TKSHM_SYNCD="$<TARGET_FILE:tkshm-syncd>")
+  add_dependencies(redis_syncd_config tkshm-syncd)
 endif()

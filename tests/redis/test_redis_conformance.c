@@ -186,6 +186,7 @@ step_check(tkshm_table *t, const char *key, double now, double cost,
 	tkt_assert_decision(what, &got, &want);
 	assert_int_equal(now_ms, (int64_t)floor(now));
 	conf_shm_state(t, key, &shm);
+	conf_log_pruned(t, now, &shm);
 	conf_assert_state(what, t, &rst, &shm);
 	return want.allowed;
 }
@@ -255,6 +256,7 @@ run_case(unsigned ci)
 				struct conf_state shm;
 
 				conf_shm_state(t, key, &shm);
+				conf_log_pruned(t, now, &shm);
 				check_peek(
 					t, key, &shm,
 					now + floor(conf_rng_next(&rng) * 900),
@@ -284,7 +286,7 @@ test_timelines(void **state)
  * Multi all/any against tkshm_check_multi_at
  * ---------------------------------------------------------------------- */
 
-#define MULTI_DIMS_MAX 3
+#define MULTI_DIMS_MAX 4
 
 /* Appends one dimension's ARGV (type, cost, p1, p2, p3). */
 static void
@@ -334,17 +336,24 @@ multi_decision(const redisReply *r, size_t from, tkshm_decision *d)
 	d->flags = 0;
 }
 
+/* Dimension i names the key of dimension at[i] (<= i; at NULL: its own),
+ * in that dimension's table of policy specs[at[i]]: a key named twice is
+ * one key, in shared memory as in the script. */
 static void
 run_multi(unsigned mi, tkshm_multi_mode mode, const char *const *specs,
-	  size_t n)
+	  const unsigned *at, size_t n)
 {
 	tkshm_table *t[MULTI_DIMS_MAX];
 	double t0 = tkt_seconds();
 	unsigned allowed = 0, denied = 0;
 
 	assert_true(n <= MULTI_DIMS_MAX);
-	for (size_t i = 0; i < n; i++)
-		t[i] = tkt_anon(specs[i], 256);
+	for (size_t i = 0; i < n; i++) {
+		size_t owner = at ? at[i] : i;
+
+		assert_true(owner <= i);
+		t[i] = owner < i ? t[owner] : tkt_anon(specs[i], 256);
+	}
 	for (unsigned tl = 0; tl < TIMELINES; tl++) {
 		struct conf_rng rng = { 5000u + mi * 101u + tl };
 		double now = EPOCH + tl * 37.0;
@@ -353,8 +362,8 @@ run_multi(unsigned mi, tkshm_multi_mode mode, const char *const *specs,
 
 		/* One hash tag per timeline: the keys share a slot. */
 		for (size_t i = 0; i < n; i++) {
-			snprintf(keys[i], sizeof keys[i], "{multi:%u:%u}:d%zu",
-				 mi, tl, i);
+			snprintf(keys[i], sizeof keys[i], "{multi:%u:%u}:d%u",
+				 mi, tl, at ? at[i] : (unsigned)i);
 			kv[i] = keys[i];
 		}
 		for (unsigned s = 0; s < STEPS; s++) {
@@ -418,7 +427,8 @@ run_multi(unsigned mi, tkshm_multi_mode mode, const char *const *specs,
 	assert_true(allowed > 0 && denied > 0);
 	total.seconds += tkt_seconds() - t0;
 	for (size_t i = 0; i < n; i++)
-		tkshm_close(t[i]);
+		if (!at || at[i] == i)
+			tkshm_close(t[i]);
 }
 
 static void
@@ -434,11 +444,42 @@ test_multi(void **state)
 		"fixedWindow:limit=12,windowMs=2000",
 	};
 
+	/* Keys named more than once: two interleaved pairs, and one key three
+	 * times (each repeat decided on what the earlier ones left). */
+	static const char *const pairs[] = {
+		"gcra:limit=10,periodMs=1000,burst=5",
+		"fixedWindow:limit=6,windowMs=1000",
+		NULL,
+		NULL,
+	};
+	static const unsigned pairs_at[] = { 0, 1, 0, 1 };
+	static const char *const thrice[] = {
+		"tokenBucket:capacity=8,refillPerSec=4",
+		NULL,
+		NULL,
+	};
+	static const unsigned thrice_at[] = { 0, 0, 0 };
+
 	(void)state;
-	run_multi(0, TKSHM_MULTI_ALL, three, 3);
-	run_multi(1, TKSHM_MULTI_ANY, three, 3);
-	run_multi(2, TKSHM_MULTI_ALL, two, 2);
-	run_multi(3, TKSHM_MULTI_ANY, two, 2);
+	run_multi(0, TKSHM_MULTI_ALL, three, NULL, 3);
+	run_multi(1, TKSHM_MULTI_ANY, three, NULL, 3);
+	run_multi(2, TKSHM_MULTI_ALL, two, NULL, 2);
+	run_multi(3, TKSHM_MULTI_ANY, two, NULL, 2);
+	run_multi(4, TKSHM_MULTI_ALL, pairs, pairs_at, 4);
+	run_multi(5, TKSHM_MULTI_ANY, pairs, pairs_at, 4);
+	run_multi(6, TKSHM_MULTI_ALL, thrice, thrice_at, 3);
+	run_multi(7, TKSHM_MULTI_ANY, thrice, thrice_at, 3);
+	for (unsigned k = 0; k < 3; k++) {
+		/* A fixed window named three times, each kind. */
+		static const char *const win[] = {
+			"fixedWindow:limit=5,windowMs=1000",
+			"gcra:limit=5,periodMs=1000,burst=5",
+			"tokenBucket:capacity=5,refillPerSec=5",
+		};
+		const char *one[] = { win[k], NULL, NULL };
+
+		run_multi(8 + k, TKSHM_MULTI_ALL, one, thrice_at, 3);
+	}
 }
 
 /* ------------------------------------------------------------------------

@@ -22,48 +22,13 @@
 static tkshm_redis *
 connect_to(int port, bool server_time, double timeout_ms)
 {
-	tkshm_redis_options o = TKSHM_REDIS_OPTIONS_INIT;
-	tkshm_redis *r;
-
-	o.port = port;
-	o.server_time = server_time;
-	o.command_timeout_ms = timeout_ms;
-	o.connect_timeout_ms = timeout_ms;
-	o.breaker_failures = 2;
-	o.breaker_open_ms = 300;
-	assert_rc(tkshm_redis_open(&o, &r), TKSHM_OK);
-	return r;
+	return tkt_strict_connect(port, server_time, timeout_ms);
 }
 
-/* An anonymous strict table of `spec` (its ";mode=strict,..." included)
- * attached to r. */
 static tkshm_table *
 strict_table(const char *spec, tkshm_redis *r)
 {
-	tkshm_table *t = tkt_anon(spec, 1024);
-
-	assert_rc(tkshm_redis_attach(t, r), TKSHM_OK);
-	return t;
-}
-
-static void
-flushall(void)
-{
-	freeReplyObject(tkt_redis_cmd(&tkt_srv, "FLUSHALL", NULL));
-}
-
-/* On an explicit (simulated) clock, Redis's TTLs still run on real time:
- * a state a few simulated ms from idle could expire between two steps.
- * Every key's TTL is removed after each step (one Lua call: no key
- * names to build). */
-static void
-persist_all(void)
-{
-	freeReplyObject(
-		tkt_redis_cmd(&tkt_srv, "EVAL",
-			      "for _, k in ipairs(redis.call('KEYS', '*')) do "
-			      "redis.call('PERSIST', k) end return 0",
-			      "0", NULL));
+	return tkt_strict_table(spec, r);
 }
 
 /* ------------------------------------------------------------------------
@@ -122,14 +87,24 @@ test_same_decisions(void **state)
 				assert_rc(tkshm_check_at(g, key, strlen(key),
 							 cost, now, &dg),
 					  TKSHM_OK);
-				persist_all();
-				cached +=
-					(dg.flags & TKSHM_DECISION_CACHED) != 0;
-				/* One writer: the cached state is Redis's,
-				 * so even a cached denial is bit-identical. */
-				dg.flags &= ~TKSHM_DECISION_CACHED;
-				tkt_assert_decision(spec, &dg, &dl);
+				tkt_redis_persist_all(&tkt_srv);
 				compared++;
+				if (dg.flags & TKSHM_DECISION_CACHED) {
+					/* A denial from the cache states
+					 * bounds (neg_cache.h): never a
+					 * retry or reset earlier than the
+					 * table's, remaining 0. */
+					cached++;
+					assert_false(dg.allowed);
+					assert_false(dl.allowed);
+					assert_int_equal(dg.limit, dl.limit);
+					assert_int_equal(dg.remaining, 0);
+					assert_true(dg.reset_at >= dl.reset_at);
+					assert_true(dg.retry_after_ms >=
+						    dl.retry_after_ms);
+					continue;
+				}
+				tkt_assert_decision(spec, &dg, &dl);
 			}
 			assert_rc(tkshm_stats_get(g, &st), TKSHM_OK);
 			assert_int_equal(st.global.fallback_allowed +
@@ -145,17 +120,22 @@ test_same_decisions(void **state)
 	tkshm_redis_close(r);
 }
 
-/* Multi all/any on Redis decides as the shared-memory multi. */
+/* Multi all/any on Redis decides as the shared-memory multi, also with a
+ * key named more than once (shapes 0 and 1: the same table and key). */
 static void
 test_multi_same(void **state)
 {
+	static const int shapes[3][3] = { { 1, 0, 1 },
+					  { 1, 1, 1 },
+					  { 0, 1, 2 } };
 	tkshm_redis *r = connect_to(tkt_srv.port, false, 2000);
 	const char *s1 = "gcra:limit=5,periodMs=1000,burst=3";
 	const char *s2 = "fixedWindow:limit=4,windowMs=500";
 	const char *s3 = "tokenBucket:capacity=6,refillPerSec=2";
 
 	(void)state;
-	for (int mode = 0; mode < 2; mode++) {
+	for (int run = 0; run < 6; run++) {
+		const int mode = run % 2, *shape = shapes[run / 2];
 		tkshm_table *g[3] = {
 			strict_table("gcra:limit=5,periodMs=1000,burst=3;"
 				     "mode=strict,prefix=mg",
@@ -172,7 +152,7 @@ test_multi_same(void **state)
 		tkshm_multi_mode m = mode ? TKSHM_MULTI_ANY : TKSHM_MULTI_ALL;
 		double now = 1.7e12 + 5;
 
-		flushall();
+		tkt_redis_flushall(&tkt_srv);
 		for (int i = 0; i < 300; i++) {
 			tkshm_dimension dg[3], dl[3];
 			tkshm_decision og, ol, eg[3], el[3];
@@ -182,9 +162,9 @@ test_multi_same(void **state)
 			for (int d = 0; d < 3; d++) {
 				double cost = 1 + (double)(rng() % 3);
 
-				dg[d] = (tkshm_dimension){ g[d], "u1", 2,
+				dg[d] = (tkshm_dimension){ g[shape[d]], "u1", 2,
 							   cost };
-				dl[d] = (tkshm_dimension){ l[d], "u1", 2,
+				dl[d] = (tkshm_dimension){ l[shape[d]], "u1", 2,
 							   cost };
 			}
 			assert_rc(tkshm_check_multi_at(m, dl, 3, now, &ol, el,
@@ -193,7 +173,7 @@ test_multi_same(void **state)
 			assert_rc(tkshm_check_multi_at(m, dg, 3, now, &og, eg,
 						       &bg),
 				  TKSHM_OK);
-			persist_all();
+			tkt_redis_persist_all(&tkt_srv);
 			tkt_assert_decision("multi", &og, &ol);
 			assert_int_equal(bg, bl);
 			for (int d = 0; d < 3; d++)
@@ -201,6 +181,13 @@ test_multi_same(void **state)
 						    &el[d]);
 		}
 		for (int d = 0; d < 3; d++) {
+			tkshm_stats sg, sl;
+
+			/* Both count the decisions that stand, once each. */
+			assert_rc(tkshm_stats_get(g[d], &sg), TKSHM_OK);
+			assert_rc(tkshm_stats_get(l[d], &sl), TKSHM_OK);
+			assert_int_equal(sg.allowed, sl.allowed);
+			assert_int_equal(sg.denied, sl.denied);
 			tkshm_close(g[d]);
 			tkshm_close(l[d]);
 		}
@@ -237,7 +224,7 @@ test_cache_exact_two_hosts(void **state)
 		tkshm_table *b = strict_table(specs[s], r);
 		double now = 1.7e12 + 11;
 
-		flushall();
+		tkt_redis_flushall(&tkt_srv);
 		for (int i = 0; i < 800; i++) {
 			tkshm_table *t = rng() % 2 ? a : b;
 			tkshm_decision d, p;
@@ -245,7 +232,7 @@ test_cache_exact_two_hosts(void **state)
 			now += (double)(rng() % 40);
 			assert_rc(tkshm_check_at(t, "x", 1, 1, now, &d),
 				  TKSHM_OK);
-			persist_all();
+			tkt_redis_persist_all(&tkt_srv);
 			total++;
 			if (!(d.flags & TKSHM_DECISION_CACHED))
 				continue;
@@ -268,7 +255,9 @@ test_cache_exact_two_hosts(void **state)
 
 /* On the server's clock, the cache ages a state to an upper bound of
  * Redis's time: the estimate made after reading Redis's TIME is never
- * behind it. */
+ * behind it.  And a cached denial's fields are computed from a lower
+ * bound (the offset measured on receipt): one made before reading TIME
+ * is never ahead of it. */
 static void
 test_cache_clock_bound(void **state)
 {
@@ -282,9 +271,12 @@ test_cache_clock_bound(void **state)
 	assert_true(isinf(tk_cache_now(t, 0))); /* no reply yet: no bound */
 	for (int i = 0; i < 200; i++) {
 		redisReply *y;
-		double redis_ms, est;
+		double redis_ms, est, low;
 
 		assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK);
+		low = tkshm_now_ms() +
+		      tk_word_f64(atomic_load_explicit(&t->global->offset_low,
+						       memory_order_relaxed));
 		y = tkt_redis_cmd(&tkt_srv, "TIME", NULL);
 		assert_int_equal(y->type, REDIS_REPLY_ARRAY);
 		redis_ms = atof(y->element[0]->str) * 1000 +
@@ -296,6 +288,10 @@ test_cache_clock_bound(void **state)
 		if (est < redis_ms)
 			fail_msg("estimate %.3f is behind Redis's %.3f", est,
 				 redis_ms);
+		/* Redis's script floors TIME to the ms, as here. */
+		if (floor(low) > redis_ms)
+			fail_msg("lower bound %.3f is ahead of Redis's %.0f",
+				 low, redis_ms);
 	}
 	printf("cache clock: estimate ahead of Redis by at least %.3f ms\n",
 	       lowest);
@@ -316,7 +312,7 @@ test_cache_recovers(void **state)
 	int denied = 0;
 
 	(void)state;
-	flushall();
+	tkt_redis_flushall(&tkt_srv);
 	for (int i = 0; i < 50; i++) {
 		assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK);
 		denied += !d.allowed;
@@ -437,7 +433,7 @@ test_pause_and_flush(void **state)
 	double t0;
 
 	(void)state;
-	flushall();
+	tkt_redis_flushall(&tkt_srv);
 	assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK);
 	assert_true(d.allowed && !(d.flags & TKSHM_DECISION_FALLBACK));
 	/* Paused longer than the timeout: the command is not resent. */
@@ -484,7 +480,7 @@ test_fork_shares_the_limit(void **state)
 	int total = 0;
 
 	(void)state;
-	flushall();
+	tkt_redis_flushall(&tkt_srv);
 	assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK); /* parent's */
 	for (int c = 0; c < 4; c++) {
 		pids[c] = fork();

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake_redis.h"
 #include "redis_server.h"
 #include "test_support.h"
 #include "tkshm.h"
@@ -211,34 +212,10 @@ pid_in(const char *path)
 	return (pid_t)atol(buf);
 }
 
-/* Waits up to `secs` for pid (our child, or an orphan we reap) to end;
- * its wait status, or -1 (after SIGKILL) when it did not end. */
-static int
-wait_end(pid_t pid, double secs)
-{
-	double deadline = tkt_seconds() + secs;
-	int status;
-
-	for (;;) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return status;
-		if (r < 0)
-			fail_msg("waitpid %ld: %s", (long)pid, strerror(errno));
-		if (tkt_seconds() > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return -1;
-		}
-		usleep(2000);
-	}
-}
-
 static void
 expect_exit0(pid_t pid, const char *what)
 {
-	int status = wait_end(pid, 10);
+	int status = tkt_wait_bounded(pid, 10);
 
 	if (status == -1)
 		fail_msg("%s: still running 10 s after SIGTERM", what);
@@ -337,8 +314,8 @@ test_check_accepts_good_configs(void **state)
 			    "redis_username = agent\r\n"
 			    "redis_password_file = %s\r\n"
 			    "redis_db = 2\r\n"
-			    "connect_timeout_ms = 250.5\r\n"
-			    "command_timeout_ms = 1e2\r\n"
+			    "connect_timeout_ms = 250\r\n"
+			    "command_timeout_ms = 100\r\n"
 			    "poll_ms = 0.5\r\n"
 			    "horizon_ms = 200\r\n"
 			    "heartbeat_ms = 500\r\n"
@@ -717,7 +694,7 @@ test_background_log_stderr(void **state)
 	snprintf(pidfile, sizeof pidfile, "%s", tkt_path("bgerr.pid"));
 	snprintf(log, sizeof log, "%s", tkt_path("bgerr.log"));
 	starter = spawn(log, argv);
-	status = wait_end(starter, 10);
+	status = tkt_wait_bounded(starter, 10);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fail_msg("the start: wait status %#x", status);
 	pid = pid_in(pidfile);
@@ -760,6 +737,44 @@ test_redis_down_and_up_logged_once(void **state)
 	text = tkt_read_file(log, NULL);
 	if (count_of(text, down) != 1 || count_of(text, up) != 1)
 		fail_msg("down and up not logged once each:\n%s", text);
+	free(text);
+}
+
+/* A Redis that connects but answers every script -BUSY is down too, and
+ * the log says why; the summary at the stop counts the errors. */
+static void
+test_error_replies_logged(void **state)
+{
+	static const char busy[] = "-BUSY Redis is busy running a script\r\n";
+	char conf[512], log[512];
+	const char *argv[] = { TKSHM_SYNCD, "-f", "-c", conf, NULL };
+	struct tkt_fake f;
+	char *text;
+	pid_t pid;
+
+	(void)state;
+	tkt_fake_start(&f, busy, sizeof busy - 1, 0, 0);
+	snprintf(conf, sizeof conf, "%s",
+		 write_file("busy.conf", 0600,
+			    "redis_host = 127.0.0.1\n"
+			    "redis_port = %d\n"
+			    "poll_ms = 2\n"
+			    "heartbeat_ms = 50\n"
+			    "breaker_open_ms = 50\n"
+			    "table = %s\n",
+			    f.port, lease_path));
+	snprintf(log, sizeof log, "%s", tkt_path("busy.log"));
+	pid = spawn(log, argv);
+	remember_daemon(pid);
+	wait_log(log, "does not answer (BUSY Redis is busy", 1, 10);
+	usleep(200 * 1000);
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	expect_exit0(pid, "the daemon whose Redis answered BUSY");
+	tkt_fake_stop(&f);
+	wait_log(log, "Redis errors", 1, 0);
+	text = tkt_read_file(log, NULL);
+	if (strstr(text, " 0 Redis errors"))
+		fail_msg("errors not counted:\n%s", text);
 	free(text);
 }
 
@@ -871,6 +886,8 @@ main(void)
 		cmocka_unit_test_teardown(test_background_log_stderr,
 					  kill_daemons),
 		cmocka_unit_test_teardown(test_redis_down_and_up_logged_once,
+					  kill_daemons),
+		cmocka_unit_test_teardown(test_error_replies_logged,
 					  kill_daemons),
 		cmocka_unit_test_teardown(test_start_refuses_bad_tables,
 					  kill_daemons),

@@ -216,6 +216,28 @@ tkt_wait_ok(int pid)
 		fail_msg("child %d ended with status %#x", pid, status);
 }
 
+int
+tkt_wait_bounded(pid_t pid, double secs)
+{
+	double deadline = tkt_seconds() + secs;
+	int status;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			return status;
+		if (r < 0)
+			fail_msg("waitpid %ld: %s", (long)pid, strerror(errno));
+		if (tkt_seconds() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -1;
+		}
+		usleep(2000);
+	}
+}
+
 double
 tkt_seconds(void)
 {

@@ -66,6 +66,10 @@ void tkt_shared_free(void *p, size_t bytes);
 
 /* Waits for pid; fails the test unless it exited with status 0. */
 void tkt_wait_ok(int pid);
+/* Waits up to `secs` for pid (a child, or an orphan a subreaper reaps) to
+ * end: its wait status, or -1 after killing it (SIGKILL) when it did not
+ * end in time.  Fails the test if waitpid fails. */
+int tkt_wait_bounded(pid_t pid, double secs);
 
 /* Monotonic seconds, for bounding loops (never for asserting speed). */
 double tkt_seconds(void);

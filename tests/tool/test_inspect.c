@@ -448,6 +448,40 @@ test_create_stats_replay(void **state)
 	cJSON_Delete(j);
 }
 
+/* Issue 18: create --mode with a setuid, setgid or sticky bit made such a
+ * file.  A usage error (2) naming the bits, and no file. */
+static void
+test_create_mode_outside_0777(void **state)
+{
+	static const char *const modes[] = { "4755", "2660", "1600", "7777",
+					     "04600" };
+	const char *path = tkt_path("setuid.tkshm");
+	struct tkt_proc p;
+	struct stat sb;
+	char want[96];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+		RUN(&p, NULL, "create", path, "--policy",
+		    "gcra:limit=1,periodMs=1", "--mode", modes[i]);
+		snprintf(want, sizeof want, "--mode: %s has bits outside 0777",
+			 modes[i]);
+		tkt_expect_status(&p, 2, want);
+		tkt_expect_contains(p.err, want, modes[i]);
+		tkt_proc_free(&p);
+		if (lstat(path, &sb) == 0)
+			fail_msg("--mode %s created %s with mode %04o",
+				 modes[i], path,
+				 (unsigned)(sb.st_mode & 07777));
+	}
+	RUN(&p, NULL, "create", path, "--policy", "gcra:limit=1,periodMs=1",
+	    "--mode", "777", "--slots", "8");
+	tkt_expect_status(&p, 0, "--mode 777");
+	tkt_proc_free(&p);
+	assert_int_equal(lstat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0777);
+}
+
 static void
 test_verify(void **state)
 {
@@ -640,6 +674,7 @@ main(void)
 		cmocka_unit_test(test_replay_golden_as_given),
 		cmocka_unit_test(test_replay_malformed),
 		cmocka_unit_test(test_create_stats_replay),
+		cmocka_unit_test(test_create_mode_outside_0777),
 		cmocka_unit_test(test_verify),
 		cmocka_unit_test(test_concurrent_replays),
 	};

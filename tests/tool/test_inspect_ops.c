@@ -654,16 +654,17 @@ test_reset(void **state)
 	assert_string_equal(tkt_str_at(j, "table"), path);
 	assert_string_equal(tkt_str_at(j, "key"), "a\\x20b\\\\c\\x01");
 	assert_true(cJSON_IsTrue(tkt_json_item(j, "reset")));
-	assert_int_equal(cJSON_GetArraySize(j), 3);
+	assert_true(cJSON_IsTrue(tkt_json_item(j, "inTable")));
+	assert_int_equal(cJSON_GetArraySize(j), 4);
 	cJSON_Delete(j);
 	tkt_proc_free(&p);
 	d = peek_at(path, odd, sizeof odd - 1, 1000);
 	assert_int_equal(d.remaining, 5);
 	assert_int_equal(library_stats(path).resets, 2);
 
-	/* An absent key: reset succeeds. */
+	/* An absent key: said, exit 1 (test_reset_absent_key). */
 	RUN(&p, NULL, "reset", path, "never-seen");
-	tkt_expect_status(&p, 0, "reset of an absent key");
+	tkt_expect_status(&p, 1, "reset of an absent key");
 	tkt_proc_free(&p);
 
 	expect_usage((const char *const[]){ BIN, "reset", path, NULL },
@@ -682,6 +683,87 @@ test_reset(void **state)
 			    "missing table");
 	tkt_proc_free(&p);
 	assert_int_equal(stat(tkt_path("absent.tkshm"), &sb), -1);
+}
+
+/* Issue 18: `reset FILE no-such-key` printed "reset no-such-key" and
+ * exited 0, so a mistyped key looked reset.  Now: said on stderr, nothing
+ * on stdout (--json: reset false), exit 1, and nothing reset.  A key
+ * evicted in debt is not in the table either, but a reset clears its
+ * remembered debt: that is a reset (exit 0), and says so. */
+static void
+test_reset_absent_key(void **state)
+{
+	/* A day per unit: the debt lasts the whole test, whatever its pace. */
+	const char *path = tkt_path("reset-absent.tkshm");
+	tkshm_table *t =
+		tkt_file(path, "gcra:limit=10,periodMs=86400000,burst=10", 8);
+	double now = tkshm_now_ms();
+	char key[8], evicted[8] = "", want[128], never[32];
+	tkshm_decision d;
+	tkshm_entry e;
+	struct tkt_proc p;
+	cJSON *j;
+
+	(void)state;
+	/* 8 slots are one window: the ninth key evicts the least indebted,
+	 * k0 (one check). */
+	for (int i = 0; i < 9; i++) {
+		snprintf(key, sizeof key, "k%d", i);
+		for (int c = 0; c <= i; c++)
+			(void)check_at(t, key, 1, now);
+	}
+	for (int i = 0; i < 9; i++) {
+		snprintf(key, sizeof key, "k%d", i);
+		if (tkshm_entry_get_at(t, key, 2, now, &e) == TKSHM_ENOENT)
+			snprintf(evicted, sizeof evicted, "%s", key);
+	}
+	tkshm_close(t);
+	assert_string_equal(evicted, "k0");
+
+	/* A key never seen whose debt cell k0's eviction did not fill: the
+	 * cells are shared, so "no-such-key" itself could inherit k0's debt
+	 * (then the reset clears it, as below) for some table seeds. */
+	for (int i = 0;; i++) {
+		snprintf(never, sizeof never, "no-such-key-%d", i);
+		d = peek_at(path, never, strlen(never), now);
+		if (d.remaining == d.limit)
+			break;
+		assert_true(i < 1000);
+	}
+	snprintf(want, sizeof want,
+		 "reset: key not in the table, nothing reset: %s", never);
+	RUN(&p, NULL, "reset", path, never);
+	tkt_expect_status(&p, 1, "reset of a key never seen");
+	assert_string_equal(p.out, "");
+	tkt_expect_contains(p.err, want, "reset of a key never seen");
+	tkt_proc_free(&p);
+	RUN(&p, NULL, "reset", "--json", path, never);
+	tkt_expect_status(&p, 1, "reset --json of a key never seen");
+	j = tkt_parse_json(p.out, "reset --json of a key never seen");
+	assert_false(tkt_bool_at(j, "reset"));
+	assert_false(tkt_bool_at(j, "inTable"));
+	cJSON_Delete(j);
+	tkt_proc_free(&p);
+	assert_int_equal(library_stats(path).resets, 0);
+
+	/* The evicted debtor: its debt is cleared, a full burst again. */
+	d = peek_at(path, evicted, strlen(evicted), now);
+	assert_true(d.remaining < d.limit);
+	RUN(&p, NULL, "reset", path, evicted);
+	tkt_expect_status(&p, 0, "reset of an evicted debtor");
+	snprintf(want, sizeof want,
+		 "reset %s (not in the table; its remembered debt cleared)\n",
+		 evicted);
+	assert_string_equal(p.out, want);
+	tkt_proc_free(&p);
+	d = peek_at(path, evicted, strlen(evicted), now);
+	assert_int_equal(d.remaining, d.limit);
+	assert_int_equal(library_stats(path).resets, 1);
+	/* Then there is nothing left to reset. */
+	RUN(&p, NULL, "reset", path, evicted);
+	tkt_expect_status(&p, 1, "a second reset of the evicted key");
+	tkt_proc_free(&p);
+	assert_int_equal(library_stats(path).resets, 1);
 }
 
 /* --- set ----------------------------------------------------------------- */
@@ -885,6 +967,7 @@ main(void)
 		cmocka_unit_test(test_stats_figures),
 		cmocka_unit_test(test_metrics),
 		cmocka_unit_test(test_reset),
+		cmocka_unit_test(test_reset_absent_key),
 		cmocka_unit_test(test_set_gcra),
 		cmocka_unit_test(test_set_other_kinds),
 	};

@@ -66,6 +66,15 @@ clamp0(double x)
 	return x < 0 ? 0 : x;
 }
 
+/* tkshm's one difference from ThrottleKit's fields: a denial's retry is at
+ * least 1 ms, where ThrottleKit's ceil(reset - now) can round to 0 with
+ * now within an ulp of the window's end (src/algorithms/decision.h). */
+static int64_t
+denial_retry(int64_t r)
+{
+	return r < 1 ? 1 : r;
+}
+
 static tkshm_decision
 model_check(struct model *m, double now, double cost)
 {
@@ -85,7 +94,7 @@ model_check(struct model *m, double now, double cost)
 		return d;
 	}
 	d.remaining = algo_field(clamp0(floor(m->limit - count)));
-	d.retry_after_ms = algo_field(ceil(reset - now));
+	d.retry_after_ms = denial_retry(algo_field(ceil(reset - now)));
 	return d;
 }
 
@@ -101,7 +110,8 @@ model_peek(const struct model *m, double now)
 	d.allowed = count + 1 <= m->limit;
 	d.remaining = algo_field(clamp0(floor(m->limit - count)));
 	d.reset_at = algo_field(ceil(reset));
-	d.retry_after_ms = d.allowed ? 0 : algo_field(ceil(reset - now));
+	d.retry_after_ms =
+		d.allowed ? 0 : denial_retry(algo_field(ceil(reset - now)));
 	return d;
 }
 
@@ -562,7 +572,10 @@ test_idle_and_state_valid(void **state)
 	assert_true(tk_fixed_window_state_valid(&a, st));
 	st[1] = tk_f64_word(10.5);
 	assert_false(tk_fixed_window_state_valid(&a, st));
+	/* A give-back of everything the window counted (refund.c). */
 	st[1] = tk_f64_word(0);
+	assert_true(tk_fixed_window_state_valid(&a, st));
+	st[1] = tk_f64_word(-0.5);
 	assert_false(tk_fixed_window_state_valid(&a, st));
 	st[1] = tk_f64_word(NAN);
 	assert_false(tk_fixed_window_state_valid(&a, st));
@@ -586,7 +599,7 @@ test_validation(void **state)
 		{ NAN, 1000, "limit" },	   { INFINITY, 1000, "limit" },
 		{ 5, 0, "windowMs" },	   { 5, -1, "windowMs" },
 		{ 5, NAN, "windowMs" },	   { 5, INFINITY, "windowMs" },
-		{ 5, 1e-310, "windowMs" }, { 5, 1e-292, "windowMs" },
+		{ 5, 1e-310, "windowMs" }, { 5, 1e-300, "windowMs" },
 	};
 	struct tk_fixed_window a;
 	char err[160];

@@ -576,7 +576,10 @@ test_idle_and_state_valid(void **state)
 	assert_true(tk_quota_state_valid(&q, st));
 	st[1] = tk_f64_word(10.25);
 	assert_false(tk_quota_state_valid(&q, st));
+	/* A give-back of everything the period counted (refund.c). */
 	st[1] = tk_f64_word(0);
+	assert_true(tk_quota_state_valid(&q, st));
+	st[1] = tk_f64_word(-1);
 	assert_false(tk_quota_state_valid(&q, st));
 	st[1] = tk_f64_word(1);
 	st[0] = tk_f64_word(INFINITY);

@@ -427,7 +427,10 @@ test_state_valid(void **state)
 	assert_true(tk_token_budget_state_valid(&a, st));
 	st[1] = tk_f64_word(50); /* a crossing debit may exceed L */
 	assert_true(tk_token_budget_state_valid(&a, st));
+	/* A give-back of everything the window served (refund.c). */
 	st[1] = tk_f64_word(0);
+	assert_true(tk_token_budget_state_valid(&a, st));
+	st[1] = tk_f64_word(-1);
 	assert_false(tk_token_budget_state_valid(&a, st));
 	st[1] = tk_f64_word(INFINITY);
 	assert_false(tk_token_budget_state_valid(&a, st));

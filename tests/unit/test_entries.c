@@ -234,7 +234,8 @@ test_corrupt_state_is_flagged(void **state)
 	tk_slot_at(t, e.slot)->st = bits;
 	/* A label claiming 200 bytes still yields at most 23. */
 	memset(t->labels[e.slot].w, 0xc8, sizeof t->labels[e.slot].w);
-	assert_rc(tkshm_entry_get_at(t, "k", 1, NOW, &e), TKSHM_OK);
+	/* ECORRUPT, as a check of the key says, with the entry filled. */
+	assert_rc(tkshm_entry_get_at(t, "k", 1, NOW, &e), TKSHM_ECORRUPT);
 	assert_false(e.state_valid);
 	assert_int_equal(e.key_len, 200);
 	assert_int_equal(e.label_len, TKSHM_LABEL_MAX);
@@ -242,7 +243,7 @@ test_corrupt_state_is_flagged(void **state)
 	assert_true(e.debt_ms == 0.0);
 	/* A label written for another fingerprint is not shown. */
 	t->labels[e.slot].fp ^= 1;
-	assert_rc(tkshm_entry_get_at(t, "k", 1, NOW, &e), TKSHM_OK);
+	assert_rc(tkshm_entry_get_at(t, "k", 1, NOW, &e), TKSHM_ECORRUPT);
 	assert_int_equal(e.key_len, 0);
 	assert_int_equal(e.label_len, 0);
 	tkshm_close(t);

@@ -376,7 +376,8 @@ test_backward_jumps(void **state)
 static void
 test_cost_equal_burst(void **state)
 {
-	static const double nows[] = { 0, 1000, EPOCH, EPOCH + 0.5, 4e15 };
+	static const double nows[] = { 0, 1000, EPOCH, EPOCH + 0.5,
+				       TKSHM_NOW_MAX };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof exact_policies / sizeof exact_policies[0];
@@ -398,7 +399,8 @@ test_cost_equal_burst(void **state)
 			d = check(t, key, burst, nows[n]);
 			e = model_check(&m, nows[n], burst);
 			tkt_assert_decision(key, &d, &e);
-			if (nows[n] < 4e15) /* sums below 2^52: exact */
+			if (nows[n] <
+			    TKSHM_NOW_MAX) /* the largest now: not exact */
 				assert_true(d.allowed);
 			if (d.allowed) {
 				assert_int_equal(d.remaining, 0);
@@ -474,7 +476,7 @@ test_cost_above_burst(void **state)
 		EPOCH + 0.5,
 		EPOCH + 1234.25,
 		1.7e12 + 1e6,
-		4e15,
+		TKSHM_NOW_MAX,
 		1e9,
 	};
 	/* The last cost is the next double above burst. */
@@ -527,7 +529,8 @@ test_denial_retry_is_positive(void **state)
 		{ 60, 60000, 10 },
 		{ 1000, 60000, 100 },
 	};
-	static const double nows[] = { 0, 1000, EPOCH, EPOCH + 0.5, 4e15 };
+	static const double nows[] = { 0, 1000, EPOCH, EPOCH + 0.5,
+				       TKSHM_NOW_MAX };
 	static const double deltas[] = { 1e-12, 1e-9, 1e-6, 0.5 };
 	unsigned bad = 0, total = 0;
 	char first[160] = "";

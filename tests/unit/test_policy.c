@@ -73,19 +73,17 @@ test_parse_basic(void **state)
 	assert_gcra(&p, 10, 1000, 5);
 }
 
+/* Options in any order; numbers in any of JSON's forms (P3). */
 static void
-test_parse_whitespace_and_order(void **state)
+test_parse_order_and_numbers(void **state)
 {
 	static const char *specs[] = {
 		"gcra:limit=10,periodMs=1000,burst=5",
-		"  gcra:limit=10,periodMs=1000,burst=5  ",
-		"gcra : limit = 10 , periodMs = 1000 , burst = 5",
-		"gcra:\tlimit=10,\n periodMs=1000,\r\nburst=5\t",
 		"gcra:burst=5,periodMs=1000,limit=10",
-		"gcra:periodMs=1000 ,burst= 5, limit =10",
+		"gcra:periodMs=1000,burst=5,limit=10",
 		"gcra:limit=1e1,periodMs=1.0e3,burst=5.0",
-		"gcra:limit=+10,periodMs=1000.,burst=0.5e1",
-		"gcra:limit=10.000,periodMs=01000,burst=5",
+		"gcra:limit=10.000,periodMs=1E+3,burst=0.5e1",
+		"gcra:limit=100e-1,periodMs=10000e-1,burst=50E-1",
 	};
 
 	(void)state;
@@ -98,6 +96,84 @@ test_parse_whitespace_and_order(void **state)
 			fail_msg("\"%s\" refused: %s (%s)", specs[i],
 				 tkshm_error_name(rc), err);
 		assert_gcra(&p, 10, 1000, 5);
+	}
+}
+
+/* One strict grammar (policy.c P3, docs/policies.md): no whitespace
+ * anywhere, numbers only in JSON's notation.  Each form below was accepted
+ * (or, for 0x10, refused alone) before the grammar was written down. */
+static void
+test_parse_strict_grammar(void **state)
+{
+	static const struct {
+		const char *spec;
+		const char *names;
+	} refused[] = {
+		{ "gcra:limit=  5,periodMs=1000", "whitespace" },
+		{ "gcra:limit=5 ,periodMs=1000", "whitespace" },
+		{ "gcra :limit=5,periodMs=1000", "whitespace" },
+		{ " gcra:limit=5,periodMs=1000", "whitespace" },
+		{ "gcra:limit=5,periodMs=1000\n", "whitespace" },
+		{ "gcra:limit=5,\tperiodMs=1000", "whitespace" },
+		{ "gcra:limit=5,periodMs=1000;mode=lease, hosts=2",
+		  "whitespace" },
+		{ "gcra:limit=+5,periodMs=1000", "\"+5\" is not a number" },
+		{ "gcra:limit=5.,periodMs=1000", "\"5.\" is not a number" },
+		{ "gcra:limit=.5,periodMs=1000", "\".5\" is not a number" },
+		{ "gcra:limit=05,periodMs=1000", "\"05\" is not a number" },
+		{ "gcra:limit=0x10,periodMs=1000", "\"0x10\" is not a number" },
+		{ "gcra:limit=1e,periodMs=1000", "\"1e\" is not a number" },
+		{ "gcra:limit=1e+,periodMs=1000", "\"1e+\" is not a number" },
+		{ "gcra:limit=-,periodMs=1000", "\"-\" is not a number" },
+		{ "gcra:limit=--5,periodMs=1000", "\"--5\" is not a number" },
+		{ "gcra:limit=5e1.5,periodMs=1000", "is not a number" },
+		{ "gcra:limit=1_000,periodMs=1000", "is not a number" },
+		{ "gcra:limit=5,periodMs=1000;mode=lease,hosts=+2", "hosts" },
+		{ "gcra:limit=5,periodMs=1000;mode=lease,hosts=0x2", "hosts" },
+		{ "gcra:", "no option" },
+		{ "adaptiveConcurrency:", "no option" },
+		{ "GCRA:limit=5,periodMs=1000", "unknown policy kind" },
+		{ "gcra:Limit=5,periodMs=1000", "no option \"Limit\"" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		tkshm_policy p = poisoned(), before = p;
+		char err[256] = "";
+		int rc = tkshm_policy_parse(refused[i].spec, &p, err,
+					    sizeof err);
+
+		if (rc != TKSHM_EPOLICY)
+			fail_msg("\"%s\": %s, wanted TKSHM_EPOLICY",
+				 refused[i].spec, tkshm_error_name(rc));
+		if (!strstr(err, refused[i].names))
+			fail_msg("\"%s\": error \"%s\" does not name \"%s\"",
+				 refused[i].spec, err, refused[i].names);
+		if (memcmp(&p, &before, sizeof p) != 0)
+			fail_msg("\"%s\": *out changed on error",
+				 refused[i].spec);
+	}
+	/* The grammar's edges that stay valid: a lone 0, a negative number,
+	 * both exponent signs, a kind with defaults for every option. */
+	{
+		tkshm_policy p;
+
+		assert_rc(tkshm_policy_parse("quota:limit=5,resetCadence=fixed,"
+					     "periodMs=1e3,anchor=-0",
+					     &p, NULL, 0),
+			  TKSHM_OK);
+		assert_rc(tkshm_policy_parse("quota:limit=5,resetCadence="
+					     "calendar-day,offsetMinutes=-330",
+					     &p, NULL, 0),
+			  TKSHM_OK);
+		assert_true(p.u.quota.offset_minutes == -330);
+		assert_rc(tkshm_policy_parse("gcra:limit=5e+0,periodMs=1e-0",
+					     &p, NULL, 0),
+			  TKSHM_OK);
+		assert_gcra(&p, 5, 1, 5);
+		assert_rc(
+			tkshm_policy_parse("adaptiveConcurrency", &p, NULL, 0),
+			TKSHM_OK);
 	}
 }
 
@@ -224,7 +300,7 @@ static const struct {
 	{ "gcra:limit=10", "periodMs" },
 	{ "gcra:burst=5", "limit" },
 	{ "gcra", "limit" },
-	{ "gcra:", "limit" },
+	{ "gcra:", "no option" },
 	{ "tokenBucket:capacity=10", "refillPerSec" },
 	{ "tokenBucket:refillPerSec=5", "capacity" },
 	{ "tokenBucket", "capacity" },
@@ -248,7 +324,7 @@ static const struct {
 	{ "leakyBucket:maxQueueMs=2000", "ratePerSec" },
 	{ "leakyBucket", "ratePerSec" },
 	{ "concurrency", "limit" },
-	{ "concurrency:", "limit" },
+	{ "concurrency:", "no option" },
 	/* malformed numbers */
 	{ "gcra:limit=1e,periodMs=1000", "limit" },
 	{ "gcra:limit=abc,periodMs=1000", "limit" },
@@ -554,6 +630,14 @@ test_format_round_trip(void **state)
 		}
 		if (v[2] < 1)
 			v[2] += 1;
+		/* periodMs >= limit: T >= 1 ms, above the finest step
+		 * (src/algorithms/resolution.h). */
+		if (v[1] < v[0]) {
+			double x = v[0];
+
+			v[0] = v[1];
+			v[1] = x;
+		}
 		if (tkshm_policy_gcra(&p, v[0], v[1], v[2]) != TKSHM_OK)
 			continue;
 		assert_round_trip(&p);
@@ -644,8 +728,12 @@ test_policy_gcra(void **state)
 	assert_rc(tkshm_policy_gcra(&p, 0.25, 1000, 1), TKSHM_OK);
 	assert_gcra(&p, 0.25, 1000, 1);
 	assert_rc(tkshm_policy_validate(&p, NULL, 0), TKSHM_OK);
-	/* T at the smallest normal double is still fine. */
-	assert_rc(tkshm_policy_gcra(&p, 1, DBL_MIN * 4, 1), TKSHM_OK);
+	/* T below the finest step doubles resolve at the times tkshm
+	 * accepts (1/64 ms, src/algorithms/resolution.h) is refused; T at
+	 * it is fine. */
+	assert_rc(tkshm_policy_gcra(&p, 1, DBL_MIN * 4, 1), TKSHM_EPOLICY);
+	assert_rc(tkshm_policy_gcra(&p, 64, 1, 1), TKSHM_OK);
+	assert_rc(tkshm_policy_gcra(&p, 65, 1, 1), TKSHM_EPOLICY);
 
 	for (size_t i = 0; i < sizeof refused_args / sizeof refused_args[0];
 	     i++) {
@@ -1000,7 +1088,7 @@ static const struct {
 	  TKSHM_KIND_QUOTA,
 	  { 100, ROLL, 0, 1, 3600000, 0, 64 } },
 	/* any order, whitespace, the limits themselves */
-	{ " quota : resetCadence = calendar-day , limit = 7 ",
+	{ "quota:resetCadence=calendar-day,limit=7",
 	  TKSHM_KIND_QUOTA,
 	  { 7, DAY, 0, 1, 0, 0, 10 } },
 	{ "quota:limit=7,resetCadence=calendar-week,offsetMinutes=840,"
@@ -1038,21 +1126,21 @@ static const struct {
 	{ "leakyBucket:maxQueueMs=0,ratePerSec=0.5",
 	  TKSHM_KIND_LEAKY_BUCKET,
 	  { 0.5, 0 } },
-	{ "leakyBucket:ratePerSec=1e6,maxQueueMs=0.25",
+	{ "leakyBucket:ratePerSec=6.4e4,maxQueueMs=0.25",
 	  TKSHM_KIND_LEAKY_BUCKET,
-	  { 1e6, 0.25 } },
+	  { 6.4e4, 0.25 } },
 	/* concurrency: whole permits 1..256 */
 	{ "concurrency:limit=16", TKSHM_KIND_CONCURRENCY, { 16 } },
 	{ "concurrency:limit=1", TKSHM_KIND_CONCURRENCY, { 1 } },
 	{ "concurrency:limit=256", TKSHM_KIND_CONCURRENCY, { 256 } },
-	{ " concurrency : limit = 2.56e2 ", TKSHM_KIND_CONCURRENCY, { 256 } },
+	{ "concurrency:limit=2.56e2", TKSHM_KIND_CONCURRENCY, { 256 } },
 	/* adaptiveConcurrency (algorithm, initialLimit, minLimit, maxLimit,
 	 * smoothing, tolerance, rttWindowMs, backoffRatio, timeoutMs): every
 	 * default, and initialLimit's default 20 clamped into [min, max] */
 	{ "adaptiveConcurrency",
 	  TKSHM_KIND_ADAPTIVE_CONCURRENCY,
 	  { G2, 20, 1, 200, 0.2, 1.5, 10000, 0.9, 5000 } },
-	{ "adaptiveConcurrency:",
+	{ "adaptiveConcurrency",
 	  TKSHM_KIND_ADAPTIVE_CONCURRENCY,
 	  { G2, 20, 1, 200, 0.2, 1.5, 10000, 0.9, 5000 } },
 	{ "adaptiveConcurrency:maxLimit=64",
@@ -1518,7 +1606,9 @@ test_format_round_trip_every_kind(void **state)
 			break;
 		case TKSHM_KIND_FIXED_WINDOW:
 			p.u.fixed_window.limit = random_positive(&r, -20);
-			p.u.fixed_window.window_ms = random_positive(&r, -10);
+			/* Time steps from 2^-4 ms: above the finest step
+			 * (src/algorithms/resolution.h). */
+			p.u.fixed_window.window_ms = random_positive(&r, -4);
 			break;
 		case TKSHM_KIND_SLIDING_WINDOW:
 			p.u.sliding_window.limit = random_positive(&r, -20);
@@ -1529,7 +1619,7 @@ test_format_round_trip_every_kind(void **state)
 		case TKSHM_KIND_SLIDING_LOG:
 			p.u.sliding_log.limit =
 				random_positive(&r, -30) / 0x1p33 * 128;
-			p.u.sliding_log.window_ms = random_positive(&r, -20);
+			p.u.sliding_log.window_ms = random_positive(&r, -4);
 			break;
 		case TKSHM_KIND_QUOTA:
 			p.u.quota.limit = random_positive(&r, -20);
@@ -1546,11 +1636,12 @@ test_format_round_trip_every_kind(void **state)
 			break;
 		case TKSHM_KIND_TOKEN_BUDGET:
 			p.u.token_budget.budget = 1 + random_positive(&r, -20);
-			p.u.token_budget.window_ms = random_positive(&r, -10);
+			p.u.token_budget.window_ms = random_positive(&r, -4);
 			break;
 		case TKSHM_KIND_LEAKY_BUCKET:
+			/* Up to 2^13 per second: T >= 2^-3 ms. */
 			p.u.leaky_bucket.rate_per_sec =
-				random_positive(&r, -20);
+				random_positive(&r, -20) / 0x1p30;
 			/* One in eight without a queue (maxQueueMs 0). */
 			p.u.leaky_bucket.max_queue_ms =
 				xorshift(&r) % 8 == 0 ?
@@ -1926,7 +2017,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_basic),
-		cmocka_unit_test(test_parse_whitespace_and_order),
+		cmocka_unit_test(test_parse_order_and_numbers),
+		cmocka_unit_test(test_parse_strict_grammar),
 		cmocka_unit_test(test_parse_burst_default),
 		cmocka_unit_test(test_parse_exact_decimals),
 		cmocka_unit_test(test_parse_refuses),

@@ -193,7 +193,7 @@ test_seed_defeats_aimed_keys(void **state)
  * ---------------------------------------------------------------------- */
 
 #define STRICT_SPEC "gcra:limit=10,periodMs=1000,burst=5"
-#define LOOSE_SPEC  "gcra:limit=100000,periodMs=1000,burst=100000"
+#define LOOSE_SPEC  "gcra:limit=50000,periodMs=1000,burst=100000"
 
 static int
 admitted_in_a_row(tkshm_table *t, const char *key)

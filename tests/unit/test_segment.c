@@ -322,6 +322,68 @@ test_gid(void **state)
 	assert_int_equal(st.st_gid, getegid());
 }
 
+/* Issue 18: mode 0xffffffff was masked to 07777 and created a setuid,
+ * setgid, sticky file.  Any bit outside 0777 is TKSHM_EINVAL, naming the
+ * mode, and creates nothing: not with a path, not anonymous, and an
+ * attach is refused the same way.  So is a gid that no group can have. */
+static void
+test_mode_outside_0777_refused(void **state)
+{
+	static const uint32_t bad_modes[] = { 0xffffffffu, 07777, 04600,
+					      02600,	   01600, 010600 };
+	static const int64_t bad_gids[] = { -2, INT64_MIN, 4294967295LL,
+					    INT64_MAX };
+	tkshm_policy p = tkt_policy(SPEC);
+	const char *path = tkt_path("bad-mode.tk");
+	const char *existing = make_table("bad-mode-existing.tk");
+	struct stat st;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof bad_modes / sizeof bad_modes[0]; i++) {
+		const char *where[] = { path, NULL, existing };
+
+		for (size_t w = 0; w < 3; w++) {
+			tkshm_options o = TKSHM_OPTIONS_INIT;
+			tkshm_table *t = NULL;
+			char err[256] = "";
+
+			o.policy = &p;
+			o.slots = where[w] == existing ? 0 : 8;
+			o.mode = bad_modes[i];
+			o.errbuf = err;
+			o.errbuf_len = sizeof err;
+			if (tkshm_open(where[w], &o, &t) != TKSHM_EINVAL)
+				fail_msg("mode %#o (%s): not refused",
+					 bad_modes[i],
+					 where[w] ? where[w] : "anonymous");
+			assert_null(t);
+			if (!strstr(err, "has bits outside 0777"))
+				fail_msg("mode %#o: errbuf \"%s\"",
+					 bad_modes[i], err);
+		}
+		if (lstat(path, &st) == 0)
+			fail_msg("mode %#o: %s was created (mode %04o)",
+				 bad_modes[i], path,
+				 (unsigned)(st.st_mode & 07777));
+	}
+	assert_int_equal(mode_of(existing), 0600);
+	for (size_t i = 0; i < sizeof bad_gids / sizeof bad_gids[0]; i++) {
+		tkshm_options o = TKSHM_OPTIONS_INIT;
+		tkshm_table *t = NULL;
+		char err[256] = "";
+
+		o.policy = &p;
+		o.gid = bad_gids[i];
+		o.errbuf = err;
+		o.errbuf_len = sizeof err;
+		assert_rc(tkshm_open(path, &o, &t), TKSHM_EINVAL);
+		if (!strstr(err, "is not a group id"))
+			fail_msg("gid %lld: errbuf \"%s\"",
+				 (long long)bad_gids[i], err);
+		assert_int_not_equal(lstat(path, &st), 0);
+	}
+}
+
 static void
 test_exclusive_and_missing(void **state)
 {
@@ -1056,6 +1118,7 @@ main(void)
 		cmocka_unit_test(test_slots_rounding),
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_gid),
+		cmocka_unit_test(test_mode_outside_0777_refused),
 		cmocka_unit_test(test_exclusive_and_missing),
 		cmocka_unit_test(test_default_dir),
 		cmocka_unit_test(test_policy_mismatch),

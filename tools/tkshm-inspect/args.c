@@ -105,8 +105,17 @@ ti_parse_mode(const char *cmd, const char *s, uint32_t *out)
 		goto bad;
 	errno = 0;
 	v = strtoul(s, &end, 8);
-	if (*end != '\0' || errno == ERANGE || v > 07777)
+	if (*end != '\0' || errno == ERANGE)
 		goto bad;
+	if (v > 0777) {
+		/* As tkshm_open refuses them, rather than mask them away. */
+		ti_usage_error(cmd,
+			       "--mode: %s has bits outside 0777: a table file "
+			       "takes permission bits only (no setuid, setgid "
+			       "or sticky)",
+			       s);
+		return false;
+	}
 	if (v == 0) {
 		/* tkshm_options.mode 0 means "the default, 0600". */
 		ti_usage_error(cmd,
@@ -116,7 +125,7 @@ ti_parse_mode(const char *cmd, const char *s, uint32_t *out)
 	*out = (uint32_t)v;
 	return true;
 bad:
-	ti_usage_error(cmd, "--mode: '%s' is not an octal mode (0..7777)", s);
+	ti_usage_error(cmd, "--mode: '%s' is not an octal mode (1 to 777)", s);
 	return false;
 }
 

@@ -2,6 +2,13 @@
  * cmd_reset.c - `tkshm-inspect reset PATH KEY [--json]`: forgets one key
  * (tkshm_reset), which also unblocks it.  The table is attached read-write
  * with its stored policy and never created.
+ *
+ * tkshm_reset succeeds for an absent key, so a mistyped key would look
+ * reset: the key is looked up first.  Absent, with no remembered debt that
+ * a check of it would see, there is nothing to reset: that is said, with
+ * exit status 1 as for show.  Absent but in remembered debt (an evicted
+ * debtor), the reset clears that debt and succeeds.  The lookup is what the
+ * table held just before the reset: a worker may insert the key between.
  */
 #include <string.h>
 
@@ -15,8 +22,12 @@ ti_usage_reset(FILE *f)
 	      "Forgets KEY in the existing table PATH: its next check starts\n"
 	      "fresh, as for a key never seen (a blocked key is unblocked).\n"
 	      "Also clears the remembered debt of the key's hash cell, which\n"
-	      "a few other keys share.  Resetting an absent key succeeds.\n"
-	      "Prints 'reset KEY'.\n"
+	      "a few other keys share.  Prints 'reset KEY'.\n"
+	      "\n"
+	      "A KEY not in the table is reported and nothing is reset (exit\n"
+	      "status 1), unless a check of it would see remembered debt (an\n"
+	      "evicted key in debt): that debt is cleared, and 'reset KEY\n"
+	      "(not in the table; its remembered debt cleared)' printed.\n"
 	      "\n"
 	      "KEY is written as list prints it: bytes 0x21..0x7e as they are,\n"
 	      "'\\\\' for a backslash and '\\xNN' for any other byte.\n"
@@ -25,7 +36,8 @@ ti_usage_reset(FILE *f)
 	      "\n"
 	      "Options:\n"
 	      "  --json            print {\"table\":PATH,\"key\":KEY,"
-	      "\"reset\":true}\n"
+	      "\"reset\":BOOL,\n"
+	      "                    \"inTable\":BOOL}\n"
 	      "  -h, --help        show this help\n"
 	      "\n",
 	      f);
@@ -61,20 +73,58 @@ ti_reset_failed(const char *path, const char *key, int rc)
 	}
 }
 
+/* What the table held of the key just before the reset. */
+enum ti_reset_found {
+	TI_RESET_IN_TABLE, /* a slot (or a look that did not settle) */
+	TI_RESET_DEBT,	   /* no slot, but remembered debt */
+	TI_RESET_ABSENT,   /* nothing to reset */
+};
+
+/* tkshm_entry_get_at's TKSHM_EBUSY means the key's record kept moving
+ * under writers; a few more looks usually catch it still (as show). */
+#define TI_RESET_TRIES 8
+
+static enum ti_reset_found
+ti_reset_lookup(tkshm_table *t, const unsigned char *key, size_t len)
+{
+	double now = tkshm_now_ms();
+	tkshm_decision d;
+	tkshm_entry e;
+	int rc = TKSHM_EBUSY;
+
+	for (int i = 0; i < TI_RESET_TRIES && rc == TKSHM_EBUSY; i++)
+		rc = tkshm_entry_get_at(t, key, len, now, &e);
+	/* Any other failure is the reset's to report. */
+	if (rc != TKSHM_ENOENT)
+		return TI_RESET_IN_TABLE;
+	/* As show's "remembered debt": a check would start below full. */
+	if (tkshm_peek_at(t, key, len, now, &d) == TKSHM_OK &&
+	    d.remaining < d.limit)
+		return TI_RESET_DEBT;
+	return TI_RESET_ABSENT;
+}
+
 static void
-ti_reset_print(const char *path, const char *key, bool json)
+ti_reset_print(const char *path, const char *key, enum ti_reset_found found,
+	       bool json)
 {
 	struct ti_json j;
 
 	if (!json) {
-		printf("reset %s\n", key);
+		if (found == TI_RESET_IN_TABLE)
+			printf("reset %s\n", key);
+		else if (found == TI_RESET_DEBT)
+			printf("reset %s (not in the table; its remembered "
+			       "debt cleared)\n",
+			       key);
 		return;
 	}
 	ti_json_init(&j, stdout, false);
 	ti_json_begin_obj(&j, NULL);
 	ti_json_string(&j, "table", path);
 	ti_json_string(&j, "key", key);
-	ti_json_bool(&j, "reset", true);
+	ti_json_bool(&j, "reset", found != TI_RESET_ABSENT);
+	ti_json_bool(&j, "inTable", found == TI_RESET_IN_TABLE);
 	ti_json_end_obj(&j);
 }
 
@@ -91,6 +141,7 @@ ti_cmd_reset(int argc, char **argv)
 		TI_CMDLINE("reset", ti_usage_reset, opts, ti_reset_opt, &json);
 	unsigned char key[TKSHM_KEY_MAX];
 	char full[4200], text[TI_KEY_TEXT_MAX];
+	enum ti_reset_found found;
 	const char *path;
 	tkshm_table *t;
 	size_t len;
@@ -103,12 +154,17 @@ ti_cmd_reset(int argc, char **argv)
 	path = v[0];
 	if ((k = ti_open_rdwr(&path, full, sizeof full, &t)) != TI_EXIT_OK)
 		return k;
-	rc = tkshm_reset(t, key, len);
+	found = ti_reset_lookup(t, key, len);
+	rc = found == TI_RESET_ABSENT ? TKSHM_OK : tkshm_reset(t, key, len);
 	tkshm_close(t);
 	/* The key as list prints it, whatever escapes the operand used. */
 	ti_key_escape(key, len, text, sizeof text);
 	if (rc != TKSHM_OK)
 		return ti_reset_failed(path, text, rc);
-	ti_reset_print(path, text, json);
-	return ti_finish_stdout(TI_EXIT_OK);
+	ti_reset_print(path, text, found, json);
+	if (found != TI_RESET_ABSENT)
+		return ti_finish_stdout(TI_EXIT_OK);
+	k = ti_finish_stdout(TI_EXIT_CHECK);
+	ti_err("reset: key not in the table, nothing reset: %s", text);
+	return k;
 }

@@ -320,7 +320,9 @@ ti_cmd_show(int argc, char **argv)
 		return k;
 	}
 	tkshm_close(t);
-	if (rc != TKSHM_OK) {
+	/* A corrupt key comes back filled (state_valid false): shown below,
+	 * with the corrupt state's exit status. */
+	if (rc != TKSHM_OK && rc != TKSHM_ECORRUPT) {
 		/* As replay, reset and set report a check that did not
 		 * settle (TKSHM_EBUSY) or a corrupt key. */
 		ti_err("show: cannot read key %s of %s: %s", s.key_canon,

@@ -204,7 +204,7 @@ ti_where_resolve(struct ti_where *w, tkshm_table *t, double now)
 	if (w->field != TI_F_KEY || w->op == TI_OP_PREFIX)
 		return;
 	rc = tkshm_entry_get_at(t, w->key, w->key_len, now, &e);
-	if (rc == TKSHM_OK) {
+	if (rc == TKSHM_OK || rc == TKSHM_ECORRUPT) {
 		w->have_fp = true;
 		w->fp = e.fingerprint;
 	} else if (rc == TKSHM_ENOENT) {
@@ -452,12 +452,11 @@ ti_rel_time(double at_ms, double now_ms, char *buf, size_t cap)
 int
 ti_now_opt(const char *cmd, const char *value, double *now)
 {
-	/* 2^62 ms: the library's bound on every time it takes. */
-	if (!ti_parse_decimal(value, now) || *now < 0 ||
-	    *now > 4611686018427387904.0)
+	/* The library's bound on every time it takes. */
+	if (!ti_parse_decimal(value, now) || *now < 0 || *now > TKSHM_NOW_MAX)
 		return ti_usage_error(cmd,
 				      "--now: '%s' is not a time in ms from 0 "
-				      "to 2^62",
+				      "to 2^42 (year 2109)",
 				      value);
 	return TI_GO_ON;
 }

@@ -19,8 +19,9 @@
 enum ti_exit {
 	TI_EXIT_OK = 0,	   /* success */
 	TI_EXIT_CHECK = 1, /* verify found problems; show: key absent or
-				 corrupt; a malformed replay line; a write
-				 refused (EFULL) or unsettled (EBUSY) */
+				 corrupt; reset: key absent; a malformed
+				 replay line; a write refused (EFULL) or
+				 unsettled (EBUSY) */
 	TI_EXIT_USAGE = 2, /* bad command line */
 	TI_EXIT_OPEN = 3,  /* cannot open, create or attach the table */
 	TI_EXIT_IO = 4,	   /* I/O error (reading input, writing output) or

@@ -7,15 +7,13 @@
  * again (and names, without a line, anything it refuses that we let by).
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "conf_file.h"
 #include "config.h"
 #include "tkshm.h"
 
@@ -97,62 +95,75 @@ sd_bad_at(const struct sd_parse *p, unsigned line, const char *fmt, ...)
 
 #define sd_bad(p, ...) sd_bad_at((p), (p)->line, __VA_ARGS__)
 
-/* A finite decimal number: digits, one '.', an exponent; no hex, "inf" or
- * "nan", which strtod would take. */
+/* A whole number in [min, max], written as decimal digits (a '-' before
+ * them is read, to say that the number is out of range): no '+', no
+ * fraction, exponent, hex or blank, and no wrap-around on overflow.
+ * `what` says what the value should be, for the message. */
 static bool
-sd_decimal(const char *s, double *out)
+sd_whole(struct sd_parse *p, const char *key, const char *v, const char *what,
+	 unsigned long min, unsigned long max, unsigned long *out)
 {
-	char *end;
-
-	if (s[strspn(s, "0123456789.eE+-")] != '\0' ||
-	    !strpbrk(s, "0123456789"))
-		return false;
-	errno = 0;
-	*out = strtod(s, &end);
-	return *end == '\0' && errno == 0 && isfinite(*out);
-}
-
-/* A duration in milliseconds in [min, max]; min 0 stands for "more than
- * 0".  The ranges are tk_agent_new()'s and tk_conn_new()'s, checked here
- * to name the line. */
-static bool
-sd_ms(struct sd_parse *p, const char *key, const char *v, double min,
-      double max, double *out)
-{
-	double d;
-
-	if (!sd_decimal(v, &d))
-		return sd_bad(p, "%s: '%s' is not a number of milliseconds",
-			      key, v);
-	if (min == 0 ? !(d > 0 && d <= max) : !(d >= min && d <= max)) {
-		if (min == 0)
-			return sd_bad(p,
-				      "%s: %s is out of range (more than 0, "
-				      "at most %.15g)",
-				      key, v, max);
-		return sd_bad(p, "%s: %s is out of range (%.15g to %.15g)", key,
-			      v, min, max);
-	}
-	*out = d;
-	return true;
-}
-
-/* A whole number in [min, max]. */
-static bool
-sd_uint(struct sd_parse *p, const char *key, const char *v, unsigned long min,
-	unsigned long max, unsigned long *out)
-{
+	const char *digits = v[0] == '-' ? v + 1 : v;
 	unsigned long n;
-	char *end;
 
-	if (v[strspn(v, "0123456789")] != '\0')
-		return sd_bad(p, "%s: '%s' is not a whole number", key, v);
+	if (digits[0] == '\0' || digits[strspn(digits, "0123456789")] != '\0')
+		return sd_bad(p, "%s: '%s' is not %s", key, v, what);
 	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno == ERANGE || n < min || n > max)
+	n = strtoul(digits, NULL, 10);
+	if (errno == ERANGE || (digits != v && n != 0) || n < min || n > max)
 		return sd_bad(p, "%s: %s is out of range (%lu to %lu)", key, v,
 			      min, max);
 	*out = n;
+	return true;
+}
+
+#define sd_uint(p, key, v, min, max, out) \
+	sd_whole((p), (key), (v), "a whole number", (min), (max), (out))
+
+/* A duration in whole milliseconds in [min, max]: a fraction of a
+ * millisecond is no timeout or period anyone means (1e-300 would be a
+ * timeout of 1 us, the least a timeval holds). */
+static bool
+sd_ms(struct sd_parse *p, const char *key, const char *v, unsigned long min,
+      unsigned long max, double *out)
+{
+	unsigned long n = 0;
+
+	if (!sd_whole(p, key, v, "a whole number of milliseconds", min, max,
+		      &n))
+		return false;
+	*out = (double)n;
+	return true;
+}
+
+/* poll_ms: milliseconds with at most 3 decimals (whole microseconds), in
+ * [0.1, 1000], the agent's range: digits, then optionally '.' and 1 to 3
+ * digits. */
+static bool
+sd_poll_ms(struct sd_parse *p, const char *key, const char *v, double *out)
+{
+	size_t ni = strspn(v, "0123456789"), nf = 0;
+	unsigned long long us = 0, frac = 0;
+
+	if (v[ni] == '.')
+		nf = strspn(v + ni + 1, "0123456789");
+	if (ni == 0 || (v[ni] == '.' && (nf == 0 || nf > 3)) ||
+	    v[ni + (v[ni] == '.' ? 1 + nf : 0)] != '\0')
+		return sd_bad(p,
+			      "%s: '%s' is not a number of milliseconds "
+			      "(digits, and at most 3 after a '.')",
+			      key, v);
+	/* Saturated far above the range, so that no digit string wraps. */
+	for (size_t i = 0; i < ni; i++)
+		us = us > 1000000000ULL ? us : 10 * us + (unsigned)(v[i] - '0');
+	for (size_t i = 0; i < 3; i++)
+		frac = 10 * frac +
+		       (i < nf ? (unsigned)(v[ni + 1 + i] - '0') : 0);
+	us = 1000 * us + frac;
+	if (us < 100 || us > 1000000)
+		return sd_bad(p, "%s: %s is out of range (0.1 to 1000)", key,
+			      v);
+	*out = (double)us / 1000.0;
 	return true;
 }
 
@@ -168,6 +179,32 @@ sd_str(struct sd_parse *p, const char *key, const char *v, char *out,
 			      n, cap - 1);
 	memcpy(out, v, n + 1);
 	return true;
+}
+
+/* host_id's characters: a host name's, and '_'. */
+#define SD_HOST_ID_CHARS             \
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZ" \
+	"abcdefghijklmnopqrstuvwxyz" \
+	"0123456789._-"
+#define SD_HOST_ID_SAID "A-Z a-z 0-9 . _ -"
+/* redis_host's: a host name, an IPv4 address, or an IPv6 one, with its
+ * zone after a '%'. */
+#define SD_REDIS_HOST_CHARS SD_HOST_ID_CHARS ":%"
+
+/* A string of the characters `chars` (`said`, for the message) that fits
+ * `cap` bytes with its NUL. */
+static bool
+sd_word(struct sd_parse *p, const char *key, const char *v, const char *chars,
+	const char *said, char *out, size_t cap)
+{
+	size_t ok = strspn(v, chars);
+
+	if (v[ok] != '\0')
+		return sd_bad(p,
+			      "%s: '%s' has a character outside %s (byte "
+			      "%zu)",
+			      key, v, said, ok + 1);
+	return sd_str(p, key, v, out, cap);
 }
 
 /* An absolute path: the daemon runs in '/', where a relative one would
@@ -239,7 +276,9 @@ sd_set(struct sd_parse *p, enum sd_key k, const char *v)
 
 	switch (k) {
 	case SD_K_REDIS_HOST:
-		return sd_str(p, key, v, a->redis.host, sizeof a->redis.host);
+		return sd_word(p, key, v, SD_REDIS_HOST_CHARS,
+			       "A-Z a-z 0-9 . _ - : %", a->redis.host,
+			       sizeof a->redis.host);
 	case SD_K_REDIS_PORT:
 		if (!sd_uint(p, key, v, 1, 65535, &n))
 			return false;
@@ -249,6 +288,9 @@ sd_set(struct sd_parse *p, enum sd_key k, const char *v)
 		return sd_abs_path(p, key, v, a->redis.unix_path,
 				   sizeof a->redis.unix_path);
 	case SD_K_REDIS_USERNAME:
+		/* Redis refuses blanks in a user name (ACL SETUSER). */
+		if (strpbrk(v, " \t"))
+			return sd_bad(p, "%s: '%s' has a blank", key, v);
 		return sd_str(p, key, v, a->redis.username,
 			      sizeof a->redis.username);
 	case SD_K_REDIS_PASSWORD:
@@ -269,13 +311,13 @@ sd_set(struct sd_parse *p, enum sd_key k, const char *v)
 		a->redis.db = (int)n;
 		return true;
 	case SD_K_CONNECT_TIMEOUT_MS:
-		return sd_ms(p, key, v, 0, SD_MAX_MS,
+		return sd_ms(p, key, v, 1, SD_MAX_MS,
 			     &a->redis.connect_timeout_ms);
 	case SD_K_COMMAND_TIMEOUT_MS:
-		return sd_ms(p, key, v, 0, SD_MAX_MS,
+		return sd_ms(p, key, v, 1, SD_MAX_MS,
 			     &a->redis.command_timeout_ms);
 	case SD_K_POLL_MS:
-		return sd_ms(p, key, v, 0.1, 1000, &a->poll_ms);
+		return sd_poll_ms(p, key, v, &a->poll_ms);
 	case SD_K_HORIZON_MS:
 		return sd_ms(p, key, v, 1, 60000, &a->horizon_ms);
 	case SD_K_HEARTBEAT_MS:
@@ -297,7 +339,8 @@ sd_set(struct sd_parse *p, enum sd_key k, const char *v)
 				      v);
 		return true;
 	case SD_K_HOST_ID:
-		return sd_str(p, key, v, a->host_id, sizeof a->host_id);
+		return sd_word(p, key, v, SD_HOST_ID_CHARS, SD_HOST_ID_SAID,
+			       a->host_id, sizeof a->host_id);
 	case SD_K_PIDFILE:
 		return sd_abs_path(p, key, v, p->c->pidfile,
 				   sizeof p->c->pidfile);
@@ -335,6 +378,12 @@ sd_line(struct sd_parse *p, char *line)
 	char *eq, *key, *value;
 	int k;
 
+	/* Before anything is printed of it: a key is quoted in messages. */
+	for (const char *s = line; *s; s++)
+		if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
+			return sd_bad(
+				p, "a control character (0x%02x) in the line",
+				(unsigned)(unsigned char)*s);
 	line = sd_trim(line);
 	if (line[0] == '\0' || line[0] == '#')
 		return true;
@@ -348,10 +397,6 @@ sd_line(struct sd_parse *p, char *line)
 			break;
 	if (k == SD_NKEYS)
 		return sd_bad(p, "unknown key '%s'", key);
-	for (const char *s = value; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return sd_bad(p, "%s: a control character in the value",
-				      key);
 	if (value[0] == '\0')
 		return sd_bad(p, "%s: no value", key);
 	if (k != SD_K_TABLE && p->seen[k])
@@ -362,62 +407,38 @@ sd_line(struct sd_parse *p, char *line)
 	return sd_set(p, (enum sd_key)k, value);
 }
 
-/* Reads the password file named at line `line`: its first line, which
- * only the owner (and the group) may read. */
+/* Reads the password file named at line `line`: its first line, in a
+ * regular file that others have no permission on (group read is allowed,
+ * so that a group can own the secret). */
 static bool
 sd_read_password(struct sd_parse *p, unsigned line)
 {
 	struct tk_redis_conf *r = &p->c->agent.redis;
-	char buf[sizeof r->password + 2];
-	struct stat st;
-	ssize_t n;
+	char what[PATH_MAX + 32], why[PATH_MAX + 256];
+	struct sd_file f;
 	size_t len;
-	int fd;
 
-	fd = open(p->password_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return sd_bad_at(p, line, "cannot read %s: %s",
-				 p->password_file, strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return sd_bad_at(p, line, "%s is not a regular file",
-				 p->password_file);
-	}
-	/* Checked on the open file, so that what was checked is what is
-	 * read. */
-	if (st.st_mode & S_IRWXO) {
-		close(fd);
-		return sd_bad_at(p, line,
-				 "%s is open to others (mode %04o): chmod "
-				 "o-rwx it",
-				 p->password_file,
-				 (unsigned)(st.st_mode & 07777));
-	}
-	do
-		n = read(fd, buf, sizeof buf - 1);
-	while (n < 0 && errno == EINTR);
-	close(fd);
-	if (n < 0)
-		return sd_bad_at(p, line, "cannot read %s: %s",
-				 p->password_file, strerror(errno));
-	buf[n] = '\0';
-	len = strcspn(buf, "\r\n");
-	buf[len] = '\0';
-	if (len == 0 || memchr(buf, '\0', len) != NULL) {
-		explicit_bzero(buf, sizeof buf);
+	snprintf(what, sizeof what, "the password file %s", p->password_file);
+	if (!sd_file_read(p->password_file, SD_FILE_SECRET, what, &f, why,
+			  sizeof why))
+		return sd_bad_at(p, line, "%s", why);
+	len = strcspn(f.text, "\r\n");
+	if (len == 0 || memchr(f.text, '\0', len) != NULL) {
+		sd_file_free(&f);
 		return sd_bad_at(p, line,
 				 "%s: the first line should be the password",
 				 p->password_file);
 	}
 	if (len >= sizeof r->password) {
-		explicit_bzero(buf, sizeof buf);
+		sd_file_free(&f);
 		return sd_bad_at(p, line,
 				 "%s: the password is too long (at "
 				 "most %zu bytes)",
 				 p->password_file, sizeof r->password - 1);
 	}
-	memcpy(r->password, buf, len + 1);
-	explicit_bzero(buf, sizeof buf);
+	memcpy(r->password, f.text, len);
+	r->password[len] = '\0';
+	sd_file_free(&f);
 	return true;
 }
 
@@ -426,6 +447,7 @@ static bool
 sd_check_whole(struct sd_parse *p)
 {
 	const unsigned *seen = p->seen;
+	const char *host_id = p->c->agent.host_id;
 	unsigned net = seen[SD_K_REDIS_HOST] ? seen[SD_K_REDIS_HOST] :
 					       seen[SD_K_REDIS_PORT];
 
@@ -448,8 +470,52 @@ sd_check_whole(struct sd_parse *p)
 		return sd_bad_at(p, 0,
 				 "no table: name each lease table to serve "
 				 "with 'table = PATH'");
+	/* The default, the host name, follows host_id's rule too. */
+	if (!seen[SD_K_HOST_ID] &&
+	    (host_id[0] == '\0' ||
+	     host_id[strspn(host_id, SD_HOST_ID_CHARS)] != '\0'))
+		return sd_bad_at(p, 0,
+				 "the host name is not a valid host_id (1 "
+				 "to %zu of " SD_HOST_ID_SAID "): set host_id",
+				 sizeof p->c->agent.host_id - 1);
 	if (seen[SD_K_REDIS_PASSWORD_FILE])
 		return sd_read_password(p, seen[SD_K_REDIS_PASSWORD_FILE]);
+	return true;
+}
+
+/* The text's lines, after a UTF-8 byte-order mark (which editors on
+ * other systems put first); a UTF-16 one is refused, with its reason. */
+static bool
+sd_parse_text(struct sd_parse *p, char *text, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)text;
+	char *end = text + len, *nl;
+
+	if (len >= 2 &&
+	    ((u[0] == 0xff && u[1] == 0xfe) || (u[0] == 0xfe && u[1] == 0xff)))
+		return sd_bad_at(p, 0,
+				 "the configuration is UTF-16 (it starts "
+				 "with the byte-order mark %02X %02X): save "
+				 "it as UTF-8",
+				 u[0], u[1]);
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+		text += 3;
+	for (; text < end; text = nl < end ? nl + 1 : end) {
+		size_t n;
+
+		p->line++;
+		nl = memchr(text, '\n', (size_t)(end - text));
+		if (!nl)
+			nl = end; /* the last line, without its newline */
+		*nl = '\0';
+		n = (size_t)(nl - text);
+		if (n > 0 && text[n - 1] == '\r')
+			text[--n] = '\0';
+		if (strlen(text) != n)
+			return sd_bad(p, "a NUL byte in the line");
+		if (!sd_line(p, text))
+			return false;
+	}
 	return true;
 }
 
@@ -457,39 +523,20 @@ bool
 sd_conf_load(struct sd_conf *c, const char *file)
 {
 	struct sd_parse p = { .c = c };
-	struct stat st;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	bool ok = true;
-	FILE *f;
+	char why[PATH_MAX + 256];
+	struct sd_file f;
+	bool ok;
 
 	memset(c, 0, sizeof *c);
 	c->file = file;
 	c->log = SD_LOG_STDERR;
 	tk_agent_conf_init(&c->agent);
-	if (!(f = fopen(file, "re")))
-		return sd_bad_at(&p, 0, "cannot read the configuration: %s",
-				 strerror(errno));
-	p.others_read = fstat(fileno(f), &st) == 0 && (st.st_mode & S_IROTH);
-	while (ok && (n = getline(&line, &cap, f)) >= 0) {
-		p.line++;
-		if (n > 0 && line[n - 1] == '\n')
-			line[--n] = '\0';
-		if (n > 0 && line[n - 1] == '\r')
-			line[--n] = '\0';
-		if (strlen(line) != (size_t)n)
-			ok = sd_bad(&p, "a NUL byte in the line");
-		else
-			ok = sd_line(&p, line);
-	}
-	if (ok && ferror(f))
-		ok = sd_bad_at(&p, 0, "cannot read the configuration: %s",
-			       strerror(errno));
-	if (line)
-		explicit_bzero(line, cap);
-	free(line);
-	fclose(f);
+	if (!sd_file_read(file, SD_FILE_TRUSTED, "the configuration", &f, why,
+			  sizeof why))
+		return sd_bad_at(&p, 0, "%s", why);
+	p.others_read = (f.mode & S_IROTH) != 0;
+	ok = sd_parse_text(&p, f.text, f.len);
+	sd_file_free(&f);
 	return ok && sd_check_whole(&p);
 }
 

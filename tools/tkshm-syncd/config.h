@@ -1,7 +1,11 @@
 /*
  * config.h - tkshm-syncd's configuration file.
  *
- * The file is lines of "key = value"; a line whose first non-blank
+ * The file is read only if it is a regular file that nobody but root
+ * and the user running the agent can change, of at most SD_FILE_MAX bytes
+ * (conf_file.h); a UTF-8 byte-order mark at its start is skipped.
+ *
+ * It is lines of "key = value"; a line whose first non-blank
  * character is '#' is a comment, and blank lines are ignored.  A '#'
  * elsewhere is part of the value (a password or a path may hold one).
  * Whitespace around the key and the value is dropped.  Every key but
@@ -9,8 +13,10 @@
  *
  * Every problem is reported as "FILE:LINE: what is wrong" (sd_log, LOG_ERR)
  * and the load fails: an unknown key, a value that is not a number or is
- * out of range, a relative path (the daemon runs in /), a password file
- * that others may read, no table at all.  Whether each table exists and is
+ * out of range (durations are whole milliseconds, poll_ms aside), a name
+ * with a character outside its set, a control character, a relative path
+ * (the daemon runs in /), a password file that others may read, no table
+ * at all.  Whether each table exists and is
  * a lease table is checked by tables.c, which reports the table's line.
  */
 #ifndef TKSHM_SYNCD_CONFIG_H
@@ -31,7 +37,7 @@
 #define SD_DEFAULT_PIDFILE "/run/tkshm-syncd.pid"
 
 /* The longest Redis timeout accepted (ms): one day. */
-#define SD_MAX_MS 86400000.0
+#define SD_MAX_MS 86400000UL
 
 struct sd_table {
 	char path[PATH_MAX];

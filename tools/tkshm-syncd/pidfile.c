@@ -11,43 +11,36 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "conf_file.h"
 #include "log.h"
 #include "pidfile.h"
 
 /* The pid in `path` into *pid (0 when the file is absent or does not hold
- * a pid).  False after reporting a file that exists but cannot be read. */
+ * a pid).  False after reporting a file that exists but cannot be read, or
+ * is no regular file: a FIFO's open would wait forever, a device's may do
+ * something, and the write's rename() would replace either. */
 static bool
 sd_pidfile_read(const char *path, pid_t *pid)
 {
-	char buf[32], *end;
-	ssize_t n;
+	char what[PATH_MAX + 16], why[PATH_MAX + 256], *end;
+	struct sd_file f;
+	struct stat st;
 	long v;
-	int fd;
 
 	*pid = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		if (errno == ENOENT)
-			return true;
-		sd_log(LOG_ERR, "cannot read the pid file %s: %s", path,
-		       strerror(errno));
+	if (stat(path, &st) != 0 && errno == ENOENT)
+		return true;
+	snprintf(what, sizeof what, "the pid file %s", path);
+	if (!sd_file_read(path, 0, what, &f, why, sizeof why)) {
+		sd_log(LOG_ERR, "%s", why);
 		return false;
 	}
-	do
-		n = read(fd, buf, sizeof buf - 1);
-	while (n < 0 && errno == EINTR);
-	close(fd);
-	if (n < 0) {
-		sd_log(LOG_ERR, "cannot read the pid file %s: %s", path,
-		       strerror(errno));
-		return false;
-	}
-	buf[n] = '\0';
 	errno = 0;
-	v = strtol(buf, &end, 10);
-	if (end != buf && (*end == '\n' || *end == '\0') && errno == 0 &&
+	v = strtol(f.text, &end, 10);
+	if (end != f.text && (*end == '\n' || *end == '\0') && errno == 0 &&
 	    v > 0 && v <= INT_MAX)
 		*pid = (pid_t)v;
+	sd_file_free(&f);
 	return true;
 }
 

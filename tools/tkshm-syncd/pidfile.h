@@ -11,7 +11,9 @@
  *     start, checked before the tables are attached and again when the
  *     file is published (link() fails on an existing file, so of two
  *     starts at once one publishes and the other finds it).  A pid file
- *     naming no live process is stale and is replaced.
+ *     naming no live process is stale and is replaced.  A path that is
+ *     not a regular file (a FIFO, a device) refuses the start, and is
+ *     neither opened nor replaced.
  * P4  On a clean exit the file is removed, but only if it still names
  *     this process.
  */

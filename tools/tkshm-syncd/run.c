@@ -102,11 +102,13 @@ sd_summary(struct tk_agent *a, const struct tk_agent_round *from,
 	tk_agent_totals(a, &t);
 	sd_log(LOG_INFO,
 	       "%s: %" PRIu64 " rounds, %" PRIu64 " leases granted (%" PRIu64
-	       " units) of %" PRIu64 " asked, %" PRIu64 " round trips to Redis",
+	       " units) of %" PRIu64 " asked, %" PRIu64
+	       " round trips to Redis, %" PRIu64 " Redis errors",
 	       what, rounds, t.leases_granted - from->leases_granted,
 	       t.units_granted - from->units_granted,
 	       t.leases_asked - from->leases_asked,
-	       t.round_trips - from->round_trips);
+	       t.round_trips - from->round_trips,
+	       t.redis_errors - from->redis_errors);
 }
 
 void
@@ -115,8 +117,9 @@ sd_run(struct tk_agent *a, const struct sd_conf *c)
 	struct tk_agent_round r, start, last;
 	struct timespec next, now;
 	uint64_t rounds = 0, rounds_last = 0;
-	double summary_at, down_since = 0;
-	bool up = true; /* until a round says otherwise */
+	double summary_at, down_since = 0, told_at = 0;
+	bool up = true;	   /* until a round says otherwise */
+	bool told = false; /* the last "does not answer" is not answered */
 	char addr[400], what[64];
 
 	sd_conf_redis_addr(c, addr, sizeof addr);
@@ -136,17 +139,24 @@ sd_run(struct tk_agent *a, const struct sd_conf *c)
 		sigprocmask(SIG_UNBLOCK, &sd_blocked, NULL);
 		rounds++;
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		/* R4 */
-		if (up && !r.redis_up) {
+		/* R4; a Redis that keeps failing and recovering (a fault
+		 * of some keys only) is told once per summary period. */
+		if (up && !r.redis_up &&
+		    (!told_at || sd_secs(&now) - told_at >= SD_SUMMARY_S)) {
+			char why[256];
+
+			tk_agent_last_error(a, why, sizeof why);
 			sd_log(LOG_WARNING,
-			       "Redis at %s does not answer: the tables apply "
-			       "their failure policy until it does",
-			       addr);
-			down_since = sd_secs(&now);
-		} else if (!up && r.redis_up) {
+			       "Redis at %s does not answer (%s): the tables "
+			       "apply their failure policy until it does",
+			       addr, why[0] ? why : "no reply");
+			down_since = told_at = sd_secs(&now);
+			told = true;
+		} else if (!up && r.redis_up && told) {
 			sd_log(LOG_NOTICE,
 			       "Redis at %s answers again (down for %.1f s)",
 			       addr, sd_secs(&now) - down_since);
+			told = false;
 		}
 		up = r.redis_up;
 		if (sd_secs(&now) >= summary_at) {

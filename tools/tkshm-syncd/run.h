@@ -10,9 +10,12 @@
  * R3  Rounds start every poll_ms on CLOCK_MONOTONIC, at absolute
  *     deadlines; a round that overruns its period moves the next deadline
  *     to now + poll_ms rather than running the missed rounds back to back.
- * R4  Redis going down and coming back are logged once each, when a round
- *     first sees it; a summary of the agent's work is logged every
- *     SD_SUMMARY_S seconds and when the loop ends.
+ * R4  Redis going down (with why) and coming back are logged once each,
+ *     when a round first sees it, and a new fault at most once every
+ *     SD_SUMMARY_S seconds (a Redis failing for some keys only would
+ *     otherwise fill the log); a summary of the agent's work, Redis
+ *     errors included, is logged every SD_SUMMARY_S seconds and when
+ *     the loop ends.
  */
 #ifndef TKSHM_SYNCD_RUN_H
 #define TKSHM_SYNCD_RUN_H

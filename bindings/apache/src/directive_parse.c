@@ -216,7 +216,9 @@ tkap_table_option(tkap_table_def *t, const char *a,
 			return tkap_refuse_opt(
 				err, err_len,
 				"TkshmTable %s: mode=%s: expected "
-				"octal permission bits such as 0600",
+				"octal permission bits from 0 to 0777 "
+				"(no setuid, setgid or sticky), such as "
+				"0600",
 				t->name, v);
 	} else if ((v = tkap_option(a, "group"))) {
 		which = TKAP_OPT_GROUP;

@@ -59,6 +59,26 @@ tkap_undecided(request_rec *r, const tkap_dir_conf *c)
 	return DECLINED;
 }
 
+/* A check of these tables failed: the library could not decide at all
+ * (it decides every Redis fault by the table's failure policy itself).
+ * TkshmOnError allow must still not admit where a table fails closed:
+ * its policy denies whenever it cannot decide. */
+static int
+tkap_check_failed(request_rec *r, const tkap_dir_conf *c,
+		  const tkap_table *const *tables, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const tkshm_global *g = &tables[i]->policy.global;
+
+		if (g->mode != TKSHM_MODE_LOCAL &&
+		    g->failure == TKSHM_FAILURE_CLOSED && !tkap_dry_run(c)) {
+			apr_table_setn(r->notes, TKAP_NOTE, "error");
+			return HTTP_SERVICE_UNAVAILABLE;
+		}
+	}
+	return tkap_undecided(r, c);
+}
+
 /* Adds the decision's headers to every response of the request (error
  * responses included: err_headers_out). */
 static void
@@ -226,7 +246,7 @@ tkap_limit_request(request_rec *r)
 			      "tkshm: check of table %s%s failed: %s (%s)",
 			      tables[0]->name, n > 1 ? " and others" : "",
 			      tkshm_strerror(rc), tkshm_error_name(rc));
-		return tkap_undecided(r, c);
+		return tkap_check_failed(r, c, tables, n);
 	}
 
 	if (!d.allowed)

@@ -5,7 +5,8 @@ addresses with X-Forwarded-For:
 - the client address: IPv4 as is, an IPv4-mapped IPv6 address as its IPv4,
   other IPv6 addresses by their /64 (TkshmIPv6Prefix changes it);
 - a key expression (an empty key: the limit does not apply);
-- several limits in a section admit together or consume nothing;
+- several limits in a section admit together or consume nothing, also
+  when a client names one key in several of them (issue 18);
 - cost=, the three header styles, TkshmDenyStatus, TkshmDryRun,
   TkshmLimit off in a nested section, and TkshmOnError on a full table.
 
@@ -38,6 +39,8 @@ TkshmTable cost {dir}/cost.tk tokenBucket:capacity=10,refillPerSec=0.0001
 TkshmTable styles {dir}/styles.tk %(two)s
 TkshmTable outer {dir}/outer.tk %(one)s
 TkshmTable small {dir}/small.tk %(two)s slots=8 onFull=refuse
+TkshmTable repeat {dir}/repeat.tk fixedWindow:limit=2,windowMs=%(day)d
+TkshmTable repeat6 {dir}/repeat6.tk fixedWindow:limit=6,windowMs=%(day)d
 
 <Location /v6>
     TkshmLimit v6
@@ -85,10 +88,22 @@ TkshmTable small {dir}/small.tk %(two)s slots=8 onFull=refuse
 <Location /fullopen>
     TkshmLimit small key=%%{HTTP:X-K}
 </Location>
-""" % {"one": gcra(1), "two": gcra(2), "three": gcra(3), "five": gcra(5)}
+<Location /repeat>
+    TkshmLimit repeat key=%%{HTTP:X-A}
+    TkshmLimit repeat key=%%{HTTP:X-B}
+    TkshmLimit repeat key=%%{HTTP:X-C}
+</Location>
+<Location /repeat6>
+    TkshmLimit repeat6 key=%%{HTTP:X-A}
+    TkshmLimit repeat6 key=%%{HTTP:X-B}
+    TkshmLimit repeat6 key=%%{HTTP:X-C}
+</Location>
+""" % {"one": gcra(1), "two": gcra(2), "three": gcra(3), "five": gcra(5),
+       "day": DAY}
 
 PAGES = ["v6", "v6full", "key", "multi", "cost", "legacy", "quiet",
-         "status", "dry", "outer", "outer/free", "full", "fullopen"]
+         "status", "dry", "outer", "outer/free", "full", "fullopen",
+         "repeat", "repeat6"]
 
 
 def remaining(headers):
@@ -164,6 +179,26 @@ class KeysTest(unittest.TestCase):
         self.assertEqual([policy_name(hd) for _, hd, _ in seen],
                          ["global"] * 3)
         self.assertEqual([remaining(hd) for _, hd, _ in seen], [1, 0, 0])
+
+    def test_one_key_in_three_limits(self):
+        # Three limits of one table, keyed by headers the client chooses:
+        # the same value in all three is one key counted three times per
+        # request.  At limit 2 no request fits, and the denials take
+        # nothing (they once left the key corrupt, and TkshmOnError's
+        # default then admitted all twenty).
+        c = "198.51.100.25"
+        same = {"X_A": "v", "X_B": "v", "X_C": "v"}
+        self.assertEqual(self.statuses("/repeat/", [c] * 20, **same),
+                         [429] * 20)
+        # v still has its whole limit: two requests that name it once
+        self.assertEqual(
+            [self.get("/repeat/", c, X_A="v", X_B="w%d" % i,
+                      X_C="x%d" % i)[0] for i in range(3)],
+            [200, 200, 429])
+        # At limit 6 a request naming one key three times takes 3 units:
+        # exactly the limit is spent, by two requests.
+        self.assertEqual(self.statuses("/repeat6/", [c] * 5, **same),
+                         [200, 200, 429, 429, 429])
 
     def test_cost(self):
         seen = [self.get("/cost/", "198.51.100.30") for _ in range(3)]

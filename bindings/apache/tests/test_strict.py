@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -99,6 +100,68 @@ class StrictTest(unittest.TestCase):
                                        PREFIX + ":127.0.0.1"), ":1")
         print("strict: %d + %d x 200 on two hosts, %d x 429"
               % (served[0], served[1], codes.count(429)), file=sys.stderr)
+
+
+FAIL_CLOSED_SITE = """
+TkshmRedis host=127.0.0.1 port=%d timeoutMs=500
+TkshmTable login {dir}/login.tk \
+    gcra:limit=5,periodMs=1000;mode=strict,failure=fail-closed
+<Location /login>
+    TkshmLimit login
+</Location>
+"""
+
+
+def busy_redis(sock):
+    """A server that connects and answers, but never decides: SCRIPT LOAD
+    gets a sha1, every script -BUSY, anything else +OK."""
+    def serve(conn):
+        f = conn.makefile("rb")
+        with conn:
+            while True:
+                head = f.readline()
+                if not head.startswith(b"*"):
+                    return
+                args = []
+                for _ in range(int(head[1:])):
+                    n = int(f.readline()[1:])
+                    args.append(f.read(n + 2)[:n])
+                name = args[0].upper()
+                if name == b"SCRIPT":
+                    conn.sendall(b"$40\r\n" + b"0" * 40 + b"\r\n")
+                elif name == b"EVALSHA":
+                    conn.sendall(b"-BUSY Redis is busy running a script\r\n")
+                else:
+                    conn.sendall(b"+OK\r\n")
+
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except OSError:
+            return
+        threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+
+class FailClosedTest(unittest.TestCase):
+    """Redis answers every script -BUSY: a fail-closed table denies each
+    request by its failure policy (TkshmOnError is allow by default, and
+    must not let it through)."""
+
+    def test_busy_redis_is_denied(self):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        self.addCleanup(sock.close)
+        threading.Thread(target=busy_redis, args=(sock,),
+                         daemon=True).start()
+        h = httpd.Httpd(FAIL_CLOSED_SITE % sock.getsockname()[1],
+                        mpm="prefork",
+                        files={"login/index.html": "login\n"})
+        self.addCleanup(h.cleanup)
+        h.start()
+        codes = [h.get("/login/")[0] for _ in range(4)]
+        self.assertNotIn(200, codes)
+        self.assertEqual(codes, [429] * 4)
 
 
 if __name__ == "__main__":

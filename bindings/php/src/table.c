@@ -83,9 +83,22 @@ ZEND_METHOD(Tkshm_Table, __construct)
 					      "default, 65536)");
 		RETURN_THROWS();
 	}
-	if (mode < 0 || mode > 07777) {
+	/* Bits outside 0777 (setuid, setgid, sticky) are refused here as
+	 * tkshm_open refuses them, with the mode in the message. */
+	if (mode < 0) {
 		tkshm_php_throw(TKSHM_EINVAL,
-				"mode must be permission bits (0..07777)");
+				"mode must be permission bits from 0 to 0777 "
+				"(0 is 0600)");
+		RETURN_THROWS();
+	}
+	if (mode > 0777) {
+		char msg[160];
+
+		snprintf(msg, sizeof msg,
+			 "mode 0%lo has bits outside 0777: a table file takes "
+			 "permission bits only (no setuid, setgid or sticky)",
+			 (unsigned long)mode);
+		tkshm_php_throw(TKSHM_EINVAL, msg);
 		RETURN_THROWS();
 	}
 	/* Z_PARAM_PATH_STR refused a NUL byte in the path; a policy string

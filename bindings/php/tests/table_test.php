@@ -34,7 +34,7 @@ test('constructed again in the same process: the same handle', function () {
         $b = new Tkshm\Table($path, GCRA, 64);
     }
     // the same policy written otherwise (option order, default spelled out)
-    $c = new Tkshm\Table($path, 'gcra:burst=5, periodMs=1000, limit=10', 64);
+    $c = new Tkshm\Table($path, 'gcra:burst=5,periodMs=1000,limit=10', 64);
     check_same($before + 1, Tkshm\Table::openCount(), 'later constructions reuse it');
     check_same(getmypid(), $a->stats()['handle_pid'], 'opened by this process');
     // one state: what $a consumes, $b and $c see
@@ -69,6 +69,15 @@ test('library errors are Tkshm\Exception with the code and the sentence', functi
     check_throws(Tkshm\Exception::class, Tkshm\EINVAL, fn() => new Tkshm\Table('', GCRA), 'empty path');
     check_throws(Tkshm\Exception::class, Tkshm\EINVAL, fn() => new Tkshm\Table($path, GCRA, -1), 'negative slots');
     check_throws(Tkshm\Exception::class, Tkshm\EINVAL, fn() => new Tkshm\Table($path, GCRA, 64, 010000), 'mode beyond 07777');
+    // Issue 18: a setuid, setgid or sticky bit (0xffffffff masked to
+    // 07777) made such a file; now refused, naming the bits, creating nothing.
+    foreach ([04600, 02660, 01600, 07777, 0xffffffff] as $m) {
+        $p = temp_dir() . sprintf('/mode-%o', $m);
+        $e = check_throws(Tkshm\Exception::class, Tkshm\EINVAL, fn() => new Tkshm\Table($p, GCRA, 64, $m), sprintf('mode 0%o', $m));
+        check_true(str_contains($e->getMessage(), sprintf('mode 0%o has bits outside 0777', $m)), 'names the mode: ' . $e->getMessage());
+        check_true(!file_exists($p), sprintf('mode 0%o creates nothing', $m));
+    }
+    check_throws(Tkshm\Exception::class, Tkshm\EINVAL, fn() => new Tkshm\Table(temp_dir() . '/mode-neg', GCRA, 64, -1), 'negative mode');
     check_throws(Tkshm\Exception::class, Tkshm\ENOENT, fn() => new Tkshm\Table(temp_dir() . '/no/such/dir/t', GCRA, 64), 'no directory');
     check_throws(ValueError::class, null, fn() => new Tkshm\Table("$path\0x", GCRA, 64), 'NUL in path');
     symlink($path, temp_dir() . '/link');

@@ -238,9 +238,16 @@ table_init(PyObject *self, PyObject *args, PyObject *kwds)
 					 &path_obj, &policy_str, u64_converter,
 					 &slots, &create, u64_converter, &mode))
 		return -1;
-	if (mode > 07777) {
-		PyErr_SetString(PyExc_ValueError,
-				"mode must be permission bits (0..0o7777)");
+	/* Bits outside 0o777 (setuid, setgid, sticky) are refused here as
+	 * tkshm_open refuses them, with the mode in the message. */
+	if (mode > 0777) {
+		char msg[160]; /* PyErr_Format has no %o */
+
+		snprintf(msg, sizeof msg,
+			 "mode 0o%llo has bits outside 0o777: a table file "
+			 "takes permission bits only (0 to 0o777; 0 is 0o600)",
+			 mode);
+		PyErr_SetString(PyExc_ValueError, msg);
 		return -1;
 	}
 	if (o->t) {
@@ -657,8 +664,9 @@ static PyType_Slot table_slots[] = {
 	{ Py_tp_doc,
 	  "Table(path, policy=None, slots=0, create=True, mode=0o600)\n\n"
 	  "Opens (or creates) the table at path; path None creates an "
-	  "anonymous table shared with the processes forked after.  Open "
-	  "once per worker process." },
+	  "anonymous table shared with the processes forked after.  mode: "
+	  "the created file's permission bits, 0 to 0o777 (0 is 0o600; "
+	  "others raise ValueError).  Open once per worker process." },
 	{ Py_tp_new, PyType_GenericNew },
 	{ Py_tp_init, table_init },
 	{ Py_tp_dealloc, table_dealloc },

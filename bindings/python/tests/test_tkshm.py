@@ -209,6 +209,16 @@ class TableTest(unittest.TestCase):
         tkshm.Table(p, FW, slots=8, mode=0o640).close()
         self.assertEqual(os.stat(p).st_mode & 0o777, 0o640)
 
+    def test_mode_outside_0o777_refused(self):
+        # Issue 18: a setuid, setgid or sticky bit made such a file; now
+        # refused, naming the bits, and nothing is created.
+        for m in (0o4600, 0o2660, 0o1600, 0o7777, 0xFFFFFFFF):
+            p = os.path.join(self.dir, "m%o.tkshm" % m)
+            with self.assertRaisesRegex(
+                    ValueError, "mode 0o%o has bits outside 0o777" % m):
+                tkshm.Table(p, FW, slots=8, mode=m)
+            self.assertFalse(os.path.exists(p), oct(m))
+
 
 class HeadersTest(unittest.TestCase):
     def setUp(self):
@@ -365,6 +375,35 @@ class WsgiTest(unittest.TestCase):
             self.assertIn("Retry-After", seen[2][1])
             self.assertTrue(seen[2][1]["RateLimit"].startswith(
                 '"default";r=0;t='))
+
+    def test_fail_closed_table_never_admits_on_error(self):
+        """A check the library cannot decide (here a strict table with no
+        Redis connection: tkshm.ENOREDIS) falls back to fail_open=True,
+        except for a table whose failure policy is fail-closed."""
+        from tkshm.wsgi import RateLimitMiddleware
+
+        calls = []
+
+        def app(environ, start_response):
+            calls.append(1)
+            start_response("200 OK", [])
+            return [b"ok"]
+
+        seen = []
+
+        def sr(status, headers, exc_info=None):
+            seen.append(status[:3])
+
+        env = {"REMOTE_ADDR": "192.0.2.1"}
+        spec = "gcra:limit=5,periodMs=1000;mode=strict,failure=%s"
+        with tkshm.Table(None, spec % "fail-closed", slots=8) as t:
+            with self.assertRaises(tkshm.Error):
+                t.check("k")
+            RateLimitMiddleware(app, t, fail_open=True)(env, sr)
+        self.assertEqual((seen, calls), (["503"], []))
+        with tkshm.Table(None, spec % "fail-open", slots=8) as t:
+            RateLimitMiddleware(app, t, fail_open=True)(env, sr)
+        self.assertEqual((seen, calls), (["503", "200"], [1]))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,14 @@ def fit_key(key):
     return key
 
 
+def fails_closed(table):
+    """True when `table` is a strict or lease table whose failure policy
+    is fail-closed (its canonical policy string says so): a check it
+    cannot decide must deny, whatever the caller's own fallback."""
+    _, _, cross_host = getattr(table, "policy", "").partition(";")
+    return "failure=fail-closed" in cross_host.split(",")
+
+
 class RateLimitMiddleware:
     """Checks every request against `table`; a denial answers `status`
     (429) without calling the app.  headers: True adds the IETF draft's
@@ -51,7 +59,10 @@ class RateLimitMiddleware:
     key_func(environ) returns the key (str or bytes), or None to let the
     request through unchecked; an empty or over-long key is fitted
     (fit_key), never refused.  cost is a number or a function of environ.
-    A table error (full, busy) fails open unless fail_open=False."""
+    A Redis fault never reaches here: the library decides it by the
+    table's failure policy.  A table error (full, busy) fails open unless
+    fail_open=False, or unless the table is a cross-host one whose policy
+    fails closed: such a table is never admitted by this fallback."""
 
     default_key = staticmethod(client_key)
 
@@ -64,7 +75,7 @@ class RateLimitMiddleware:
         self.status = "%d %s" % (status, _STATUS_TEXT.get(status, "Denied"))
         self.headers = headers
         self.policy_name = policy_name
-        self.fail_open = fail_open
+        self.fail_open = fail_open and not fails_closed(table)
 
     def _headers(self, d):
         if self.headers is False or self.headers is None:

@@ -22,11 +22,12 @@ Reply    { allowed, limit, remaining, resetAt, retryAfterMs,   ThrottleKit's
 
 t is now on a forward timeline; a now before the newest stamp (a clock
 regression) is decided at that stamp, as tkshm does, so stamps stay
-ascending.  An admission writes ZREMRANGEBYSCORE -inf windowStart (when
-something is to be pruned), ZADD and PEXPIRE max(1, ceil(windowMs + t -
-now)) (ThrottleKit's ceil(windowMs) on a forward timeline); a denial
-writes nothing, not even the pruning.  A member's rank is count + i, so
-members stay distinct (ThrottleKit's scheme).
+ascending.  Every decision prunes, ZREMRANGEBYSCORE -inf windowStart
+(when something is to be pruned), as ThrottleKit's script does before it
+decides; an admission then writes ZADD and PEXPIRE max(1, ceil(windowMs +
+t - now)) (ThrottleKit's ceil(windowMs) on a forward timeline), a denial
+nothing more (no TTL refresh).  A member's rank is count + i, so members
+stay distinct (ThrottleKit's scheme).
 
 The build puts prelude.lib before this file (cmake/embed-lua.cmake); floor,
 ceil, COST_MAX, int, fail, num, ttl_arg and now_or_time come from there.
@@ -83,6 +84,12 @@ local function log(reply, from, extra)
 	return reply
 end
 
+-- Expired stamps leave the ZSET whatever the decision (ThrottleKit).
+if first > 1 then
+	redis.call('ZREMRANGEBYSCORE', key, '-inf',
+		string.format('%.17g', windowStart))
+end
+
 if count + units <= limit then
 	local oldest = t
 	if count > 0 then
@@ -96,10 +103,6 @@ if count + units <= limit then
 	local ttl = window
 	if t > now then
 		ttl = ttl + (t - now)
-	end
-	if first > 1 then
-		redis.call('ZREMRANGEBYSCORE', key, '-inf',
-			string.format('%.17g', windowStart))
 	end
 	for i = 1, units do
 		args[#args + 1] = ts
@@ -140,4 +143,4 @@ else
 	resetAt = ceil(stamp[first] + window)
 end
 return log({ 0, int(limit), int(remaining), int(resetAt), int(retry), nowi },
-	1, {})
+	first, {})

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "test_support.h"
+#include "tkshm_redis.h"
 #include "redis_server.h"
 
 /* How long a server may take to answer its first PING. */
@@ -555,6 +556,47 @@ tkt_redis_cmdf(struct tkt_redis *r, const char *fmt, ...)
 		fail_msg("redis \"%s\": %s", fmt, c->errstr);
 	redisFree(c);
 	return reply;
+}
+
+struct tkshm_redis *
+tkt_strict_connect(int port, bool server_time, double timeout_ms)
+{
+	tkshm_redis_options o = TKSHM_REDIS_OPTIONS_INIT;
+	tkshm_redis *r;
+
+	o.port = port;
+	o.server_time = server_time;
+	o.command_timeout_ms = timeout_ms;
+	o.connect_timeout_ms = timeout_ms;
+	o.breaker_failures = 2;
+	o.breaker_open_ms = 300;
+	assert_rc(tkshm_redis_open(&o, &r), TKSHM_OK);
+	return r;
+}
+
+struct tkshm_table *
+tkt_strict_table(const char *spec, struct tkshm_redis *r)
+{
+	tkshm_table *t = tkt_anon(spec, 1024);
+
+	assert_rc(tkshm_redis_attach(t, r), TKSHM_OK);
+	return t;
+}
+
+void
+tkt_redis_flushall(struct tkt_redis *r)
+{
+	freeReplyObject(tkt_redis_cmd(r, "FLUSHALL", NULL));
+}
+
+void
+tkt_redis_persist_all(struct tkt_redis *r)
+{
+	freeReplyObject(
+		tkt_redis_cmd(r, "EVAL",
+			      "for _, k in ipairs(redis.call('KEYS', '*')) do "
+			      "redis.call('PERSIST', k) end return 0",
+			      "0", NULL));
 }
 
 long long

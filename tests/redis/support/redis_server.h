@@ -30,6 +30,7 @@
 #ifndef TKSHM_TEST_REDIS_SERVER_H
 #define TKSHM_TEST_REDIS_SERVER_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include <hiredis/hiredis.h>
@@ -82,6 +83,24 @@ redisReply *tkt_redis_cmdf(struct tkt_redis *r, const char *fmt, ...);
 /* tkt_redis_cmd for an integer: an integer reply, or a string reply
  * holding one (GET, HGET); a nil reply is 0.  Fails the test otherwise. */
 long long tkt_redis_int(struct tkt_redis *r, const char *arg, ...);
+
+/* FLUSHALL: every key gone. */
+void tkt_redis_flushall(struct tkt_redis *r);
+/* Removes every key's TTL (one Lua call: no key names to build).  On an
+ * explicit (simulated) clock Redis's TTLs still run on real time: a state
+ * a few simulated ms from idle could expire between two steps. */
+void tkt_redis_persist_all(struct tkt_redis *r);
+
+/* A tkshm_redis connection to the server on `port` for strict tables:
+ * the given clock and timeouts, a breaker that opens after 2 failures for
+ * 300 ms. */
+struct tkshm_redis;
+struct tkshm_redis *tkt_strict_connect(int port, bool server_time,
+				       double timeout_ms);
+/* An anonymous table of `spec` (its ";mode=strict,..." included, 1024
+ * slots) attached to the connection. */
+struct tkshm_table;
+struct tkshm_table *tkt_strict_table(const char *spec, struct tkshm_redis *r);
 
 /* A new TCP connection to the server (5 s timeout) for a test that
  * drives hiredis itself; the caller redisFree()s it. */

@@ -248,10 +248,12 @@ tk_lease_apply(const struct tk_lease *l, bool present, const uint64_t *st,
 }
 
 double
-tk_lease_resume_at(const struct tk_lease *l, double lease_ms, double settled)
+tk_lease_resume_at(const struct tk_lease *l, double lease_ms, double settled,
+		   double outage)
 {
 	if (l->base == TKSHM_KIND_GCRA) {
-		double extra = l->gcra.tau - lease_ms;
+		double refill = outage < l->gcra.tau ? outage : l->gcra.tau;
+		double extra = refill - lease_ms;
 
 		return settled + (extra > 0 ? extra : 0);
 	}

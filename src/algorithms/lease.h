@@ -137,11 +137,12 @@ void tk_lease_apply(const struct tk_lease *l, bool present, const uint64_t *st,
  * may lease again: until then a host may still be spending its safe
  * share, which Redis never counted.  A fixed window: the first window
  * boundary at or after `settled` (no window holds both a share and
- * leases).  A GCRA: `settled` + max(0, tau - leaseMs), so that a window
- * holding a share's last burst and the leases after it still admits at
- * most burst + rate * (W + leaseMs). */
+ * leases).  A GCRA: `settled` + max(0, min(tau, outage) - leaseMs), the
+ * shares having refilled for at most `outage` ms since they started
+ * spent (L5): a window holding a share's burst and the leases after it
+ * still admits at most burst + rate * (W + leaseMs). */
 double tk_lease_resume_at(const struct tk_lease *l, double lease_ms,
-			  double settled);
+			  double settled, double outage);
 
 /* Live credits at `now` (both lots). */
 double tk_lease_credits(const uint64_t *st, double now);

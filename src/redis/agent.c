@@ -14,7 +14,8 @@
  * replies, so a key never has two leases outstanding (TK-R01).
  *
  * Handover from the failure policy (lease.h, L5): when the agent finds
- * Redis again, reconnects, starts, or comes back from a stall long
+ * Redis again, reconnects, first reaches it for a table whose workers
+ * admitted by their failure policy, or comes back from a stall long
  * enough for its workers to have judged it gone, hosts may be spending
  * safe shares Redis never counted (Redis may also have lost its
  * counters).  It then leases nothing until tk_lease_resume_at of the
@@ -85,6 +86,8 @@ struct tk_agent {
 	double rtt_ms; /* smoothed round trip of a batch */
 	bool redis_up;
 	double last_beat;     /* monotonic ms of the last round's publish */
+	bool reached;	      /* Redis answered once */
+	double down_at;	      /* epoch ms: Redis lost (or the agent made) */
 	char last_error[256]; /* the latest fault, for the daemon's log */
 	struct tk_ask *asks;  /* TK_AGENT_BATCH */
 };
@@ -140,6 +143,7 @@ tk_agent_new(const struct tk_agent_conf *c, struct tk_agent **out, char *err,
 		return TKSHM_ENOMEM;
 	}
 	a->conf = *c;
+	a->down_at = tkshm_now_ms();
 	a->conf.host_id[sizeof a->conf.host_id - 1] = '\0';
 	a->rtt_ms = 1;
 	rc = tk_conn_new(&c->redis, &a->conn);
@@ -332,29 +336,39 @@ tk_agent_settle_ms(const struct tk_agent *a)
 }
 
 /* A handover from the failure policy at epoch ms `now`: no table leases
- * until every host has stopped spending its share (file comment). */
+ * until every host has stopped spending its share (file comment).  At
+ * the agent's first contact with Redis, only the tables whose workers
+ * ever admitted by their failure policy hand over (a fresh table leases
+ * at once). */
 static void
-tk_agent_settle(struct tk_agent *a, double now)
+tk_agent_settle(struct tk_agent *a, double now, bool first, double outage)
 {
 	for (size_t i = 0; i < a->ntables; i++) {
 		tkshm_table *t = a->tables[i].t;
 
+		/* Relaxed: a tally read on its own. */
+		if (first &&
+		    atomic_load_explicit(&t->global->c[TK_G_FALLBACK_ALLOWED],
+					 memory_order_relaxed) == 0)
+			continue;
 		a->tables[i].lease_from = tk_lease_resume_at(
 			&t->algo.lease, t->policy.global.lease_ms,
-			now + tk_agent_settle_ms(a));
+			now + tk_agent_settle_ms(a), outage);
 	}
 }
 
 /* True (and a handover begun) when the agent's last heartbeat is old
  * enough that its workers may have judged it gone and fallen back: the
- * process was stopped, or a round ran long. */
+ * process was stopped, or a round ran long.  last_beat is read before
+ * the beats are published, so the age measured here is never less than
+ * the one a worker saw (lease_check.c, on a coarser clock that lags). */
 static bool
 tk_agent_stalled(struct tk_agent *a)
 {
 	if (a->last_beat <= 0 ||
-	    !(tk_mono_ms() - a->last_beat > TK_AGENT_STALE_MS / 2))
+	    !(tk_mono_ms() - a->last_beat > TK_AGENT_STALE_MS))
 		return false;
-	tk_agent_settle(a, tkshm_now_ms());
+	tk_agent_settle(a, tkshm_now_ms(), false, tk_mono_ms() - a->last_beat);
 	return true;
 }
 
@@ -631,11 +645,17 @@ tk_agent_round(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 						 a->conf.breaker_open_ms);
 		}
 	}
-	if (a->redis_up && !was_up)
-		tk_agent_settle(a, now_ms); /* found again, or first found */
+	if (a->redis_up && !was_up) {
+		/* Found again, or first found. */
+		tk_agent_settle(a, now_ms, !a->reached, now_ms - a->down_at);
+		a->reached = true;
+	}
 	for (size_t i = 0; i < a->ntables; i++)
 		tk_agent_table(a, &a->tables[i], now_ms, &r);
 	r.redis_up = a->redis_up;
+	if (was_up && !a->redis_up)
+		a->down_at = now_ms; /* before any worker fell back */
+	a->last_beat = tk_mono_ms();
 	for (size_t i = 0; i < a->ntables; i++) {
 		/* Relaxed: published by the beat's release below. */
 		if (a->redis_up)
@@ -644,7 +664,6 @@ tk_agent_round(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 					      memory_order_relaxed);
 		tk_agent_publish(a, a->tables[i].t, true);
 	}
-	a->last_beat = tk_mono_ms();
 	a->totals.keys_scanned += r.keys_scanned;
 	a->totals.leases_asked += r.leases_asked;
 	a->totals.leases_granted += r.leases_granted;

@@ -267,15 +267,19 @@ test_resume_at(void **state)
 	struct tk_lease w = lease_of(12, 1000), g;
 
 	(void)state;
-	assert_true(tk_lease_resume_at(&w, 1000, 1000) == 1000);
-	assert_true(tk_lease_resume_at(&w, 1000, 1000.5) == 2000);
-	assert_true(tk_lease_resume_at(&w, 1000, 2999) == 3000);
+	assert_true(tk_lease_resume_at(&w, 1000, 1000, 1e9) == 1000);
+	assert_true(tk_lease_resume_at(&w, 1000, 1000.5, 1e9) == 2000);
+	assert_true(tk_lease_resume_at(&w, 1000, 2999, 0) == 3000);
 	memset(&g, 0, sizeof g);
 	g.base = TKSHM_KIND_GCRA;
 	assert_rc(tk_gcra_init(&g.gcra, 12, 1200, 12, NULL, 0), TKSHM_OK);
-	/* tau = 1200: 200 ms more than leases of 1000 ms live. */
-	assert_true(tk_lease_resume_at(&g, 1000, 5000) == 5200);
-	assert_true(tk_lease_resume_at(&g, 2000, 5000) == 5000);
+	/* tau = 1200: 200 ms more than leases of 1000 ms live, after an
+	 * outage long enough for the shares to refill; less after a short
+	 * one. */
+	assert_true(tk_lease_resume_at(&g, 1000, 5000, 1e9) == 5200);
+	assert_true(tk_lease_resume_at(&g, 1000, 5000, 1100) == 5100);
+	assert_true(tk_lease_resume_at(&g, 1000, 5000, 500) == 5000);
+	assert_true(tk_lease_resume_at(&g, 2000, 5000, 1e9) == 5000);
 }
 
 /* A lease table end to end in shared memory: no agent yet means Redis is

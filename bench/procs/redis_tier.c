@@ -21,10 +21,11 @@
  * and check keys as fast as they can with tkshm_check(); the parent moves
  * them through the phases:
  *
- *   warm-up  strict: connect and load the scripts; lease: the agent's
- *            first leases are of one unit and grow with the observed rate
- *            (src/redis/agent.c), so the first round trips say nothing
- *            of the steady state;
+ *   warm-up  strict: connect and load the scripts; lease: the agent
+ *            leases nothing until its start's handover has settled, then
+ *            its first leases are of one unit and grow with the observed
+ *            rate (src/redis/agent.c), so the first round trips say
+ *            nothing of the steady state;
  *   healthy  timed: counts, latency, the table's counters before and
  *            after (tkshm_stats_get);
  *   down     timed from the moment redis-server is SIGKILLed (strict and
@@ -464,6 +465,21 @@ rt_snap(struct rt_snap *s, tkshm_table *t, pid_t redis, pid_t agent)
 	s->agent_cpu = cpu_seconds_of(agent);
 }
 
+/* Waits up to `secs` for the agent's first lease (it leases nothing until
+ * its start's handover has settled: src/redis/agent.c). */
+static void
+rt_wait_leasing(tkshm_table *t, double secs)
+{
+	double deadline = mono_seconds() + secs;
+	tkshm_stats st;
+
+	do {
+		sleep_seconds(0.01);
+		if (tkshm_stats_get(t, &st) != TKSHM_OK)
+			return;
+	} while (st.global.leases == 0 && mono_seconds() < deadline);
+}
+
 static int
 cmp_u64(const void *a, const void *b)
 {
@@ -858,6 +874,8 @@ rt_case_run(const struct rt_run *run, const struct rt_case *c, int procs,
 
 	/* relaxed: flags; no data travels with them. */
 	atomic_store_explicit(&ctl->go, 1, memory_order_relaxed);
+	if (lease)
+		rt_wait_leasing(t, 10);
 	sleep_seconds(run->quick ? c->quick_warm_s : c->warm_s);
 	rt_snap(&s0, t, srv.pid, agent);
 	atomic_store_explicit(&ctl->phase, PH_HEALTHY, memory_order_relaxed);

@@ -229,7 +229,7 @@ tk_algo_check_w(const struct tk_algo *a, bool present, const uint64_t *st,
 		/* Lease tables are checked through the lease path
 		 * (src/global/lease_check.c), which knows whether Redis is
 		 * up; here, as if it were. */
-		static const struct tk_lease_env up = { false, 0, 1, 1 };
+		static const struct tk_lease_env up = { false, 0, 1, 1, 0 };
 		enum tk_lease_how how;
 
 		return tk_lease_spend(&a->lease, present, st, now, cost, &up,

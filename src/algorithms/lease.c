@@ -90,17 +90,49 @@ tk_lease_decision(const struct tk_lease *l, const uint64_t *st, double now,
 		allowed ? 0 : tk_denial_retry((int64_t)tk_ceil(retry_ms));
 }
 
+/* L5: the first safe-share check of an outage starts the share spent.
+ * A fixed window's share is full until its window ends (a later window
+ * the state already holds, after a clock regression, is filled instead);
+ * a GCRA's owes its whole burst from now (never less than it owed). */
+static void
+tk_lease_share_fill(const struct tk_lease *l, uint64_t *st, double now,
+		    double up_at)
+{
+	uint64_t *fb = &st[TK_LEASE_FB];
+	double fell = tk_lw(st, TK_LEASE_FELL);
+
+	if (fell > up_at)
+		return; /* this outage's share: already filled */
+	tk_lw_set(st, TK_LEASE_FELL, now > up_at ? now : up_at);
+	if (l->base == TKSHM_KIND_GCRA) {
+		double owed = now + l->gcra.tau;
+
+		if (fb[0] == 0 || tk_gcra_tat(fb[0]) < owed)
+			fb[0] = tk_gcra_state(owed);
+	} else {
+		double start, reset;
+
+		(void)tk_fixed_window_count(&l->fixed_window, fb[1] != 0, fb,
+					    now, &start, &reset);
+		fb[0] = tk_f64_word(start);
+		fb[1] = tk_f64_word(l->fixed_window.limit);
+	}
+}
+
 /* The failure policy's safe share: the base algorithm on the fb words,
  * each unit charged `hosts` times (a limit of limit / hosts). */
 static bool
 tk_lease_safe_share(const struct tk_lease *l, uint64_t *st, double now,
-		    double cost, double hosts, tkshm_decision *d)
+		    double cost, const struct tk_lease_env *env,
+		    tkshm_decision *d)
 {
 	uint64_t *fb = &st[TK_LEASE_FB];
+	double hosts = env->hosts;
 	double charge = cost * hosts;
 	uint64_t next[TK_FIXED_WINDOW_WORDS] = { 0, 0 };
 	bool ok;
 
+	tk_lease_share_fill(l, st, now, env->up_at);
 	if (l->base == TKSHM_KIND_GCRA) {
 		ok = tk_gcra_check(&l->gcra, fb[0] != 0, fb[0], now, charge,
 				   &next[0], d);
@@ -167,7 +199,7 @@ tk_lease_spend(const struct tk_lease *l, bool present, const uint64_t *st,
 		break;
 	default:
 		*how = TK_LEASE_SAFE_SHARE;
-		(void)tk_lease_safe_share(l, out, now, cost, env->hosts, d);
+		(void)tk_lease_safe_share(l, out, now, cost, env, d);
 		break;
 	}
 	d->flags |= TKSHM_DECISION_FALLBACK;
@@ -213,6 +245,20 @@ tk_lease_apply(const struct tk_lease *l, bool present, const uint64_t *st,
 	tk_lw_set(out, TK_LEASE_CUR_EXP, g->expiry);
 	if (now > tk_lw(out, TK_LEASE_LAST))
 		tk_lw_set(out, TK_LEASE_LAST, now);
+}
+
+double
+tk_lease_resume_at(const struct tk_lease *l, double lease_ms, double settled,
+		   double outage)
+{
+	if (l->base == TKSHM_KIND_GCRA) {
+		double refill = outage < l->gcra.tau ? outage : l->gcra.tau;
+		double extra = refill - lease_ms;
+
+		return settled + (extra > 0 ? extra : 0);
+	}
+	return tk_ceil(settled / l->fixed_window.window_ms) *
+	       l->fixed_window.window_ms;
 }
 
 static bool

@@ -32,12 +32,24 @@
  *   L4  a denial for want of credit writes only the demand counters; the
  *       failure policy's safe share keeps its own state (`fb`), the
  *       base algorithm's words charged cost * hosts.
+ *   L5  the safe share starts spent.  Leases of the window (or, for a
+ *       GCRA, of the last leaseMs) may all have been spent by the time
+ *       Redis is found gone, so a share that started full would admit on
+ *       top of them.  The first safe-share check of an outage (`fell`
+ *       not after the agent's last word from Redis, env.up_at) fills
+ *       the share: a fixed window's is full until its window ends (the
+ *       share admits from the next window on, when no lease can be
+ *       live), a GCRA's owes its whole burst (it admits at limit / hosts
+ *       per period from then on, no burst).  The other half of the
+ *       handover, leasing again only once no host can still be spending
+ *       its share, is the agent's (tk_lease_resume_at).
  *
  * Words (TK_LEASE_WORDS), all doubles but fb (the base algorithm's own):
  *   0 cur credits   1 cur expiry   2 prev credits   3 prev expiry
  *   4 asked: units checked, total  5 spent: units admitted from credits
  *   6 expired: units discarded     7 last: now of the last check
- *   8.. fb: the base algorithm's state for the safe share (GCRA: 1 word,
+ *   8 fell: now of the first safe-share check of the current outage
+ *   9.. fb: the base algorithm's state for the safe share (GCRA: 1 word,
  *   fixed window: 2), 0 = absent.
  */
 #ifndef TKSHM_ALGORITHMS_LEASE_H
@@ -59,6 +71,7 @@ enum {
 	TK_LEASE_SPENT,
 	TK_LEASE_EXPIRED,
 	TK_LEASE_LAST,
+	TK_LEASE_FELL,
 	TK_LEASE_FB, /* TK_FIXED_WINDOW_WORDS words */
 	TK_LEASE_WORDS = TK_LEASE_FB + TK_FIXED_WINDOW_WORDS
 };
@@ -83,6 +96,10 @@ struct tk_lease_env {
 	tkshm_failure_policy failure;
 	double hosts;	 /* the safe share's N, >= 1 */
 	double retry_ms; /* when a key without credit may try again */
+	/* The agent's last round with Redis answering (epoch ms, the
+	 * workers' clock; 0: never): a key that fell back before it is in
+	 * a new outage (L5). */
+	double up_at;
 };
 
 /* How a check was decided (for the caller's counters and flags). */
@@ -114,6 +131,18 @@ void tk_lease_peek(const struct tk_lease *l, bool present, const uint64_t *st,
  * described above.  `present` false starts from the absent state. */
 void tk_lease_apply(const struct tk_lease *l, bool present, const uint64_t *st,
 		    double now, const struct tk_lease_grant *g, uint64_t *out);
+
+/* After the agent found Redis again (or came back itself) and expects
+ * every host to have done so by `settled` (epoch ms), the first time it
+ * may lease again: until then a host may still be spending its safe
+ * share, which Redis never counted.  A fixed window: the first window
+ * boundary at or after `settled` (no window holds both a share and
+ * leases).  A GCRA: `settled` + max(0, min(tau, outage) - leaseMs), the
+ * shares having refilled for at most `outage` ms since they started
+ * spent (L5): a window holding a share's burst and the leases after it
+ * still admits at most burst + rate * (W + leaseMs). */
+double tk_lease_resume_at(const struct tk_lease *l, double lease_ms,
+			  double settled, double outage);
 
 /* Live credits at `now` (both lots). */
 double tk_lease_credits(const uint64_t *st, double now);

@@ -18,6 +18,10 @@
  *                the negative cache never ages a state too little)
  *   offset_low   the same, measured as a lower bound (f64 bits; 0: none
  *                yet), so a cached denial's retry is never told early
+ *   up_at        lease: the now (f64 bits, epoch ms, the workers'
+ *                clock) of the agent's last round with Redis answering:
+ *                a key that fell back before it is in a new outage
+ *                (lease.h, L5)
  *   breaker      strict mode's circuit breaker, shared by the workers
  *   c[]          the tier's counters (enum tk_gcounter)
  *
@@ -57,6 +61,7 @@ struct tk_global_shm {
 	_Atomic uint64_t hosts_at;
 	_Atomic uint64_t offset;
 	_Atomic uint64_t offset_low;
+	_Atomic uint64_t up_at;
 	_Alignas(64) struct tk_breaker breaker;
 	_Alignas(64) _Atomic uint64_t c[TK_G_COUNT];
 };

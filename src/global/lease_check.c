@@ -22,6 +22,8 @@ tk_lease_env_of(const struct tkshm_table *t, struct tk_lease_env *env)
 	uint64_t up = atomic_load_explicit(&g->redis_up, memory_order_relaxed);
 	double poll = tk_word_f64(
 		atomic_load_explicit(&g->poll_ms, memory_order_relaxed));
+	double up_at = tk_word_f64(
+		atomic_load_explicit(&g->up_at, memory_order_relaxed));
 	double age = tk_mono_coarse_ms() - beat;
 
 	/* Values from the region are clamped: a hostile one can only make
@@ -30,6 +32,9 @@ tk_lease_env_of(const struct tkshm_table *t, struct tk_lease_env *env)
 	env->failure = t->policy.global.failure;
 	env->hosts = tk_global_hosts(g, t->policy.global.hosts);
 	env->retry_ms = poll >= 1 && poll <= 1000 ? poll : 1;
+	/* Not a number or negative reads as "never": every fallback then
+	 * starts a new outage, whose share starts spent (only denies). */
+	env->up_at = up_at >= 0 && up_at < INFINITY ? up_at : 0;
 }
 
 struct tk_spend_ctx {

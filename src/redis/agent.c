@@ -12,6 +12,15 @@
  *             stranded on idle hosts stays within one capacity
  * Leases of one table are pipelined in batches; a round waits for its
  * replies, so a key never has two leases outstanding (TK-R01).
+ *
+ * Handover from the failure policy (lease.h, L5): when the agent finds
+ * Redis again, reconnects, first reaches it for a table whose workers
+ * admitted by their failure policy, or comes back from a stall long
+ * enough for its workers to have judged it gone, hosts may be spending
+ * safe shares Redis never counted (Redis may also have lost its
+ * counters).  It then leases nothing until tk_lease_resume_at of the
+ * time by which every host's agent, configured alike, has found Redis
+ * too (tk_agent_settle_ms): a fixed window's next boundary after that.
  */
 #include <errno.h>
 #include <math.h>
@@ -50,6 +59,7 @@ struct tk_atable {
 	struct tk_track *track; /* one per slot */
 	uint64_t nslots;
 	double next_hosts; /* monotonic ms of the next heartbeat */
+	double lease_from; /* epoch ms before which nothing is leased */
 };
 
 /* One lease to ask for in a batch. */
@@ -75,6 +85,9 @@ struct tk_agent {
 	struct tk_agent_round totals;
 	double rtt_ms; /* smoothed round trip of a batch */
 	bool redis_up;
+	double last_beat;     /* monotonic ms of the last round's publish */
+	bool reached;	      /* Redis answered once */
+	double down_at;	      /* epoch ms: Redis lost (or the agent made) */
 	char last_error[256]; /* the latest fault, for the daemon's log */
 	struct tk_ask *asks;  /* TK_AGENT_BATCH */
 };
@@ -130,6 +143,7 @@ tk_agent_new(const struct tk_agent_conf *c, struct tk_agent **out, char *err,
 		return TKSHM_ENOMEM;
 	}
 	a->conf = *c;
+	a->down_at = tkshm_now_ms();
 	a->conf.host_id[sizeof a->conf.host_id - 1] = '\0';
 	a->rtt_ms = 1;
 	rc = tk_conn_new(&c->redis, &a->conn);
@@ -310,6 +324,54 @@ tk_agent_probe_ms(const struct tk_agent *a)
 	       2 * a->conf.redis.command_timeout_ms;
 }
 
+/* How long after this agent found Redis every host's agent has (with the
+ * same settings): a probe that failed just before Redis came back, the
+ * breaker's open period, the probe that finds it, and a round for the
+ * workers to read it. */
+static double
+tk_agent_settle_ms(const struct tk_agent *a)
+{
+	return a->conf.breaker_open_ms + 2 * tk_agent_probe_ms(a) +
+	       2 * a->conf.poll_ms;
+}
+
+/* A handover from the failure policy at epoch ms `now`: no table leases
+ * until every host has stopped spending its share (file comment).  At
+ * the agent's first contact with Redis, only the tables whose workers
+ * ever admitted by their failure policy hand over (a fresh table leases
+ * at once). */
+static void
+tk_agent_settle(struct tk_agent *a, double now, bool first, double outage)
+{
+	for (size_t i = 0; i < a->ntables; i++) {
+		tkshm_table *t = a->tables[i].t;
+
+		/* Relaxed: a tally read on its own. */
+		if (first &&
+		    atomic_load_explicit(&t->global->c[TK_G_FALLBACK_ALLOWED],
+					 memory_order_relaxed) == 0)
+			continue;
+		a->tables[i].lease_from = tk_lease_resume_at(
+			&t->algo.lease, t->policy.global.lease_ms,
+			now + tk_agent_settle_ms(a), outage);
+	}
+}
+
+/* True (and a handover begun) when the agent's last heartbeat is old
+ * enough that its workers may have judged it gone and fallen back: the
+ * process was stopped, or a round ran long.  last_beat is read before
+ * the beats are published, so the age measured here is never less than
+ * the one a worker saw (lease_check.c, on a coarser clock that lags). */
+static bool
+tk_agent_stalled(struct tk_agent *a)
+{
+	if (a->last_beat <= 0 ||
+	    !(tk_mono_ms() - a->last_beat > TK_AGENT_STALE_MS))
+		return false;
+	tk_agent_settle(a, tkshm_now_ms(), false, tk_mono_ms() - a->last_beat);
+	return true;
+}
+
 /* A lease script's answer to `q` (lease_gcra.lua, lease_window.lua):
  * {granted 0..want, now >= 0, the window's end >= now (window only)}.
  * Anything else (an error reply, a wrong type, a field out of range) is
@@ -409,6 +471,8 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n, double now,
 					    a->asks[i].al };
 		replies[i] = NULL;
 	}
+	if (tk_agent_stalled(a) || sent < at->lease_from)
+		return; /* a handover began while this round ran */
 	if (!tk_breaker_allow(&a->breaker, t0, tk_agent_probe_ms(a))) {
 		a->redis_up = false;
 		return;
@@ -524,7 +588,7 @@ tk_agent_table(struct tk_agent *a, struct tk_atable *at, double now,
 		/* Rates are kept up while Redis is down, but nothing is
 		 * asked for: the round's probe finds it back first. */
 		if (!a->redis_up || credits > low || (!fresh && rate <= 0) ||
-		    now < at->track[index].next_ask)
+		    now < at->track[index].next_ask || now < at->lease_from)
 			continue;
 		want = ceil(rate * a->conf.horizon_ms);
 		if (want < 1)
@@ -554,10 +618,13 @@ void
 tk_agent_round(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 {
 	struct tk_agent_round r;
+	bool was_up;
 
 	memset(&r, 0, sizeof r);
 	if (!a)
 		return;
+	was_up = a->redis_up;
+	(void)tk_agent_stalled(a);
 	/* Down (or never reached): probe when the breaker lets us, so that
 	 * recovery is seen even when no key needs a lease.  The probe is a
 	 * script's answer (a heartbeat of the first table), not only a
@@ -578,11 +645,25 @@ tk_agent_round(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 						 a->conf.breaker_open_ms);
 		}
 	}
+	if (a->redis_up && !was_up) {
+		/* Found again, or first found. */
+		tk_agent_settle(a, now_ms, !a->reached, now_ms - a->down_at);
+		a->reached = true;
+	}
 	for (size_t i = 0; i < a->ntables; i++)
 		tk_agent_table(a, &a->tables[i], now_ms, &r);
 	r.redis_up = a->redis_up;
-	for (size_t i = 0; i < a->ntables; i++)
+	if (was_up && !a->redis_up)
+		a->down_at = now_ms; /* before any worker fell back */
+	a->last_beat = tk_mono_ms();
+	for (size_t i = 0; i < a->ntables; i++) {
+		/* Relaxed: published by the beat's release below. */
+		if (a->redis_up)
+			atomic_store_explicit(&a->tables[i].t->global->up_at,
+					      tk_f64_word(now_ms),
+					      memory_order_relaxed);
 		tk_agent_publish(a, a->tables[i].t, true);
+	}
 	a->totals.keys_scanned += r.keys_scanned;
 	a->totals.leases_asked += r.leases_asked;
 	a->totals.leases_granted += r.leases_granted;

@@ -30,7 +30,7 @@
 #include "tkshm.h"
 
 /* Bumped whenever any byte of the segment changes meaning. */
-#define TK_LAYOUT_VERSION 5u
+#define TK_LAYOUT_VERSION 6u
 
 /* "TKSHM", NUL, CR, LF: the CR LF catches text-mode mangling. */
 #define TK_MAGIC     "TKSHM\0\r\n"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,7 +70,8 @@ sim_agent(struct sim *s, struct sim_host *h, int index, int port)
 		c.redis.port = port;
 		c.redis.command_timeout_ms = 100;
 		c.redis.connect_timeout_ms = 100;
-		c.heartbeat_ms = 100;
+		c.heartbeat_ms =
+			s->agent_heartbeat_ms > 0 ? s->agent_heartbeat_ms : 100;
 		c.breaker_open_ms = 200;
 		snprintf(c.host_id, sizeof c.host_id, "sim-host-%d", index);
 		if (tk_agent_new(&c, &a, err, sizeof err) != TKSHM_OK ||
@@ -97,6 +99,8 @@ sim_worker_run(struct sim *s, const char *path, const char *key, int gap_us,
 	tkshm_table *t;
 
 	o.flags = 0;
+	if (s->worker_nice)
+		(void)setpriority(PRIO_PROCESS, 0, s->worker_nice);
 	if (tkshm_open(path, &o, &t) != TKSHM_OK)
 		_exit(2);
 	if (redis_port > 0) {
@@ -159,8 +163,9 @@ sim_worker_run(struct sim *s, const char *path, const char *key, int gap_us,
 }
 
 void
-sim_workers(struct sim *s, struct sim_host *h, int index, const char *key,
-	    const int *gap_us, int redis_port)
+sim_workers_keys(struct sim *s, struct sim_host *h, int index,
+		 const char *const keys[SIM_WORKERS], const int *gap_us,
+		 int redis_port)
 {
 	for (int i = 0; i < SIM_WORKERS; i++) {
 		pid_t pid = fork();
@@ -168,11 +173,22 @@ sim_workers(struct sim *s, struct sim_host *h, int index, const char *key,
 		assert_true(pid >= 0);
 		if (pid == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			sim_worker_run(s, h->path, key, gap_us[index],
+			sim_worker_run(s, h->path, keys[i], gap_us[index],
 				       redis_port, &s->w[index][i]);
 		}
 		h->workers[i] = pid;
 	}
+}
+
+void
+sim_workers(struct sim *s, struct sim_host *h, int index, const char *key,
+	    const int *gap_us, int redis_port)
+{
+	const char *keys[SIM_WORKERS];
+
+	for (int i = 0; i < SIM_WORKERS; i++)
+		keys[i] = key;
+	sim_workers_keys(s, h, index, keys, gap_us, redis_port);
 }
 
 void
@@ -201,20 +217,22 @@ sim_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The admissions of hosts [h0, h1), sorted. */
+/* The admissions of hosts [h0, h1), of their worker `only` (-1: all),
+ * sorted. */
 static double *
-sim_stamps_of(const struct sim *s, int h0, int h1, uint64_t *n)
+sim_stamps_of(const struct sim *s, int h0, int h1, int only, uint64_t *n)
 {
+	int i0 = only < 0 ? 0 : only, i1 = only < 0 ? SIM_WORKERS : only + 1;
 	uint64_t total = 0, k = 0;
 	double *all;
 
 	for (int h = h0; h < h1; h++)
-		for (int i = 0; i < SIM_WORKERS; i++)
+		for (int i = i0; i < i1; i++)
 			total += s->w[h][i].nstamps;
 	all = malloc(sizeof *all * (total ? total : 1));
 	assert_non_null(all);
 	for (int h = h0; h < h1; h++)
-		for (int i = 0; i < SIM_WORKERS; i++) {
+		for (int i = i0; i < i1; i++) {
 			memcpy(all + k, s->w[h][i].stamps,
 			       sizeof *all * s->w[h][i].nstamps);
 			k += s->w[h][i].nstamps;
@@ -238,13 +256,19 @@ sim_ambiguous(const struct sim *s)
 double *
 sim_stamps(const struct sim *s, uint64_t *n)
 {
-	return sim_stamps_of(s, 0, SIM_HOSTS, n);
+	return sim_stamps_of(s, 0, SIM_HOSTS, -1, n);
 }
 
 double *
 sim_host_stamps(const struct sim *s, int h, uint64_t *n)
 {
-	return sim_stamps_of(s, h, h + 1, n);
+	return sim_stamps_of(s, h, h + 1, -1, n);
+}
+
+double *
+sim_worker_stamps(const struct sim *s, int hosts, int w, uint64_t *n)
+{
+	return sim_stamps_of(s, 0, hosts, w, n);
 }
 
 uint64_t

@@ -34,6 +34,10 @@ struct sim {
 	/* > 0: admissions straddling a boundary of windows this long are
 	 * counted as ambiguous instead of stamped (per-window bounds). */
 	double window_ms;
+	/* When set: the workers' nice value (so that busy workers leave
+	 * the CPU to the agents), the agents' heartbeat_ms (default 100). */
+	int worker_nice;
+	double agent_heartbeat_ms;
 	struct sim_worker w[SIM_HOSTS][SIM_WORKERS];
 };
 
@@ -59,6 +63,11 @@ void sim_agent(struct sim *s, struct sim_host *h, int index, int port);
 void sim_workers(struct sim *s, struct sim_host *h, int index, const char *key,
 		 const int *gap_us, int redis_port);
 
+/* The same, worker w checking keys[w]. */
+void sim_workers_keys(struct sim *s, struct sim_host *h, int index,
+		      const char *const keys[SIM_WORKERS], const int *gap_us,
+		      int redis_port);
+
 /* Stops and reaps the workers, then the agents. */
 void sim_stop(struct sim *s, struct sim_host *hosts, int n);
 
@@ -78,6 +87,10 @@ uint64_t sim_max_aligned(const double *st, uint64_t n, double w, double from,
 
 /* The admissions of host h's workers, sorted (caller frees). */
 double *sim_host_stamps(const struct sim *s, int h, uint64_t *n);
+
+/* The admissions of worker w of hosts 0 .. hosts - 1 (with
+ * sim_workers_keys, those of one key), sorted (caller frees). */
+double *sim_worker_stamps(const struct sim *s, int hosts, int w, uint64_t *n);
 
 /* The p99 of the latencies all workers recorded in phase 1 or 2 (µs). */
 double sim_p99_us(const struct sim *s, int phase);

@@ -24,7 +24,8 @@ lease_of(double limit, double window_ms)
 	return l;
 }
 
-static const struct tk_lease_env up = { false, TKSHM_FAILURE_SAFE_SHARE, 1, 1 };
+static const struct tk_lease_env up = { false, TKSHM_FAILURE_SAFE_SHARE, 1, 1,
+					0 };
 
 /* ThrottleKit's LeaseSpender vectors, window-coupled suites: credits are
  * spent while they cover the cost, a lease ends at its expiresAt, and
@@ -141,17 +142,18 @@ test_lots_keep_their_expiry(void **state)
 }
 
 /* Without credit: denied while Redis is up (the agent will lease), the
- * failure policy while it is down. */
+ * failure policy while it is down: the safe share from the window after
+ * the one Redis was found gone in (L5). */
 static void
 test_failure_policies(void **state)
 {
 	struct tk_lease l = lease_of(12, 60000);
 	uint64_t st[TK_LEASE_WORDS], next[TK_LEASE_WORDS];
-	struct tk_lease_env down = { true, TKSHM_FAILURE_SAFE_SHARE, 3, 1 };
+	struct tk_lease_env down = { true, TKSHM_FAILURE_SAFE_SHARE, 3, 1, 0 };
 	tkshm_decision d;
 	enum tk_lease_how how;
 	bool present = false;
-	int admitted = 0;
+	int admitted = 0, first = 0;
 
 	(void)state;
 	tk_lease_spend(&l, false, NULL, 1000, 1, &up, st, &d, &how);
@@ -160,14 +162,20 @@ test_failure_policies(void **state)
 	assert_true(d.flags & TKSHM_DECISION_NO_LEASE);
 	assert_int_equal(d.retry_after_ms, 1);
 	present = true;
-	for (int i = 0; i < 10; i++) {
-		tk_lease_spend(&l, present, st, 1000 + i, 1, &down, next, &d,
-			       &how);
+	for (int i = 0; i < 20; i++) {
+		/* Ten checks in the window it fell in, ten in the next. */
+		double now = (i < 10 ? 1000 : 60000) + i;
+
+		tk_lease_spend(&l, present, st, now, 1, &down, next, &d, &how);
 		assert_int_equal(how, TK_LEASE_SAFE_SHARE);
 		assert_true(d.flags & TKSHM_DECISION_FALLBACK);
-		admitted += d.allowed;
+		if (i < 10)
+			first += d.allowed;
+		else
+			admitted += d.allowed;
 		memcpy(st, next, sizeof st);
 	}
+	assert_int_equal(first, 0);
 	assert_int_equal(admitted, 4); /* 12 / 3 hosts */
 	down.failure = TKSHM_FAILURE_OPEN;
 	tk_lease_spend(&l, true, st, 2000, 1, &down, next, &d, &how);
@@ -175,6 +183,103 @@ test_failure_policies(void **state)
 	down.failure = TKSHM_FAILURE_CLOSED;
 	tk_lease_spend(&l, true, st, 2000, 1, &down, next, &d, &how);
 	assert_true(!d.allowed && how == TK_LEASE_FAIL_CLOSED);
+}
+
+/* Runs `n` safe-share checks of cost 1 from `from`, `step` ms apart;
+ * returns how many were admitted. */
+static int
+share_run(const struct tk_lease *l, uint64_t *st,
+	  const struct tk_lease_env *env, double from, double step, int n)
+{
+	uint64_t next[TK_LEASE_WORDS];
+	tkshm_decision d;
+	enum tk_lease_how how;
+	int admitted = 0;
+
+	for (int i = 0; i < n; i++) {
+		tk_lease_spend(l, true, st, from + step * i, 1, env, next, &d,
+			       &how);
+		assert_int_equal(how, TK_LEASE_SAFE_SHARE);
+		admitted += d.allowed;
+		memcpy(st, next, sizeof next);
+		assert_true(tk_lease_state_valid(l, st));
+	}
+	return admitted;
+}
+
+/* L5: each outage's share starts spent; a share used in one outage is
+ * not started again in the same outage, and is in the next one (the
+ * agent answered in between: up_at moved past the key's fall). */
+static void
+test_share_starts_spent(void **state)
+{
+	struct tk_lease w = lease_of(12, 1000), g;
+	struct tk_lease_env down = { true, TKSHM_FAILURE_SAFE_SHARE, 3, 1,
+				     500 };
+	uint64_t st[TK_LEASE_WORDS];
+	struct tk_lease_grant gr = { 12, 1000 };
+	tkshm_decision d;
+	enum tk_lease_how how;
+
+	(void)state;
+	/* A fixed window: all 12 leased and spent in window 0, then Redis
+	 * gone at 600: nothing more in window 0, 4 in window 1. */
+	tk_lease_apply(&w, false, NULL, 100, &gr, st);
+	for (int i = 0; i < 12; i++) {
+		uint64_t next[TK_LEASE_WORDS];
+
+		assert_true(tk_lease_spend(&w, true, st, 200 + i, 1, &up, next,
+					   &d, &how));
+		memcpy(st, next, sizeof next);
+	}
+	assert_int_equal(share_run(&w, st, &down, 600, 1, 50), 0);
+	assert_true(tk_word_f64(st[TK_LEASE_FELL]) == 600);
+	assert_int_equal(share_run(&w, st, &down, 1000, 1, 50), 4);
+	/* The same outage: window 2 has its 4. */
+	assert_int_equal(share_run(&w, st, &down, 2000, 1, 50), 4);
+	/* Redis answered at 2500, gone again: window 2 is spent. */
+	down.up_at = 2500;
+	assert_int_equal(share_run(&w, st, &down, 2600, 1, 50), 0);
+	assert_int_equal(share_run(&w, st, &down, 3000, 1, 50), 4);
+
+	/* A GCRA (12 per 1200 ms, burst 12: T = 100 ms): the share owes its
+	 * burst, so it admits one per T * 3 hosts from the fall, not 4 at
+	 * once. */
+	memset(&g, 0, sizeof g);
+	g.base = TKSHM_KIND_GCRA;
+	assert_rc(tk_gcra_init(&g.gcra, 12, 1200, 12, NULL, 0), TKSHM_OK);
+	g.capacity = 12;
+	down.up_at = 0;
+	tk_lease_apply(&g, false, NULL, 0, &gr, st);
+	assert_int_equal(share_run(&g, st, &down, 1000, 1, 300), 0);
+	assert_int_equal(share_run(&g, st, &down, 1300, 1, 1), 1);
+	/* 3 s later, the same outage: the share has refilled (4). */
+	assert_int_equal(share_run(&g, st, &down, 5000, 0, 10), 4);
+	/* Another outage: spent again. */
+	down.up_at = 6000;
+	assert_int_equal(share_run(&g, st, &down, 9000, 0, 10), 0);
+}
+
+/* When the agent may lease again after a handover settled at `s`. */
+static void
+test_resume_at(void **state)
+{
+	struct tk_lease w = lease_of(12, 1000), g;
+
+	(void)state;
+	assert_true(tk_lease_resume_at(&w, 1000, 1000, 1e9) == 1000);
+	assert_true(tk_lease_resume_at(&w, 1000, 1000.5, 1e9) == 2000);
+	assert_true(tk_lease_resume_at(&w, 1000, 2999, 0) == 3000);
+	memset(&g, 0, sizeof g);
+	g.base = TKSHM_KIND_GCRA;
+	assert_rc(tk_gcra_init(&g.gcra, 12, 1200, 12, NULL, 0), TKSHM_OK);
+	/* tau = 1200: 200 ms more than leases of 1000 ms live, after an
+	 * outage long enough for the shares to refill; less after a short
+	 * one. */
+	assert_true(tk_lease_resume_at(&g, 1000, 5000, 1e9) == 5200);
+	assert_true(tk_lease_resume_at(&g, 1000, 5000, 1100) == 5100);
+	assert_true(tk_lease_resume_at(&g, 1000, 5000, 500) == 5000);
+	assert_true(tk_lease_resume_at(&g, 2000, 5000, 1e9) == 5000);
 }
 
 /* A lease table end to end in shared memory: no agent yet means Redis is
@@ -313,6 +418,8 @@ main(void)
 		cmocka_unit_test(test_golden_lease_vectors),
 		cmocka_unit_test(test_lots_keep_their_expiry),
 		cmocka_unit_test(test_failure_policies),
+		cmocka_unit_test(test_share_starts_spent),
+		cmocka_unit_test(test_resume_at),
 		cmocka_unit_test(test_lease_table),
 		cmocka_unit_test(test_policy_strings),
 	};

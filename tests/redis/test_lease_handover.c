@@ -1,0 +1,510 @@
+/*
+ * test_lease_handover.c - leased credit and the safe share handing over
+ * to each other in the middle of a window, with real processes: two
+ * simulated hosts (a table, an agent and two workers each), one
+ * redis-server, and for the agent's own stops the real tkshm-syncd.
+ *
+ * Two keys, `fixedWindow` limit 100 per 1 s window, mode=lease,
+ * failure=safe-share, hosts=2; the workers check more often than the
+ * limit, so each window's leases, or each host's share of 50, are used
+ * up.  Each transition happens 400 ms into a window: Redis stopped
+ * (SIGSTOP) and continued, killed (kill -9) and restarted, tkshm-syncd
+ * stopped (SIGTERM) and started, tkshm-syncd stalled (SIGSTOP) and
+ * continued.  Whatever the transition, no key admits more than its limit
+ * in any window (issue 18, item 3: up to 200 before).  The siblings:
+ * fail-closed with Redis restarted within a window (its counters lost,
+ * the window was leased twice), and a GCRA share that started full on
+ * top of a lease burst (beyond burst + rate * (W + leaseMs)).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hosts_sim.h"
+#include "redis_server.h"
+#include "test_support.h"
+#include "tkshm.h"
+
+#define HOSTS  2
+#define LIMIT  100.0
+#define WIN_MS 1000.0
+
+/* A check every 200 us per worker, thousands a second per key, far
+ * above the limit, yet leaving the 2 cores to the agents (an agent
+ * starved for a second is judged gone, and its host falls back while the
+ * other leases); or (the restart within a window) about 80 checks a
+ * second per worker, 160 a second per key: each window's leases last
+ * most of it. */
+static const int fast[SIM_HOSTS] = { 200, 200, 200 };
+static const int paced[SIM_HOSTS] = { 12000, 12000, 12000 };
+static const char *const keys[SIM_WORKERS] = { "k1", "k2" };
+
+/* One run: the hosts, and their tkshm-syncd processes when real. */
+struct run {
+	struct sim *s;
+	struct sim_host hosts[HOSTS];
+	pid_t syncd[HOSTS];
+	double from, to; /* epoch ms: workers running */
+	uint64_t leases; /* leases of every host when it came back */
+};
+
+/* Sleeps until `frac` of the way into a window (the next such time). */
+static void
+at_phase(double frac)
+{
+	double now = tkshm_now_ms();
+	double target = floor(now / WIN_MS) * WIN_MS + frac * WIN_MS;
+
+	if (target <= now)
+		target += WIN_MS;
+	usleep((useconds_t)((target - now) * 1000));
+}
+
+/* Host h's tkshm-syncd in the foreground, settings as sim_agent's. */
+static pid_t
+syncd_start(const struct run *r, int h)
+{
+	char name[32], conf[512], log[512];
+	const char *argv[] = { TKSHM_SYNCD, "-f", "-c", conf, NULL };
+	FILE *f;
+	int fd;
+	pid_t pid;
+
+	snprintf(name, sizeof name, "syncd%d.conf", h);
+	snprintf(conf, sizeof conf, "%s", tkt_path(name));
+	snprintf(name, sizeof name, "syncd%d.log", h);
+	snprintf(log, sizeof log, "%s", tkt_path(name));
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"redis_host = 127.0.0.1\nredis_port = %d\npoll_ms = 1\n"
+		"connect_timeout_ms = 100\ncommand_timeout_ms = 100\n"
+		"heartbeat_ms = 1000\nbreaker_open_ms = 200\n"
+		"host_id = handover-%d\ntable = %s\n",
+		tkt_srv.port, h, r->hosts[h].path);
+	fclose(f);
+	fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(fd);
+	return pid;
+}
+
+static void
+syncd_term(pid_t pid)
+{
+	int status;
+
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* Tables, agents (simulated or tkshm-syncd), then the workers once the
+ * agents have registered the hosts and leases flow. */
+static void
+run_start(struct run *r, const char *spec, bool real_syncd, const int *gaps)
+{
+	memset(r, 0, sizeof *r);
+	r->s = sim_new();
+	r->s->window_ms = strncmp(spec, "gcra", 4) == 0 ? 0 : WIN_MS;
+	/* The CPU to the agents first: one starved for a second is judged
+	 * gone and its host falls back while the other leases, and hosts
+	 * silent for 3 heartbeats leave the live count (the share's N):
+	 * the regimes the bound does not cover. */
+	r->s->worker_nice = 10;
+	r->s->agent_heartbeat_ms = 1000;
+	freeReplyObject(tkt_redis_cmd(&tkt_srv, "FLUSHALL", NULL));
+	for (int h = 0; h < HOSTS; h++) {
+		sim_table(&r->hosts[h], h, spec);
+		if (real_syncd)
+			r->syncd[h] = syncd_start(r, h);
+		else
+			sim_agent(r->s, &r->hosts[h], h, tkt_srv.port);
+	}
+	usleep(300000);
+	r->from = tkshm_now_ms();
+	for (int h = 0; h < HOSTS; h++)
+		sim_workers_keys(r->s, &r->hosts[h], h, keys, gaps, 0);
+	/* The agents lease once the handover of their start has settled:
+	 * a window boundary at least ~0.8 s after it. */
+	usleep(2500000);
+}
+
+static void
+run_stop(struct run *r)
+{
+	sim_stop(r->s, r->hosts, HOSTS);
+	for (int h = 0; h < HOSTS; h++)
+		if (r->syncd[h] > 0) {
+			syncd_term(r->syncd[h]);
+			r->syncd[h] = 0;
+		}
+	r->to = tkshm_now_ms();
+}
+
+static void
+host_stats(const struct run *r, int h, tkshm_stats *st)
+{
+	tkshm_options o = TKSHM_OPTIONS_INIT;
+	tkshm_table *t;
+
+	o.flags = TKSHM_O_RDONLY;
+	assert_rc(tkshm_open(r->hosts[h].path, &o, &t), TKSHM_OK);
+	assert_rc(tkshm_stats_get(t, st), TKSHM_OK);
+	tkshm_close(t);
+}
+
+static uint64_t
+leases_of(const struct run *r)
+{
+	uint64_t n = 0;
+
+	for (int h = 0; h < HOSTS; h++) {
+		tkshm_stats st;
+
+		host_stats(r, h, &st);
+		n += st.global.leases;
+	}
+	return n;
+}
+
+/* After a return: waits (up to 8 s) for the agents to lease again, then
+ * 1.5 s more (windows of leases after the handover). */
+static void
+wait_leasing(const struct run *r)
+{
+	double t0 = tkt_seconds();
+
+	while (leases_of(r) <= r->leases && tkt_seconds() - t0 < 8)
+		usleep(50000);
+	usleep(1500000);
+}
+
+/* Every window wholly inside the run, for each key: at most the limit;
+ * and the limit reached in some window (the bound is not idle). */
+static void
+expect_windows(const struct run *r, const char *what)
+{
+	uint64_t ambiguous = sim_ambiguous(r->s), fb = 0;
+
+	for (int k = 0; k < SIM_WORKERS; k++) {
+		uint64_t n, nw, total, most;
+		double *st = sim_worker_stamps(r->s, HOSTS, k, &n);
+		uint64_t count = 0;
+		double cur = -1;
+
+		most = sim_max_aligned(st, n, WIN_MS, r->from, r->to, &nw,
+				       &total);
+		printf("%s: key %s: %llu windows, most %llu (limit %.0f), "
+		       "mean %.1f\n",
+		       what, keys[k], (unsigned long long)nw,
+		       (unsigned long long)most, LIMIT,
+		       nw ? (double)total / (double)nw : 0);
+		/* Each window's count, to show where a bound broke. */
+		for (uint64_t i = 0; i <= n; i++) {
+			double w = i < n ? floor(st[i] / WIN_MS) : -2;
+
+			if (w != cur) {
+				if (cur >= 0 && (double)count > LIMIT)
+					printf("  window %.0f: %llu\n",
+					       cur * WIN_MS,
+					       (unsigned long long)count);
+				cur = w;
+				count = 0;
+			}
+			count++;
+		}
+		/* Windows with admissions (the handover leaves some empty). */
+		assert_true(nw >= 4);
+		if ((double)most > LIMIT)
+			fail_msg("%s: key %s: a window admitted %llu > %.0f",
+				 what, keys[k], (unsigned long long)most,
+				 LIMIT);
+		assert_true((double)most >= 0.9 * LIMIT);
+		free(st);
+	}
+	for (int h = 0; h < HOSTS; h++) {
+		tkshm_stats st;
+
+		host_stats(r, h, &st);
+		fb += st.global.fallback_allowed;
+		printf("%s: host %d: %llu leases, %llu Redis errors, Redis "
+		       "%s\n",
+		       what, h, (unsigned long long)st.global.leases,
+		       (unsigned long long)st.global.redis_errors,
+		       st.global.redis_up ? "up" : "down");
+	}
+	printf("%s: %llu leases when it came back\n", what,
+	       (unsigned long long)r->leases);
+	/* Leasing resumed by itself after the second transition. */
+	assert_true(leases_of(r) > r->leases);
+	printf("%s: %llu admitted by the safe share, %llu straddled a "
+	       "boundary\n",
+	       what, (unsigned long long)fb, (unsigned long long)ambiguous);
+	assert_true(fb > 0); /* the share did decide */
+	assert_true(ambiguous <= 20);
+}
+
+static const char *const window_spec =
+	"fixedWindow:limit=100,windowMs=1000;mode=lease,failure=safe-share,"
+	"hosts=2,prefix=ho";
+
+/* One transition and its return: the first 400 ms into a window, the
+ * second 400 ms into a window at least `apart` seconds later; then 3 s
+ * more, and every window checked. */
+static void
+run_transitions(bool real_syncd, const int *gaps, void (*go)(struct run *),
+		void (*back)(struct run *), double apart, const char *what)
+{
+	struct run r;
+
+	run_start(&r, window_spec, real_syncd, gaps);
+	at_phase(0.4);
+	go(&r);
+	usleep((useconds_t)(apart * 1e6) - 500000);
+	at_phase(0.4);
+	back(&r);
+	r.leases = leases_of(&r);
+	wait_leasing(&r);
+	run_stop(&r);
+	expect_windows(&r, what);
+	sim_free(r.s);
+}
+
+static void
+redis_sigstop(struct run *r)
+{
+	(void)r;
+	tkt_redis_sigstop(&tkt_srv);
+}
+
+static void
+redis_sigcont(struct run *r)
+{
+	(void)r;
+	tkt_redis_sigcont(&tkt_srv);
+}
+
+static void
+redis_kill(struct run *r)
+{
+	(void)r;
+	tkt_redis_kill(&tkt_srv);
+}
+
+static void
+redis_restart(struct run *r)
+{
+	(void)r;
+	tkt_redis_restart(&tkt_srv);
+}
+
+static void
+syncd_stop_all(struct run *r)
+{
+	for (int h = 0; h < HOSTS; h++) {
+		syncd_term(r->syncd[h]);
+		r->syncd[h] = 0;
+	}
+}
+
+static void
+syncd_start_all(struct run *r)
+{
+	for (int h = 0; h < HOSTS; h++)
+		r->syncd[h] = syncd_start(r, h);
+}
+
+static void
+syncd_signal_all(const struct run *r, int sig)
+{
+	for (int h = 0; h < HOSTS; h++)
+		assert_int_equal(kill(r->syncd[h], sig), 0);
+}
+
+static void
+syncd_sigstop(struct run *r)
+{
+	syncd_signal_all(r, SIGSTOP);
+}
+
+static void
+syncd_sigcont(struct run *r)
+{
+	syncd_signal_all(r, SIGCONT);
+}
+
+/* Redis stopped (SIGSTOP), continued two windows later.  Paced
+ * workers: leases still flow 400 ms into a window, so the agents find
+ * Redis stopped at once (an agent that asks nothing learns it at its next
+ * heartbeat). */
+static void
+test_redis_stop_and_continue(void **state)
+{
+	(void)state;
+	run_transitions(false, paced, redis_sigstop, redis_sigcont, 2,
+			"Redis SIGSTOP, SIGCONT");
+}
+
+/* Redis killed (kill -9), restarted (its counters gone) two windows
+ * later. */
+static void
+test_redis_kill_and_restart(void **state)
+{
+	(void)state;
+	run_transitions(false, fast, redis_kill, redis_restart, 2,
+			"Redis kill -9, restart");
+}
+
+/* Every host's tkshm-syncd stopped (SIGTERM), started again two windows
+ * later. */
+static void
+test_syncd_stop_and_start(void **state)
+{
+	(void)state;
+	run_transitions(true, fast, syncd_stop_all, syncd_start_all, 2,
+			"tkshm-syncd SIGTERM, start");
+}
+
+/* Every host's tkshm-syncd stalled (SIGSTOP; its workers fall back once
+ * its heartbeat is a second old), continued three windows later. */
+static void
+test_syncd_stall(void **state)
+{
+	(void)state;
+	run_transitions(true, fast, syncd_sigstop, syncd_sigcont, 3,
+			"tkshm-syncd SIGSTOP, SIGCONT");
+}
+
+/* The sibling without a share: failure=fail-closed, Redis killed 200 ms
+ * into a window and restarted at once, its counters gone.  The agents,
+ * finding it again, would lease the window's limit a second time. */
+static void
+test_fail_closed_restart_in_window(void **state)
+{
+	struct run r;
+
+	(void)state;
+	run_start(&r,
+		  "fixedWindow:limit=100,windowMs=1000;mode=lease,"
+		  "failure=fail-closed,hosts=2,prefix=hc",
+		  false, paced);
+	at_phase(0.2);
+	tkt_redis_kill(&tkt_srv);
+	tkt_redis_restart(&tkt_srv);
+	r.leases = leases_of(&r);
+	wait_leasing(&r);
+	run_stop(&r);
+	for (int k = 0; k < SIM_WORKERS; k++) {
+		uint64_t n, nw, total, most;
+		double *st = sim_worker_stamps(r.s, HOSTS, k, &n);
+
+		most = sim_max_aligned(st, n, WIN_MS, r.from, r.to, &nw,
+				       &total);
+		printf("fail-closed, Redis restarted: key %s: %llu windows, "
+		       "most %llu (limit %.0f)\n",
+		       keys[k], (unsigned long long)nw,
+		       (unsigned long long)most, LIMIT);
+		assert_true(nw >= 2);
+		if ((double)most > LIMIT)
+			fail_msg("key %s: a window admitted %llu > %.0f",
+				 keys[k], (unsigned long long)most, LIMIT);
+		assert_true((double)most >= 0.9 * LIMIT);
+		free(st);
+	}
+	sim_free(r.s);
+}
+
+/* The GCRA sibling: 100 per s, burst 100, leases living 50 ms.  Keys
+ * leased from cold (the burst), then Redis killed: over any window W
+ * both hosts together admit at most burst + rate * (W + leaseMs). */
+static void
+test_gcra_kill_after_burst(void **state)
+{
+	const double r_ms = 0.1, b = 100, lease = 50;
+	static const double windows[] = { 200, 500, 1000, 2000 };
+	struct run r;
+
+	(void)state;
+	memset(&r, 0, sizeof r);
+	r.s = sim_new();
+	r.s->worker_nice = 10;
+	r.s->agent_heartbeat_ms = 1000;
+	freeReplyObject(tkt_redis_cmd(&tkt_srv, "FLUSHALL", NULL));
+	for (int h = 0; h < HOSTS; h++) {
+		sim_table(&r.hosts[h], h,
+			  "gcra:limit=100,periodMs=1000,burst=100;mode=lease,"
+			  "leaseMs=50,failure=safe-share,hosts=2,prefix=hg");
+		sim_agent(r.s, &r.hosts[h], h, tkt_srv.port);
+	}
+	/* Past the agents' start handover (GCRA: settling time plus
+	 * tau - leaseMs = 950 ms). */
+	usleep(2200000);
+	r.from = tkshm_now_ms();
+	for (int h = 0; h < HOSTS; h++)
+		sim_workers_keys(r.s, &r.hosts[h], h, keys, fast, 0);
+	usleep(300000);
+	tkt_redis_kill(&tkt_srv);
+	usleep(2500000);
+	run_stop(&r);
+	tkt_redis_restart(&tkt_srv);
+	for (int k = 0; k < SIM_WORKERS; k++) {
+		uint64_t n;
+		double *st = sim_worker_stamps(r.s, HOSTS, k, &n);
+
+		assert_true((double)n >= b); /* the burst was leased */
+		for (size_t i = 0; i < sizeof windows / sizeof windows[0];
+		     i++) {
+			double w = windows[i], bound = b + r_ms * (w + lease);
+			uint64_t most = sim_max_in_window(st, n, w);
+
+			printf("gcra, Redis killed: key %s: W = %4.0f ms: "
+			       "most %llu, bound %.0f\n",
+			       keys[k], w, (unsigned long long)most, bound);
+			if ((double)most > bound)
+				fail_msg("key %s: W = %.0f: %llu admitted > "
+					 "bound %.0f",
+					 keys[k], w, (unsigned long long)most,
+					 bound);
+		}
+		free(st);
+	}
+	sim_free(r.s);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_redis_stop_and_continue),
+		cmocka_unit_test(test_redis_kill_and_restart),
+		cmocka_unit_test(test_syncd_stop_and_start),
+		cmocka_unit_test(test_syncd_stall),
+		cmocka_unit_test(test_fail_closed_restart_in_window),
+		cmocka_unit_test(test_gcra_kill_after_burst),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	/* TKT_FILTER=test_syncd_stall runs one transition alone. */
+	if (getenv("TKT_FILTER"))
+		cmocka_set_test_filter(getenv("TKT_FILTER"));
+	return cmocka_run_group_tests(tests, tkt_redis_group_setup,
+				      tkt_redis_group_teardown);
+}

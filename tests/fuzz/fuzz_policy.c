@@ -82,25 +82,39 @@ tkf_value_in_grammar(const char *n, const char *v, const char *e)
 	return buf[0] != '\0';
 }
 
+/* The options after separator *s and before `stop`, split at ','. */
+static void
+tkf_options_in_grammar(const char *s, const char *stop)
+{
+	while (s < stop) {
+		const char *n = s + 1, *end = n + strcspn(n, ","), *eq;
+
+		if (end > stop)
+			end = stop;
+		eq = memchr(n, '=', (size_t)(end - n));
+		TKF_REQUIRE(eq != NULL);
+		TKF_REQUIRE(tkf_value_in_grammar(n, eq + 1, end));
+		s = end;
+	}
+}
+
 /* An accepted spec is in the grammar: no whitespace, and each option's
- * value a number or a word. */
+ * value a number or a word.  The kind's options end at the first ';'; the
+ * cross-host part after it splits at ',' only (a prefix may hold ';'). */
 static void
 tkf_in_grammar(const char *spec)
 {
-	const char *s = strchr(spec, ':');
+	const char *end = spec + strlen(spec);
+	const char *semi = strchr(spec, ';');
+	const char *kend = semi ? semi : end;
+	const char *colon = memchr(spec, ':', (size_t)(kend - spec));
 
 	for (const char *c = spec; *c; c++)
 		TKF_REQUIRE(!isspace((unsigned char)*c));
-	if (!s)
-		s = strchr(spec, ';');
-	while (s && *s) {
-		const char *n = s + 1, *eq = strchr(n, '=');
-		const char *end = n + strcspn(n, ",;");
-
-		TKF_REQUIRE(eq && eq < end);
-		TKF_REQUIRE(tkf_value_in_grammar(n, eq + 1, end));
-		s = *end ? end : NULL;
-	}
+	if (colon)
+		tkf_options_in_grammar(colon, kend);
+	if (semi)
+		tkf_options_in_grammar(semi, end);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

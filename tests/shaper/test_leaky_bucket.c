@@ -206,7 +206,7 @@ pick_policy(uint64_t *s, bool exact, double *rate, double *max_queue)
 	static const double exact_rates[] = { 1,   2,	4,   5,	  8,   10,
 					      20,  25,	40,  50,  100, 125,
 					      200, 250, 500, 1000 };
-	static const double rates[] = { 3,	    7,	 0.3,	123.456,
+	static const double rates[] = { 3,	    7,	  0.3,	 123.456,
 					1000.0 / 3, 4000, 0.001, 60 };
 
 	if (exact) {

@@ -41,10 +41,7 @@ static uint64_t rng_state = 42;
 static uint64_t
 rng(void)
 {
-	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
+	return tkt_splitmix(&rng_state);
 }
 
 static void

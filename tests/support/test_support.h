@@ -74,6 +74,9 @@ int tkt_wait_bounded(pid_t pid, double secs);
 /* Monotonic seconds, for bounding loops (never for asserting speed). */
 double tkt_seconds(void);
 
+/* splitmix64: the next pseudo-random number of the sequence in *state. */
+uint64_t tkt_splitmix(uint64_t *state);
+
 /* Sets (setlocale LC_ALL) a locale whose decimal point is a comma: an
  * installed one, else de_DE.UTF-8 built with localedef into tkt_tmpdir()
  * (LOCPATH).  False when neither is possible. */

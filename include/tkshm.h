@@ -524,6 +524,10 @@ typedef enum tkshm_on_full {
  *  `advise` or `always` (Debian's default is `never`); an anonymous table
  *  then gets huge pages as it is first touched. */
 #define TKSHM_O_HUGEPAGES 0x8u
+/** Attach only as the table is: a policy or slots that differ from the
+ *  table's are TKSHM_EMISMATCH (errbuf names the difference), and nothing
+ *  is changed.  Without it, tkshm_open() applies them (tkshm_apply()). */
+#define TKSHM_O_KEEP 0x10u
 
 /** The default directory for relative table names and the default slots. */
 #define TKSHM_DEFAULT_DIR   "/dev/shm"
@@ -531,16 +535,24 @@ typedef enum tkshm_on_full {
 /** The largest capacity a table can be created with. */
 #define TKSHM_MAX_SLOTS (UINT64_C(1) << 36)
 
+struct tkshm_change;
+
 /** Options for tkshm_open().  Initialise with TKSHM_OPTIONS_INIT so that
  *  `size` is right; fields added later go at the end. */
 typedef struct tkshm_options {
 	/** sizeof(tkshm_options). */
 	size_t size;
 	/** Required to create.  When attaching, NULL adopts the table's
-	 *  policy; otherwise it must equal the table's (TKSHM_EMISMATCH). */
+	 *  policy; another policy is applied to the live table (in place or
+	 *  by replacement, see tkshm_change_kind), unless TKSHM_O_KEEP asks
+	 *  for TKSHM_EMISMATCH instead. */
 	const tkshm_policy *policy;
 	/** Capacity to create, rounded up to a power of two (at least 8);
-	 *  0 = TKSHM_DEFAULT_SLOTS.  When attaching: 0 or the table's value. */
+	 *  0 = TKSHM_DEFAULT_SLOTS.  When attaching: 0 keeps the table's; a
+	 *  larger value grows the table (a replacement keeping every key);
+	 *  a smaller one keeps the table's size (tables do not shrink:
+	 *  tkshm_change.text says so), or is TKSHM_EMISMATCH under
+	 *  TKSHM_O_KEEP. */
 	uint64_t slots;
 	/** Permission bits of a created file, within 0777; 0 means 0600.
 	 *  Applied with fchmod, so the umask does not narrow it.  Any bit
@@ -559,13 +571,54 @@ typedef struct tkshm_options {
 	 *  differs. */
 	char *errbuf;
 	size_t errbuf_len;
+	/** Optional: receives what the open did to the table (created it,
+	 *  attached as it was, changed its policy in place or replaced it);
+	 *  see tkshm_change.  Filled only when the call returns TKSHM_OK. */
+	struct tkshm_change *change;
 } tkshm_options;
 
 #define TKSHM_OPTIONS_INIT                                                \
 	{                                                                 \
 		sizeof(tkshm_options), NULL, 0, 0600, -1, TKSHM_O_CREATE, \
-			TKSHM_ON_FULL_EVICT, NULL, 0                      \
+			TKSHM_ON_FULL_EVICT, NULL, 0, NULL                \
 	}
+
+/** What opening a table with a policy, or tkshm_apply(), does to it. */
+typedef enum tkshm_change_kind {
+	/** The table already had this policy and size: attached as it was. */
+	TKSHM_CHANGE_NONE = 0,
+	/** There was no table: one was created. */
+	TKSHM_CHANGE_CREATE = 1,
+	/** Same kind, same state shape: the new policy was written into the
+	 *  live table.  Every key keeps its state, which is read under the
+	 *  new policy from the next check on (docs/lifecycle.md says what a
+	 *  key sees, per kind).  Every process notices on its next call. */
+	TKSHM_CHANGE_IN_PLACE = 2,
+	/** Another kind, another state shape (a sliding window's buckets, a
+	 *  log's limit, cross-host mode) or more slots: a new table replaced
+	 *  the old one under the same path.  Every key's state is carried
+	 *  over where the kinds allow it (states_kept); every process
+	 *  attached to the old table follows on its next call. */
+	TKSHM_CHANGE_REPLACE = 3,
+} tkshm_change_kind;
+
+/** The longest tkshm_change.text, with its NUL. */
+#define TKSHM_CHANGE_TEXT_MAX 512
+
+/** A report of what a policy or size change does to a table. */
+typedef struct tkshm_change {
+	tkshm_change_kind kind;
+	/** IN_PLACE: always true.  REPLACE: true when every live key's state
+	 *  is carried over (converted where the kind changes: gcra <->
+	 *  tokenBucket, the window kinds' counts), false when keys start
+	 *  from absent (the kinds' states cannot be converted). */
+	bool states_kept;
+	/** The table's slots before (0: no table) and after. */
+	uint64_t slots_before, slots_after;
+	/** A sentence for operators, e.g. "limit 20 -> 40, states kept" or
+	 *  "kind gcra -> slidingWindow: replaced, keys start from absent". */
+	char text[TKSHM_CHANGE_TEXT_MAX];
+} tkshm_change;
 
 /** Opens the table at `path`, creating it if TKSHM_O_CREATE is set and it
  *  does not exist.  A path without a '/' names a file in TKSHM_DEFAULT_DIR.
@@ -582,8 +635,11 @@ typedef struct tkshm_options {
  *
  *  Attaching validates magic, layout version, header checksum, geometry,
  *  the stored policy and the file size, and refuses any mismatch with its own
- *  code: TKSHM_EBADMAGIC, TKSHM_EVERSION, TKSHM_ESIZE, TKSHM_ECORRUPT,
- *  TKSHM_EMISMATCH (opts->errbuf names the field that differs).
+ *  code: TKSHM_EBADMAGIC, TKSHM_EVERSION, TKSHM_ESIZE, TKSHM_ECORRUPT.
+ *  A policy or a larger `slots` that differs from the table's is applied to
+ *  the live table as tkshm_apply() does (opts->change says what was done),
+ *  or refused with TKSHM_EMISMATCH under TKSHM_O_KEEP.  A read-only open
+ *  never changes a table: a difference is TKSHM_EMISMATCH.
  *
  *  @param opts  NULL means TKSHM_OPTIONS_INIT (which cannot create: no policy).
  *  @param out   receives the handle; unchanged on error.
@@ -602,6 +658,57 @@ TKSHM_API int tkshm_open(const char *path, const tkshm_options *opts,
  *  Processes: others using the table are unaffected.  Crash: the segment is
  *  not written by close, so there is nothing to leave half done. */
 TKSHM_API int tkshm_close(tkshm_table *t);
+
+/** Says what tkshm_open(path, opts) would do to the table at `path`,
+ *  changing nothing: *out is filled as opts->change would be (CREATE when
+ *  there is no table).  For configuration tests ("apache2 -t", "nginx -t").
+ *  @return TKSHM_OK, or the error tkshm_open() would return (an invalid
+ *  policy, a file that is not a table, ...).  Threads and processes: safe;
+ *  it reads the table's header only. */
+TKSHM_API int tkshm_plan(const char *path, const tkshm_options *opts,
+			 tkshm_change *out);
+
+/** Changes the policy and/or the size of a live table, for every process
+ *  attached to it, without a restart and without losing state.
+ *
+ *  - Same kind and same state shape (gcra's limit, periodMs or burst; a
+ *    window's limit or windowMs; a bucket's capacity or rate; the
+ *    cross-host prefix, failure policy, hosts or lease): the policy is
+ *    written in place (TKSHM_CHANGE_IN_PLACE); states are kept and read
+ *    under the new policy.
+ *  - Another kind or state shape, or more slots: a new table with the same
+ *    hash seed is published under the same path (rename), and every key is
+ *    carried over, converted where the kinds allow (TKSHM_CHANGE_REPLACE).
+ *    No admission is lost: a key is sealed in the old table as it is
+ *    carried, and a process still on the old table follows the path on its
+ *    next call.  docs/lifecycle.md gives the protocol and its bounds.
+ *
+ *  Every attached process notices a change on its next call (one load of a
+ *  shared word per call) and follows; other threads of a process that are
+ *  mid-call on the old mapping finish on it (read-copy-update: the old
+ *  mapping is released after a grace period).
+ *
+ *  @param policy  the new policy, or NULL to keep the table's.
+ *  @param slots   the new capacity, or 0 to keep it; smaller than the
+ *                 table's is TKSHM_EINVAL (tables do not shrink).
+ *  @param out     optional: what was done.
+ *  @return TKSHM_OK; TKSHM_EPOLICY (errbuf-less: see tkshm_plan for a
+ *          sentence), TKSHM_EINVAL, TKSHM_EREADONLY, TKSHM_EBUSY (another
+ *          process is changing the table and did not finish within a
+ *          second), or a system error (TKSHM_ENOSPC, TKSHM_EPERM, ...).
+ *          On error nothing changed.
+ *
+ *  An anonymous table has no path to follow: an in-place change reaches
+ *  every process sharing it, but a replacement is made for the calling
+ *  process only (the handle moves to a new anonymous table carrying every
+ *  key's state as it is at the call); processes forked before keep the
+ *  old table until they exit (an Apache graceful restart's old
+ *  generation).  Children forked after the call share the new one.
+ *  Threads: safe.  Processes: changes are serialised by a writer word held
+ *  by a live process; a writer killed at any step leaves a usable table
+ *  (the next writer or opener finishes or discards its work). */
+TKSHM_API int tkshm_apply(tkshm_table *t, const tkshm_policy *policy,
+			  uint64_t slots, tkshm_change *out);
 
 /* ---------------------------------------------------------------------------
  * Decisions

@@ -347,7 +347,9 @@ tk_conc_state_valid(const struct tk_conc *c, const uint64_t *st)
 	if (c->adaptive) {
 		double l = tk_word_f64(st[TK_CONC_W_LIMIT]);
 
-		return l >= c->min_limit && l <= c->max_limit;
+		/* Not min_limit: it may have been raised in place since
+		 * (protocol.h, L1); the next update moves the limit in. */
+		return l >= 1 && l <= c->max_limit;
 	}
 	return true;
 }

@@ -219,7 +219,7 @@ tk_quota_state_valid(const struct tk_quota *q, const uint64_t *st)
 		return tk_sliding_window_state_valid(&q->sw, st);
 	start = tk_word_f64(st[0]);
 	count = tk_word_f64(st[1]);
-	return isfinite(start) && count >= 0 && count <= q->limit;
+	return isfinite(start) && count >= 0 && isfinite(count);
 }
 
 #endif /* TKSHM_ALGORITHMS_QUOTA_H */

@@ -337,7 +337,7 @@ tk_sliding_window_state_valid(const struct tk_sliding_window *a,
 		if (t < 0 || t > TK_SLIDING_WINDOW_TICK_MAX ||
 		    (unsigned)(t % a->slots) != p)
 			return false;
-		if (!(n > 0) || !(n <= a->limit))
+		if (!(n > 0) || !isfinite(n))
 			return false;
 	}
 	return true;

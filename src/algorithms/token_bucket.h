@@ -178,10 +178,13 @@ tk_token_bucket_debt(const struct tk_token_bucket *a, const uint64_t *st,
 static inline bool
 tk_token_bucket_state_valid(const struct tk_token_bucket *a, const uint64_t *st)
 {
+	/* Tokens above the capacity are a state: the capacity may have been
+	 * lowered in place (protocol.h, L1); the refill clamps them. */
+	(void)a;
 	double tokens = tk_word_f64(st[0]);
 	double last = tk_word_f64(st[1]);
 
-	return isfinite(tokens) && tokens >= 0 && tokens <= a->capacity &&
+	return isfinite(tokens) && tokens >= 0 &&
 	       isfinite(last) && last >= 0;
 }
 

@@ -11,7 +11,7 @@
 #include "tkshm.h"
 
 int
-tkshm_entry_next_at(tkshm_table *t, uint64_t *cursor, double now_ms,
+tk_api_entry_next_at(tkshm_table *t, uint64_t *cursor, double now_ms,
 		    tkshm_entry *out)
 {
 	int rc;
@@ -24,7 +24,7 @@ tkshm_entry_next_at(tkshm_table *t, uint64_t *cursor, double now_ms,
 }
 
 int
-tkshm_entry_get_at(tkshm_table *t, const void *key, size_t key_len,
+tk_api_entry_get_at(tkshm_table *t, const void *key, size_t key_len,
 		   double now_ms, tkshm_entry *out)
 {
 	int rc;
@@ -61,7 +61,7 @@ tk_check_override(const tkshm_table *t, const void *key, size_t key_len,
 }
 
 int
-tkshm_set_remaining_at(tkshm_table *t, const void *key, size_t key_len,
+tk_api_set_remaining_at(tkshm_table *t, const void *key, size_t key_len,
 		       double remaining, double now_ms)
 {
 	uint64_t target[TK_ALGO_MAX_WORDS] = { 0 };
@@ -87,7 +87,7 @@ tkshm_set_remaining_at(tkshm_table *t, const void *key, size_t key_len,
 }
 
 int
-tkshm_block_at(tkshm_table *t, const void *key, size_t key_len, double until_ms,
+tk_api_block_at(tkshm_table *t, const void *key, size_t key_len, double until_ms,
 	       double now_ms)
 {
 	uint64_t target[TK_ALGO_MAX_WORDS] = { 0 };

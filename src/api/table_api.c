@@ -37,44 +37,7 @@ tk_prefetch_window(const tkshm_table *t, uint64_t fp)
 }
 
 int
-tkshm_open(const char *path, const tkshm_options *opts, tkshm_table **out)
-{
-	static const tkshm_options defaults = TKSHM_OPTIONS_INIT;
-	struct tkshm_table *t;
-	int rc;
-
-	if (!out)
-		return TKSHM_ENULL;
-	if (!opts)
-		opts = &defaults;
-	if (opts->size != sizeof(tkshm_options))
-		return TKSHM_EINVAL;
-	if (opts->errbuf && opts->errbuf_len)
-		opts->errbuf[0] = '\0';
-	t = calloc(1, sizeof *t);
-	if (!t)
-		return TKSHM_ENOMEM;
-	rc = tk_segment_open(path, opts, t);
-	if (rc != TKSHM_OK) {
-		free(t);
-		return rc;
-	}
-	*out = t;
-	return TKSHM_OK;
-}
-
-int
-tkshm_close(tkshm_table *t)
-{
-	if (!t)
-		return TKSHM_OK;
-	tk_segment_close(t);
-	free(t);
-	return TKSHM_OK;
-}
-
-int
-tkshm_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
+tk_api_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 	       double now_ms, tkshm_decision *out)
 {
 	int rc;
@@ -95,7 +58,7 @@ tkshm_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 }
 
 int
-tkshm_check(tkshm_table *t, const void *key, size_t key_len, double cost,
+tk_api_check(tkshm_table *t, const void *key, size_t key_len, double cost,
 	    tkshm_decision *out)
 {
 	struct tk_keyref k;
@@ -122,7 +85,7 @@ tkshm_check(tkshm_table *t, const void *key, size_t key_len, double cost,
 }
 
 int
-tkshm_key_hash(const tkshm_table *t, const void *key, size_t key_len,
+tk_api_key_hash(const tkshm_table *t, const void *key, size_t key_len,
 	       tkshm_key *out)
 {
 	int rc;
@@ -141,7 +104,7 @@ tkshm_key_hash(const tkshm_table *t, const void *key, size_t key_len,
 }
 
 int
-tkshm_check_hashed_at(tkshm_table *t, const tkshm_key *key, double cost,
+tk_api_check_hashed_at(tkshm_table *t, const tkshm_key *key, double cost,
 		      double now_ms, tkshm_decision *out)
 {
 	struct tk_keyref k;
@@ -172,7 +135,7 @@ tkshm_check_hashed_at(tkshm_table *t, const tkshm_key *key, double cost,
 }
 
 int
-tkshm_check_hashed(tkshm_table *t, const tkshm_key *key, double cost,
+tk_api_check_hashed(tkshm_table *t, const tkshm_key *key, double cost,
 		   tkshm_decision *out)
 {
 	/* Only a key of this table: another's is refused below, and its
@@ -186,7 +149,7 @@ tkshm_check_hashed(tkshm_table *t, const tkshm_key *key, double cost,
 #define TK_BATCH 16
 
 int
-tkshm_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
+tk_api_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
 		    double now_ms, tkshm_decision *out, size_t *done)
 {
 	int rc;
@@ -248,14 +211,14 @@ tkshm_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
 }
 
 int
-tkshm_check_many(tkshm_table *t, const tkshm_request *reqs, size_t n,
+tk_api_check_many(tkshm_table *t, const tkshm_request *reqs, size_t n,
 		 tkshm_decision *out, size_t *done)
 {
 	return tkshm_check_many_at(t, reqs, n, tkshm_now_ms(), out, done);
 }
 
 int
-tkshm_peek_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
+tk_api_peek_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
 	      tkshm_decision *out)
 {
 	int rc;
@@ -271,7 +234,7 @@ tkshm_peek_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
 }
 
 int
-tkshm_forecast_at(tkshm_table *t, const void *key, size_t key_len, double cost,
+tk_api_forecast_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 		  double now_ms, tkshm_forecast *out)
 {
 	int rc;
@@ -290,20 +253,20 @@ tkshm_forecast_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 }
 
 int
-tkshm_forecast_get(tkshm_table *t, const void *key, size_t key_len, double cost,
+tk_api_forecast_get(tkshm_table *t, const void *key, size_t key_len, double cost,
 		   tkshm_forecast *out)
 {
 	return tkshm_forecast_at(t, key, key_len, cost, tkshm_now_ms(), out);
 }
 
 int
-tkshm_peek(tkshm_table *t, const void *key, size_t key_len, tkshm_decision *out)
+tk_api_peek(tkshm_table *t, const void *key, size_t key_len, tkshm_decision *out)
 {
 	return tkshm_peek_at(t, key, key_len, tkshm_now_ms(), out);
 }
 
 int
-tkshm_reset(tkshm_table *t, const void *key, size_t key_len)
+tk_api_reset(tkshm_table *t, const void *key, size_t key_len)
 {
 	int rc;
 
@@ -370,7 +333,7 @@ tk_global_stats(const tkshm_table *t, tkshm_stats *out)
 }
 
 int
-tkshm_stats_get(tkshm_table *t, tkshm_stats *out)
+tk_api_stats_get(tkshm_table *t, tkshm_stats *out)
 {
 	uint64_t c[TK_SHARD_COUNTERS];
 

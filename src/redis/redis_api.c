@@ -95,7 +95,7 @@ tkshm_redis_close(tkshm_redis *r)
 }
 
 int
-tkshm_redis_attach(tkshm_table *t, tkshm_redis *r)
+tk_api_redis_attach(tkshm_table *t, tkshm_redis *r)
 {
 	if (!t)
 		return TKSHM_ENULL;
@@ -152,7 +152,7 @@ tk_redis_multi_key_of(const struct tkshm_table *t, const void *key, size_t len,
 }
 
 int
-tkshm_redis_key(const tkshm_table *t, const void *key, size_t key_len,
+tk_api_redis_key(const tkshm_table *t, const void *key, size_t key_len,
 		char *buf, size_t len)
 {
 	size_t n;

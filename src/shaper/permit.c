@@ -213,7 +213,7 @@ tk_reap_key(struct tkshm_table *t, uint64_t fp, uint32_t *freed)
 }
 
 int
-tkshm_reap(tkshm_table *t, uint64_t *reaped)
+tk_api_reap(tkshm_table *t, uint64_t *reaped)
 {
 	uint64_t total = 0, slots;
 	int rc;
@@ -267,7 +267,7 @@ tk_release_cell(struct tkshm_table *t, uint64_t fp, uint64_t holder,
 }
 
 int
-tkshm_acquire_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
+tk_api_acquire_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
 		 tkshm_permit *permit, tkshm_decision *out)
 {
 	struct tk_acquire_ctx a;
@@ -335,7 +335,7 @@ tkshm_acquire_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
 }
 
 int
-tkshm_acquire(tkshm_table *t, const void *key, size_t key_len,
+tk_api_acquire(tkshm_table *t, const void *key, size_t key_len,
 	      tkshm_permit *permit, tkshm_decision *out)
 {
 	return tkshm_acquire_at(t, key, key_len, tkshm_now_ms(), permit, out);
@@ -393,7 +393,7 @@ tk_release(tkshm_table *t, tkshm_permit *permit, double now, double rtt,
 }
 
 int
-tkshm_release_at(tkshm_table *t, tkshm_permit *permit, double now_ms,
+tk_api_release_at(tkshm_table *t, tkshm_permit *permit, double now_ms,
 		 tkshm_outcome outcome)
 {
 	int rc;
@@ -407,7 +407,7 @@ tkshm_release_at(tkshm_table *t, tkshm_permit *permit, double now_ms,
 }
 
 int
-tkshm_release(tkshm_table *t, tkshm_permit *permit, tkshm_outcome outcome)
+tk_api_release(tkshm_table *t, tkshm_permit *permit, tkshm_outcome outcome)
 {
 	if (!t || !permit)
 		return TKSHM_ENULL;

@@ -74,7 +74,7 @@ tk_reserve_ref(tkshm_table *t, const struct tk_keyref *k, double cost,
 }
 
 int
-tkshm_reserve_at(tkshm_table *t, const void *key, size_t key_len, double cost,
+tk_api_reserve_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 		 double now_ms, tkshm_reservation *out)
 {
 	struct tk_keyref k;
@@ -94,7 +94,7 @@ tkshm_reserve_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 }
 
 int
-tkshm_reserve(tkshm_table *t, const void *key, size_t key_len, double cost,
+tk_api_reserve(tkshm_table *t, const void *key, size_t key_len, double cost,
 	      tkshm_reservation *out)
 {
 	return tkshm_reserve_at(t, key, key_len, cost, tkshm_now_ms(), out);
@@ -132,7 +132,7 @@ tk_sleep_until(const struct timespec *deadline, double *left_ms)
 }
 
 int
-tkshm_schedule_at(tkshm_table *t, const void *key, size_t key_len, double cost,
+tk_api_schedule_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 		  double now_ms, tkshm_reservation *out)
 {
 	struct timespec start, deadline;
@@ -155,7 +155,7 @@ tkshm_schedule_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 }
 
 int
-tkshm_schedule(tkshm_table *t, const void *key, size_t key_len, double cost,
+tk_api_schedule(tkshm_table *t, const void *key, size_t key_len, double cost,
 	       tkshm_reservation *out)
 {
 	return tkshm_schedule_at(t, key, key_len, cost, tkshm_now_ms(), out);

@@ -3,7 +3,10 @@
  *
  * Segment, in order (every region starts on a 4 KiB boundary):
  *
- *   header   one page, immutable after the segment is published (I10)
+ *   header   one page: the header, immutable after the segment is
+ *            published (I10), then at TK_LIFE_OFF the table's life
+ *            (struct tk_life: the live word, the writer word and the
+ *            in-place policy records, protocol.h L1-L6)
  *   shards   TK_SHARDS counter shards, 128 bytes each (I11)
  *   buckets  nbuckets cache lines of 4 slots {fp, st}
  *   labels   one 32-byte label per slot: a bounded key prefix for operators
@@ -30,7 +33,7 @@
 #include "tkshm.h"
 
 /* Bumped whenever any byte of the segment changes meaning. */
-#define TK_LAYOUT_VERSION 6u
+#define TK_LAYOUT_VERSION 7u
 
 /* "TKSHM", NUL, CR, LF: the CR LF catches text-mode mangling. */
 #define TK_MAGIC     "TKSHM\0\r\n"
@@ -156,6 +159,9 @@ struct tk_global_wire {
 
 #define TK_HDR_ANONYMOUS 0x1u
 
+/* The longest file name (no directory) of a predecessor, with its NUL. */
+#define TK_PRED_NAME_MAX 96u
+
 struct tk_header {
 	char magic[TK_MAGIC_LEN];
 	uint32_t layout_version;
@@ -183,8 +189,46 @@ struct tk_header {
 	uint64_t keys_off;    /* 0 when key_records is 0 */
 	struct tk_policy_wire policy;
 	struct tk_global_wire global;
+	/* Distinct for every segment; the seed is inherited by a replacement
+	 * (L2), so a key keeps its fingerprint and window geometry. */
+	uint64_t table_id;
+	/* A replacement: the table it replaced (0: none), and that table's
+	 * file name in this file's directory while it is drained (L6). */
+	uint64_t pred_id;
+	char pred_name[TK_PRED_NAME_MAX];
 	uint64_t checksum; /* XXH64 of every byte before this field */
 };
+
+/* The live word (protocol.h, L1-L3): the policy generation in force in
+ * its low bits, and two flags. */
+#define TK_LIFE_REPLACED (UINT64_C(1) << 63) /* follow the path (L3) */
+#define TK_LIFE_DRAINING (UINT64_C(1) << 62) /* consult pred_name (L5) */
+#define TK_LIFE_GEN_MASK ((UINT64_C(1) << 48) - 1)
+
+/* An in-place policy, written whole by the writer-word holder before the
+ * live word names its generation (L1). */
+struct tk_policy_rec {
+	uint64_t gen;
+	struct tk_policy_wire policy;
+	struct tk_global_wire global;
+	uint64_t checksum; /* XXH64 of every byte before this field */
+};
+
+/* The mutable part of the header page.  `word` is read by every call of
+ * every process: it sits alone on its cache line, which only a change
+ * writes, so it stays shared in every core's cache. */
+#define TK_LIFE_OFF 2048u
+struct tk_life {
+	_Alignas(64) uint64_t word;
+	uint64_t pad0[7];
+	/* The holder word (shaper/holder.h) of the process changing the
+	 * table, 0 when nobody is. */
+	_Alignas(64) uint64_t writer;
+	uint64_t pad1[7];
+	struct tk_policy_rec rec[2]; /* generation g lives in rec[g & 1] */
+};
+_Static_assert(TK_LIFE_OFF + sizeof(struct tk_life) <= TK_PAGE,
+	       "the life fits the header page");
 
 _Static_assert(sizeof(struct tk_slot) == 16, "slot is 16 bytes");
 _Static_assert(sizeof(struct tk_bucket) == 64, "bucket is one cache line");
@@ -195,7 +239,8 @@ _Static_assert(sizeof(struct tk_wide_head) == 16, "wide head is 16 bytes");
 _Static_assert(sizeof(struct tk_keyrec) == 256, "key record is 256 bytes");
 _Static_assert(TK_C_COUNT <= TK_SHARD_COUNTERS, "counters fit a shard");
 _Static_assert(TK_C_COUNT <= TK_EPOCH_WORD, "the epoch is no counter");
-_Static_assert(sizeof(struct tk_header) <= TK_PAGE, "header fits one page");
+_Static_assert(sizeof(struct tk_header) <= TK_LIFE_OFF,
+	       "header ends before the life");
 _Static_assert(offsetof(struct tk_header, magic) == 0, "magic first");
 _Static_assert(offsetof(struct tk_header, checksum) ==
 		       sizeof(struct tk_header) - 8,

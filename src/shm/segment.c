@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "shm/layout.h"
+#include "shm/life.h"
 #include "shaper/holder.h"
 #include "shm/table.h"
 
@@ -163,8 +164,8 @@ _Static_assert(sizeof(((tkshm_policy *)0)->u) ==
 		       TK_POLICY_PARAMS * sizeof(double),
 	       "the policy union is the wire's parameter array");
 
-static void
-tk_policy_to_wire(const tkshm_policy *p, struct tk_policy_wire *w,
+void
+tk_policy_wire_of(const tkshm_policy *p, struct tk_policy_wire *w,
 		  struct tk_global_wire *gw)
 {
 	memset(w, 0, sizeof *w);
@@ -181,8 +182,8 @@ tk_policy_to_wire(const tkshm_policy *p, struct tk_policy_wire *w,
 
 /* The stored policy.  Values are not trusted here: tk_algo_init validates
  * them (an unterminated prefix or an unknown mode is refused there). */
-static void
-tk_policy_from_wire(const struct tk_policy_wire *w,
+void
+tk_policy_unwire(const struct tk_policy_wire *w,
 		    const struct tk_global_wire *gw, tkshm_policy *p)
 {
 	memset(p, 0, sizeof *p);
@@ -227,19 +228,27 @@ tk_handle_fill(struct tkshm_table *t, const struct tk_header *h,
 	t->ndebt = h->ndebt;
 	t->debt_mask = h->ndebt - 1;
 	t->seed = h->seed;
+	t->table_id = h->table_id;
+	t->pred_id = h->pred_id;
+	memcpy(t->pred_name, h->pred_name, sizeof t->pred_name);
+	t->pred_name[TK_PRED_NAME_MAX - 1] = '\0';
+	t->life = (struct tk_life *)(base + TK_LIFE_OFF);
+	t->life_word = 0;
 	t->created_ms = h->created_ms;
 	t->on_full = (tkshm_on_full)h->on_full;
-	tk_policy_from_wire(&h->policy, &h->global, &t->policy);
+	tk_policy_unwire(&h->policy, &h->global, &t->policy);
 	t->algo = *algo;
 	/* Permits name a process of this boot (concurrency.h, C3). */
 	if (tk_algo_is_concurrency(&t->algo))
 		t->algo.u.conc.host = tk_holder_host();
 }
 
-/* Builds a fresh header for a geometry and policy. */
+/* Builds a fresh header for a geometry and policy.  `lin` (may be NULL)
+ * makes it a replacement: the predecessor's seed and name (L2). */
 static int
 tk_header_build(struct tk_header *h, const struct tk_geometry *g,
-		const tkshm_policy *p, tkshm_on_full on_full, bool anonymous)
+		const tkshm_policy *p, tkshm_on_full on_full, bool anonymous,
+		const struct tk_lineage *lin)
 {
 	memset(h, 0, sizeof *h);
 	memcpy(h->magic, TK_MAGIC, TK_MAGIC_LEN);
@@ -248,8 +257,16 @@ tk_header_build(struct tk_header *h, const struct tk_geometry *g,
 	h->header_size = (uint32_t)sizeof(struct tk_header);
 	h->abi = tk_layout_abi();
 	h->file_size = g->file_size;
-	if (getrandom(&h->seed, sizeof h->seed, 0) != (ssize_t)sizeof h->seed)
+	if (getrandom(&h->seed, sizeof h->seed, 0) != (ssize_t)sizeof h->seed ||
+	    getrandom(&h->table_id, sizeof h->table_id, 0) !=
+		    (ssize_t)sizeof h->table_id)
 		return TKSHM_ESYSTEM;
+	if (lin) {
+		h->seed = lin->seed;
+		h->pred_id = lin->pred_id;
+		memcpy(h->pred_name, lin->pred_name, sizeof h->pred_name);
+		h->pred_name[TK_PRED_NAME_MAX - 1] = '\0';
+	}
 	h->created_ms = tkshm_now_ms();
 	h->creator_pid = (uint32_t)getpid();
 	h->flags = anonymous ? TK_HDR_ANONYMOUS : 0;
@@ -267,7 +284,7 @@ tk_header_build(struct tk_header *h, const struct tk_geometry *g,
 	h->key_records = (uint32_t)g->key_records;
 	h->global_off = g->global_off;
 	h->keys_off = g->keys_off;
-	tk_policy_to_wire(p, &h->policy, &h->global);
+	tk_policy_wire_of(p, &h->policy, &h->global);
 	h->checksum = tk_header_checksum(h);
 	return TKSHM_OK;
 }
@@ -332,7 +349,7 @@ tk_header_validate(const struct tk_header *h, uint64_t file_size,
 		tk_say(o, "header on-full policy %u is unknown", h->on_full);
 		return TKSHM_ECORRUPT;
 	}
-	tk_policy_from_wire(&h->policy, &h->global, &p);
+	tk_policy_unwire(&h->policy, &h->global, &p);
 	if (tk_algo_init(algo, &p, why, sizeof why) != TKSHM_OK) {
 		tk_say(o, "stored policy is invalid: %s", why);
 		return TKSHM_ECORRUPT;
@@ -349,20 +366,6 @@ tk_header_validate(const struct tk_header *h, uint64_t file_size,
 		return TKSHM_ECORRUPT;
 	}
 	return TKSHM_OK;
-}
-
-/* Names the first policy parameter that differs. */
-static void
-tk_say_policy_mismatch(const tkshm_options *o, const tkshm_policy *have,
-		       const tkshm_policy *want)
-{
-	char a[256], b[256];
-
-	if (tkshm_policy_format(have, a, sizeof a) < 0)
-		snprintf(a, sizeof a, "(kind %d)", (int)have->kind);
-	if (tkshm_policy_format(want, b, sizeof b) < 0)
-		snprintf(b, sizeof b, "(kind %d)", (int)want->kind);
-	tk_say(o, "table policy is \"%s\", not \"%s\"", a, b);
 }
 
 /* TKSHM_O_HUGEPAGES: advice, so a kernel that cannot follow it (THP off
@@ -405,28 +408,24 @@ tk_attach_fd(int fd, const tkshm_options *o, const struct tk_geometry *want,
 	rc = tk_header_validate(&h, (uint64_t)st.st_size, o, &algo);
 	if (rc != TKSHM_OK)
 		return rc;
-	if (o->policy) {
-		tkshm_policy stored;
-		tk_policy_from_wire(&h.policy, &h.global, &stored);
-		if (!tkshm_policy_equal(o->policy, &stored)) {
-			tk_say_policy_mismatch(o, &stored, o->policy);
-			return TKSHM_EMISMATCH;
-		}
-	}
-	if (want && want->nbuckets != h.nbuckets) {
-		tk_say(o, "table has %llu slots, %llu were asked for",
-		       (unsigned long long)h.nbuckets * TK_SLOTS_PER_BUCKET,
-		       (unsigned long long)want->nbuckets *
-			       TK_SLOTS_PER_BUCKET);
-		return TKSHM_EMISMATCH;
-	}
+	/* Whether the table's policy and size are the ones asked for is the
+	 * lifecycle's question (src/api/life_api.c), asked after attach. */
+	(void)want;
 	base = mmap(NULL, h.file_size, ro ? PROT_READ : PROT_READ | PROT_WRITE,
 		    MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
 		return tk_errno_code(errno);
 	tk_advise_huge(o, base, h.file_size);
 	tk_handle_fill(t, &h, &algo, base, ro);
-	return TKSHM_OK;
+	t->dev = st.st_dev;
+	t->ino = st.st_ino;
+	rc = tk_life_adopt(t);
+	if (rc != TKSHM_OK) {
+		tk_say(o, "the table's live policy record is invalid");
+		munmap(base, h.file_size);
+		t->base = NULL;
+	}
+	return rc;
 }
 
 /* Maps a fresh, fully allocated segment on fd (or anonymous memory when
@@ -435,13 +434,13 @@ tk_attach_fd(int fd, const tkshm_options *o, const struct tk_geometry *want,
 static int
 tk_build(int fd, const struct tk_geometry *g, const tkshm_policy *p,
 	 const struct tk_algo *algo, const tkshm_options *o,
-	 struct tkshm_table *t)
+	 const struct tk_lineage *lin, struct tkshm_table *t)
 {
 	struct tk_header h;
 	void *base;
 	int rc;
 
-	rc = tk_header_build(&h, g, p, o->on_full, fd < 0);
+	rc = tk_header_build(&h, g, p, o->on_full, fd < 0, lin);
 	if (rc != TKSHM_OK)
 		return rc;
 	if (fd < 0)
@@ -458,7 +457,25 @@ tk_build(int fd, const struct tk_geometry *g, const tkshm_policy *p,
 	 * as huge pages from the start. */
 	tk_advise_huge(o, base, g->file_size);
 	memcpy(base, &h, sizeof h);
+	if (lin)
+		/* Published draining: the predecessor's keys are carried on
+		 * demand until the drain ends (L5, L6).  Not yet shared: a
+		 * plain store. */
+		((struct tk_life *)((uint8_t *)base + TK_LIFE_OFF))->word =
+			TK_LIFE_DRAINING;
 	tk_handle_fill(t, &h, algo, base, false);
+	t->life_word = lin ? TK_LIFE_DRAINING : 0;
+	t->created_now = true;
+	{
+		struct stat st;
+
+		/* The file's identity, which a replacement checks the path
+		 * still names (an inode keeps it across link and rename). */
+		if (fd >= 0 && fstat(fd, &st) == 0) {
+			t->dev = st.st_dev;
+			t->ino = st.st_ino;
+		}
+	}
 	return TKSHM_OK;
 }
 
@@ -521,7 +538,7 @@ tk_create_and_link(const char *path, const tkshm_options *o,
 		rc = tk_errno_code(e);
 		goto fail;
 	}
-	rc = tk_build(fd, g, o->policy, algo, o, t);
+	rc = tk_build(fd, g, o->policy, algo, o, NULL, t);
 	if (rc != TKSHM_OK)
 		goto fail;
 	/* Publish: link never replaces an existing name. */
@@ -558,6 +575,67 @@ fail:
 }
 
 int
+tk_segment_build(const char *tmp, const tkshm_options *o, uint64_t slots,
+		 const struct tk_lineage *lin, struct tkshm_table *t)
+{
+	struct tk_geometry g;
+	struct tk_algo algo;
+	char why[160];
+	int fd, rc, e;
+
+	rc = tk_algo_init(&algo, o->policy, why, sizeof why);
+	if (rc != TKSHM_OK)
+		return rc;
+	if (tk_geometry_for_slots(slots, &algo, &g) != 0)
+		return TKSHM_EINVAL;
+	if (!tmp)
+		return tk_build(-1, &g, o->policy, &algo, o, lin, t);
+	fd = open(tmp, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC,
+		  o->mode ? (mode_t)o->mode : 0600);
+	if (fd < 0)
+		return tk_errno_code(errno);
+	/* The replacement belongs to whoever owned the table: the workers
+	 * that open it are that owner's (root may give it away). */
+	if (fchmod(fd, o->mode ? (mode_t)o->mode : 0600) != 0 ||
+	    (lin && fchown(fd, lin->uid, lin->gid) != 0 && geteuid() == 0)) {
+		rc = tk_errno_code(errno);
+		goto fail;
+	}
+	e = posix_fallocate(fd, 0, (off_t)g.file_size);
+	if (e != 0) {
+		rc = tk_errno_code(e);
+		goto fail;
+	}
+	rc = tk_build(fd, &g, o->policy, &algo, o, lin, t);
+	if (rc != TKSHM_OK)
+		goto fail;
+	close(fd);
+	return TKSHM_OK;
+fail:
+	unlink(tmp);
+	close(fd);
+	return rc;
+}
+
+uint64_t
+tk_segment_slots(const struct tkshm_table *t)
+{
+	return t->nbuckets * TK_SLOTS_PER_BUCKET;
+}
+
+uint64_t
+tk_slots_rounded(uint64_t slots)
+{
+	uint64_t nb = 2;
+
+	if (slots < TK_MIN_SLOTS)
+		slots = TK_MIN_SLOTS;
+	while (nb * TK_SLOTS_PER_BUCKET < slots && nb < TK_MAX_SLOTS)
+		nb <<= 1;
+	return nb * TK_SLOTS_PER_BUCKET;
+}
+
+int
 tk_segment_open(const char *path, const tkshm_options *o, struct tkshm_table *t)
 {
 	struct tk_geometry want, *wantp = NULL;
@@ -577,11 +655,12 @@ tk_segment_open(const char *path, const tkshm_options *o, struct tkshm_table *t)
 		}
 	}
 	if (o->flags & ~(TKSHM_O_CREATE | TKSHM_O_EXCL | TKSHM_O_RDONLY |
-			 TKSHM_O_HUGEPAGES)) {
+			 TKSHM_O_HUGEPAGES | TKSHM_O_KEEP)) {
 		tk_say(o, "unknown flag bits 0x%x",
 		       (unsigned)(o->flags &
 				  ~(TKSHM_O_CREATE | TKSHM_O_EXCL |
-				    TKSHM_O_RDONLY | TKSHM_O_HUGEPAGES)));
+				    TKSHM_O_RDONLY | TKSHM_O_HUGEPAGES |
+				    TKSHM_O_KEEP)));
 		return TKSHM_EINVAL;
 	}
 	if (o->on_full != TKSHM_ON_FULL_EVICT &&
@@ -623,7 +702,7 @@ tk_segment_open(const char *path, const tkshm_options *o, struct tkshm_table *t)
 		if (!wantp)
 			(void)tk_geometry_for_slots(TKSHM_DEFAULT_SLOTS, &algo,
 						    &want);
-		return tk_build(-1, &want, o->policy, &algo, o, t);
+		return tk_build(-1, &want, o->policy, &algo, o, NULL, t);
 	}
 	if (path[0] == '\0')
 		return TKSHM_EINVAL;

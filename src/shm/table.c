@@ -23,6 +23,8 @@
 #include "algorithms/forecast.h"
 #include "shm/atomic.h"
 #include "shm/protocol.h"
+#include "shm/carry.h"
+#include "shm/life.h"
 #include "shm/table.h"
 #include "shm/wide.h"
 
@@ -344,8 +346,32 @@ tk_absent_writes(const struct tkshm_table *t, bool present, uint64_t st,
 
 	if (!op)
 		return tk_decide(t, present, st, now, cost, nst, out);
-	return op->step(op->ctx, t, 0, 0, false, NULL, scratch) ==
-	       TK_STEP_WRITE;
+	if (op->step(op->ctx, t, 0, 0, false, NULL, scratch) != TK_STEP_WRITE)
+		return false;
+	/* A one-word table's operation (a carry, carry.c) writes its word
+	 * as the key's first state. */
+	*nst = scratch[0];
+	return true;
+}
+
+/* The state an absent key starts from (I8, L5): its remembered debt, and
+ * while this table drains a predecessor, its state there (sealed there by
+ * the fetch).  *restored: the debt was used. */
+static bool
+tk_absent_state(struct tkshm_table *t, uint64_t fp, double now, uint64_t *st,
+		bool *restored)
+{
+	bool present = tk_debt_recall(t, fp, now, st);
+	uint64_t carried;
+
+	*restored = present;
+	if (__builtin_expect(t->pred != NULL, 0) && !t->wide &&
+	    tk_carry_fetch(t, fp, &carried)) {
+		*st = present ? tk_algo_debt_merge(&t->algo, *st, carried) :
+				carried;
+		present = true;
+	}
+	return present;
 }
 
 static int tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
@@ -407,7 +433,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 
 	for (;;) {
 		uint64_t nst, init_st = 0, mine_index;
-		bool present;
+		bool present, restored;
 
 		tk_scan(t, &w, now, mine_st, mine_st == 0, &sc);
 
@@ -423,6 +449,8 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 					return rc;
 				goto lost;
 			}
+			if (op)
+				return TKSHM_OK; /* a carry finds a state */
 			if (!tk_algo_check(&t->algo, true, sc.real_st, now,
 					   cost, &nst, out)) {
 				/* I7: a denial writes nothing. */
@@ -459,7 +487,8 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 			if (!all)
 				goto lost;
 			/* I6 e: make our placeholder REAL. */
-			present = tk_debt_recall(t, w.fp, now, &init_st);
+			present = tk_absent_state(t, w.fp, now, &init_st,
+						  &restored);
 			if (!tk_absent_writes(t, present, init_st, now, cost,
 					      &nst, out, op)) {
 				tk_retire(t, &w, sc.mine, mine_st);
@@ -467,7 +496,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 					return TKSHM_OK;
 				out->flags |=
 					flags |
-					(present ?
+					(restored ?
 						 TKSHM_DECISION_DEBT_RESTORED :
 						 0);
 				tk_count_decision(t, commit, false);
@@ -500,11 +529,11 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 					       nst);
 				out->flags |=
 					flags |
-					(present ?
+					(restored ?
 						 TKSHM_DECISION_DEBT_RESTORED :
 						 0);
 				tk_count(t, TK_C_INSERTS, 1);
-				if (present)
+				if (restored)
 					tk_count(t, TK_C_DEBT_RESTORES, 1);
 				tk_count_decision(t, commit, true);
 				return TKSHM_OK;
@@ -517,14 +546,14 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 
 		/* The key is absent.  Decide first: a request that would be
 		 * denied even from the absent state claims nothing (I7). */
-		present = tk_debt_recall(t, w.fp, now, &init_st);
+		present = tk_absent_state(t, w.fp, now, &init_st, &restored);
 		if (!tk_absent_writes(t, present, init_st, now, cost, &nst, out,
 				      op)) {
 			if (op)
 				return TKSHM_OK; /* nothing to write */
 			out->flags |=
 				flags |
-				(present ? TKSHM_DECISION_DEBT_RESTORED : 0);
+				(restored ? TKSHM_DECISION_DEBT_RESTORED : 0);
 			tk_count_decision(t, commit, false);
 			return TKSHM_OK;
 		}
@@ -575,6 +604,15 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 				goto lost;
 			mine_st = tag_st;
 			mine_pos = v;
+			/* L3: a table replaced since this call began takes no
+			 * new key; seq_cst, after the claim (a full barrier),
+			 * so a sealer's scan that follows REPLACED sees our
+			 * placeholder and retires it if we miss REPLACED. */
+			if (tk_load_seq_cst(&t->life->word) &
+			    TK_LIFE_REPLACED) {
+				tk_retire(t, &w, mine_pos, mine_st);
+				return TK_EMOVED;
+			}
 			if (++claims > TK_MAX_RETRIES) {
 				/* Our placeholders keep being taken: bounded. */
 				tk_retire(t, &w, mine_pos, mine_st);
@@ -822,4 +860,43 @@ tk_table_reset(struct tkshm_table *t, const void *key, size_t len)
 	__atomic_store_n(tk_debt_cell(t, w.fp), 0, __ATOMIC_SEQ_CST);
 	tk_count(t, TK_C_RESETS, 1);
 	return TKSHM_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Carrying a replaced table's key in (carry.c, protocol.h L6)
+ * ---------------------------------------------------------------------- */
+
+struct tk_carry_ctx {
+	const uint64_t *words;
+	unsigned n;
+};
+
+/* Writes the carried words where the key has no state; a wide key that
+ * has one (its own, or fetched from the predecessor, which is the same
+ * sealed state) is republished unchanged, which admits nothing. */
+static enum tk_step
+tk_carry_step(void *ctx, const struct tkshm_table *t, uint64_t index,
+	      uint64_t ctl, bool present, const uint64_t *cur, uint64_t *next)
+{
+	const struct tk_carry_ctx *c = ctx;
+
+	(void)t;
+	(void)index;
+	(void)ctl;
+	memcpy(next, present ? cur : c->words, sizeof(uint64_t) * c->n);
+	return TK_STEP_WRITE;
+}
+
+int
+tk_carry_insert(struct tkshm_table *n, uint64_t fp, const uint64_t *words,
+		const void *label, size_t len, double now)
+{
+	struct tk_carry_ctx c = { words, n->algo.words };
+	struct tk_wide_op op = { tk_carry_step, &c };
+	struct tk_keyref k = { fp, label, len };
+	struct tk_where w;
+	tkshm_decision scratch;
+
+	tk_where_of(n, fp, &w);
+	return tk_table_apply(n, &k, &w, 1, now, &scratch, NULL, 0, &op);
 }

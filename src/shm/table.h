@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "algorithms/algorithm.h"
 #include "global/global_shm.h"
@@ -50,6 +51,36 @@ struct tkshm_table {
 	 * (tkshm_redis_attach), or NULL. */
 	struct tkshm_redis *redis;
 	const struct tk_strict_ops *strict; /* its operations (route.h) */
+
+	/* The lifecycle (protocol.h L1-L6, src/api/life_api.c). */
+	struct tk_life *life;	 /* in the header page */
+	uint64_t life_word;	 /* the live word this instance decides by */
+	uint64_t table_id;	 /* this segment's own id */
+	uint64_t pred_id;	 /* a replacement: its predecessor's id */
+	char pred_name[TK_PRED_NAME_MAX];
+	/* While this table drains its predecessor (TK_LIFE_DRAINING): that
+	 * table, whose keys are carried on demand (L5); else NULL. */
+	struct tkshm_table *pred;
+	/* The mapping, shared by the instances made from one attach. */
+	struct tk_mapping *map;
+	/* The handle a caller holds is an instance too, the first one: `cur`
+	 * is the instance its calls go to (itself until it follows a change),
+	 * `follow` what following needs.  NULL in other instances. */
+	struct tkshm_table *cur;
+	struct tk_follow *follow;
+	bool created_now;  /* this attach created the table */
+	bool carry_copy;   /* carry from `pred` without sealing it (an
+			    * anonymous replacement: pred stays live) */
+	dev_t dev;	   /* the file's identity (0 for anonymous) */
+	ino_t ino;
+};
+
+/* What a replacement inherits from the table it replaces (L2). */
+struct tk_lineage {
+	uint64_t seed, pred_id;
+	char pred_name[TK_PRED_NAME_MAX];
+	uid_t uid;
+	gid_t gid;
 };
 
 /* A key's fingerprint and window (I3). */
@@ -64,10 +95,14 @@ struct tk_where {
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+/* A key's fingerprint has bit 63 clear: a slot whose fp has it set is a
+ * sealed state of a replaced table (protocol.h, L4), no key's. */
+#define TK_FP_SEAL (UINT64_C(1) << 63)
+
 static inline uint64_t
 tk_key_fp(const struct tkshm_table *t, const void *key, size_t len)
 {
-	uint64_t h = XXH3_64bits_withSeed(key, len, t->seed);
+	uint64_t h = XXH3_64bits_withSeed(key, len, t->seed) & ~TK_FP_SEAL;
 	return h ? h : 1;
 }
 
@@ -155,6 +190,10 @@ tk_find_real(const struct tkshm_table *t, const struct tk_where *w,
 	return -1;
 }
 
+/* Internal: the table was replaced under the call (protocol.h, L3); the
+ * public call follows the path and runs again.  Never returned to users. */
+#define TK_EMOVED (-31999)
+
 /* After this many lost CASes in one call, give up with TKSHM_EBUSY.  Each
  * lost CAS means another writer made progress, so this takes thousands of
  * colliding writers on one window. */
@@ -181,6 +220,27 @@ tk_debt_cell(const struct tkshm_table *t, uint64_t fp)
 int tk_segment_open(const char *path, const tkshm_options *o,
 		    struct tkshm_table *t);
 void tk_segment_close(struct tkshm_table *t);
+/* Builds a table of o->policy and `slots` at the new name `tmp` (unlinked
+ * again on failure), or in anonymous memory when tmp is NULL; `lin` (may
+ * be NULL) makes it the replacement of another (L2). */
+int tk_segment_build(const char *tmp, const tkshm_options *o, uint64_t slots,
+		     const struct tk_lineage *lin, struct tkshm_table *t);
+/* The table's slots, and the slots a request for `slots` gets. */
+uint64_t tk_segment_slots(const struct tkshm_table *t);
+uint64_t tk_slots_rounded(uint64_t slots);
+
+/* The live word (life.c): the policy in force, REPLACED, DRAINING. */
+static inline uint64_t
+tk_life_load(const struct tkshm_table *t)
+{
+	/* Acquire: a generation's policy record was written before the word
+	 * named it (L1). */
+	return tk_load_acquire(&t->life->word);
+}
+/* After attach: the policy in force is the live word's generation (L1):
+ * the instance takes it.  TKSHM_ECORRUPT for a record that does not
+ * validate or does not fit the table's shape. */
+int tk_life_adopt(struct tkshm_table *t);
 
 /* What an admitted check changed, so that it can be undone (multi.c). */
 struct tk_commit {

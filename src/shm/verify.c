@@ -93,7 +93,7 @@ tk_real_cmp(const void *a, const void *b)
 }
 
 int
-tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx, uint64_t *problems)
+tk_api_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx, uint64_t *problems)
 {
 	struct tk_report r = { fn, ctx, 0 };
 	uint64_t nslots, nreal = 0;
@@ -221,7 +221,7 @@ tkshm_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx, uint64_t *problems)
 }
 
 int
-tkshm_usage_get(tkshm_table *t, double now_ms, tkshm_usage *out)
+tk_api_usage_get(tkshm_table *t, double now_ms, tkshm_usage *out)
 {
 	uint64_t nslots;
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "shm/atomic.h"
+#include "shm/carry.h"
 #include "shm/protocol.h"
 #include "shm/wide.h"
 
@@ -226,6 +227,12 @@ tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 		if (fp != w->fp || tk_st_is_special(ctl) || !tk_ctl_valid(ctl))
 			return TK_WIDE_GONE;
 		r = tk_wide_snapshot(t, index, ctl, cur, &gen);
+		/* L5: a FRESH key of a table that drains its predecessor
+		 * starts from its sealed state there; every writer of the
+		 * key fetches the same one. */
+		if (r == TK_WIDE_ABSENT && __builtin_expect(t->pred != NULL, 0) &&
+		    tk_carry_fetch(t, w->fp, cur))
+			r = TK_WIDE_PRESENT;
 		if (r == TK_WIDE_INVALID)
 			return TKSHM_ECORRUPT;
 		if (r == TK_WIDE_TORN) {

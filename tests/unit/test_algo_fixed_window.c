@@ -570,7 +570,10 @@ test_idle_and_state_valid(void **state)
 	assert_false(tk_fixed_window_is_idle(&a, st, 100)); /* regression */
 	st[1] = tk_f64_word(10);
 	assert_true(tk_fixed_window_state_valid(&a, st));
+	/* Above the limit: a limit lowered in place since (protocol.h L1). */
 	st[1] = tk_f64_word(10.5);
+	assert_true(tk_fixed_window_state_valid(&a, st));
+	st[1] = tk_f64_word(INFINITY);
 	assert_false(tk_fixed_window_state_valid(&a, st));
 	/* A give-back of everything the window counted (refund.c). */
 	st[1] = tk_f64_word(0);

@@ -574,7 +574,10 @@ test_idle_and_state_valid(void **state)
 	assert_false(tk_quota_is_idle(&q, st, -2000));
 	st[1] = tk_f64_word(10);
 	assert_true(tk_quota_state_valid(&q, st));
+	/* Above the limit: a limit lowered in place since (protocol.h L1). */
 	st[1] = tk_f64_word(10.25);
+	assert_true(tk_quota_state_valid(&q, st));
+	st[1] = tk_f64_word(NAN);
 	assert_false(tk_quota_state_valid(&q, st));
 	/* A give-back of everything the period counted (refund.c). */
 	st[1] = tk_f64_word(0);

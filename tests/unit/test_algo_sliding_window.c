@@ -1153,7 +1153,10 @@ test_state_valid(void **state)
 	st[2 * 1] = 6 + 1; /* tick 6 does not belong to entry 1 */
 	assert_false(tk_sliding_window_state_valid(&a, st));
 	st[2 * 1] = 5 + 1;
-	st[2 * 1 + 1] = tk_f64_word(10.5); /* above the limit */
+	/* Above the limit: a limit lowered in place since (protocol.h L1). */
+	st[2 * 1 + 1] = tk_f64_word(10.5);
+	assert_true(tk_sliding_window_state_valid(&a, st));
+	st[2 * 1 + 1] = tk_f64_word(INFINITY);
 	assert_false(tk_sliding_window_state_valid(&a, st));
 	st[2 * 1 + 1] = tk_f64_word(0); /* a tick without units */
 	assert_false(tk_sliding_window_state_valid(&a, st));

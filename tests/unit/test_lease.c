@@ -405,6 +405,7 @@ test_policy_strings(void **state)
 					     &p, NULL, 0),
 			  TKSHM_OK);
 		o.policy = &p;
+		o.flags = TKSHM_O_KEEP;
 		assert_rc(tkshm_open(tkt_path("lease.tk"), &o, &u),
 			  TKSHM_EMISMATCH);
 		tkshm_close(t);

@@ -239,9 +239,10 @@ test_header_rewrite_after_attach(void **state)
 	assert_rc(tkshm_verify(t, NULL, NULL, &problems), TKSHM_OK);
 	assert_int_equal(problems, 0);
 
-	/* An attach that states its policy refuses the rewritten table. */
+	/* An attach that states its policy and keeps the table as it is
+	 * refuses the rewritten table. */
 	o.policy = &strict;
-	o.flags = 0;
+	o.flags = TKSHM_O_KEEP;
 	assert_rc(tkshm_open(path, &o, &later), TKSHM_EMISMATCH);
 	assert_null(later);
 

@@ -469,9 +469,9 @@ test_policy_mismatch(void **state)
 		char want[128], err[512] = "";
 
 		assert_true(tkshm_policy_format(&p, want, sizeof want) > 0);
-		assert_rc(
-			try_open(path, &p, 0, TKSHM_O_CREATE, err, sizeof err),
-			TKSHM_EMISMATCH);
+		assert_rc(try_open(path, &p, 0, TKSHM_O_CREATE | TKSHM_O_KEEP,
+				   err, sizeof err),
+			  TKSHM_EMISMATCH);
 		if (!strstr(err, have) || !strstr(err, want))
 			fail_msg("mismatch sentence \"%s\" does not name both "
 				 "\"%s\" and \"%s\"",
@@ -491,10 +491,12 @@ test_slots_mismatch(void **state)
 	char err[256] = "";
 
 	(void)state;
-	assert_rc(try_open(path, &p, 128, TKSHM_O_CREATE, err, sizeof err),
+	assert_rc(try_open(path, &p, 128, TKSHM_O_CREATE | TKSHM_O_KEEP, err,
+			   sizeof err),
 		  TKSHM_EMISMATCH);
 	assert_true(err[0] != '\0');
-	assert_rc(try_open(path, &p, 8, 0, NULL, 0), TKSHM_EMISMATCH);
+	assert_rc(try_open(path, &p, 8, TKSHM_O_KEEP, NULL, 0),
+		  TKSHM_EMISMATCH);
 	assert_rc(try_open(path, NULL, 4096, TKSHM_O_RDONLY, NULL, 0),
 		  TKSHM_EMISMATCH);
 	/* 0, the exact value, or a request that rounds to it attach. */

@@ -212,8 +212,9 @@ ti_cmd_replay(int argc, char **argv)
 				      "--table");
 
 	ro.t.o.policy = &ro.t.policy;
-	/* Attach only: a table shared by replays is made by `create`. */
-	ro.t.o.flags = ro.table ? 0 : TKSHM_O_CREATE;
+	/* Attach only: a table shared by replays is made by `create`, and
+	 * a replay never changes a table's policy (`apply` does). */
+	ro.t.o.flags = ro.table ? TKSHM_O_KEEP : TKSHM_O_CREATE;
 	if ((k = ti_open(ro.table, &ro.t.o, &t)) != TI_EXIT_OK)
 		return k;
 	/* An attached table has the policy SPEC (ti_open checked it). */

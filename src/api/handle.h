@@ -1,0 +1,73 @@
+/*
+ * handle.h - from a caller's handle to the table instance a call runs on.
+ *
+ * A handle is the first instance of its table.  When the table changes
+ * (a policy written in place, a replacement, the end of a drain:
+ * protocol.h L1-L6) the live word in its header page changes, and the next
+ * call that sees it makes a new instance and moves the handle's `cur` to
+ * it.  Other threads may still be running on the old instance: it is
+ * released only after an RCU grace period (liburcu-bp, which registers a
+ * library's threads on their first read-side section), so the check path
+ * takes no lock: a read-side section, one load of `cur` and one load of
+ * the live word.
+ */
+#ifndef TKSHM_API_HANDLE_H
+#define TKSHM_API_HANDLE_H
+
+#include <urcu/urcu-bp.h>
+
+#include "shm/table.h"
+
+/* Makes a new instance for the table's change and moves the handle to it
+ * (life_api.c).  Inside a read-side section.  Returns the instance the
+ * call is to run on: the new one, or `t` when following failed (the call
+ * then decides on the table it had, and the next call tries again). */
+struct tkshm_table *tk_follow(struct tkshm_table *h, struct tkshm_table *t);
+
+static inline struct tkshm_table *
+tk_enter(struct tkshm_table *h)
+{
+	struct tkshm_table *t;
+
+	urcu_bp_read_lock();
+	/* Acquire: pairs with tk_follow's release, so the new instance's
+	 * fields are seen whole.  An instance that is no handle (cur NULL)
+	 * is its own. */
+	t = __atomic_load_n(&h->cur, __ATOMIC_ACQUIRE);
+	if (!t)
+		t = h;
+	if (__builtin_expect(tk_life_load(t) != t->life_word, 0))
+		t = tk_follow(h, t);
+	return t;
+}
+
+static inline void
+tk_leave(void)
+{
+	urcu_bp_read_unlock();
+}
+
+/* Waits a moment for a replacement to be published before running a call
+ * again that met TK_EMOVED. */
+void tk_follow_pause(unsigned tries);
+
+/* The body of every public call on a handle h: runs `call` (which names
+ * the instance `t`) inside a read-side section, again on the replacement
+ * when the table was replaced under it (TK_EMOVED, L3). */
+#define TK_HANDLE_CALL(h, call)                                   \
+	do {                                                      \
+		if (!(h))                                         \
+			return TKSHM_ENULL;                       \
+		for (unsigned tk_try_ = 0;; tk_try_++) {          \
+			struct tkshm_table *t = tk_enter(h);      \
+			int tk_rc_ = (call);                      \
+			tk_leave();                               \
+			if (tk_rc_ != TK_EMOVED)                  \
+				return tk_rc_;                    \
+			if (tk_try_ >= 64)                        \
+				return TKSHM_EBUSY;               \
+			tk_follow_pause(tk_try_);                 \
+		}                                                 \
+	} while (0)
+
+#endif /* TKSHM_API_HANDLE_H */

@@ -1,0 +1,234 @@
+/*
+ * carry.c - moving keys from a replaced table into its replacement
+ * (protocol.h, L4-L6).
+ *
+ * A key leaves the old table O by a seal: one CAS of its REAL slot from
+ * {fp, st} to {fp | TK_FP_SEAL, st}.  The sealed slot is no key's (lookups
+ * compare whole fingerprints), so every later write of O to that key fails
+ * its CAS and finds the key absent, and an insert into O re-checks the
+ * live word and follows the path instead (L3).  The sealed state stays
+ * readable, so every process of the new table N that fetches the key reads
+ * the same final state, however many fetch it at once.
+ */
+#include <string.h>
+
+#include "shm/carry.h"
+#include "shm/life.h"
+#include "shm/table.h"
+#include "shm/wide.h"
+
+/* The state of the sealed slot at `index` of table p: one word, or the
+ * words of its published wide record.  False: nothing to carry (a FRESH
+ * wide state, or one that will not read whole). */
+static bool
+tk_sealed_words(const struct tkshm_table *p, uint64_t index, uint64_t st,
+		uint64_t *words)
+{
+	uint64_t gen;
+
+	if (!p->wide) {
+		words[0] = st;
+		return tk_algo_state_valid(&p->algo, st);
+	}
+	/* The control word of a sealed slot never changes again: a claim in
+	 * flight can no longer publish (W4 compares the whole slot), so a
+	 * snapshot that reads torn was torn by a claimant and reads whole
+	 * on a retry.  A bounded number of tries. */
+	for (int tries = 0; tries < 64; tries++) {
+		switch (tk_wide_snapshot(p, index, st, words, &gen)) {
+		case TK_WIDE_PRESENT:
+			return true;
+		case TK_WIDE_ABSENT:
+		case TK_WIDE_INVALID:
+			return false;
+		case TK_WIDE_TORN:
+			break;
+		}
+	}
+	return false;
+}
+
+/* L5 on table p for fingerprint fp: retires the key's placeholders,
+ * seals its REAL slot, and finds its sealed slot.  Returns the sealed
+ * slot's window position (its state in *st), or -1 when the key has no
+ * state in p. */
+static int
+tk_seal_key(struct tkshm_table *p, uint64_t fp, bool seal, uint64_t *st_out)
+{
+	struct tk_where w;
+
+	tk_where_of(p, fp, &w);
+	for (unsigned retries = 0; retries <= TK_MAX_RETRIES; retries++) {
+		int sealed = -1;
+		bool again = false;
+
+		for (int i = 0; i < (int)TK_WINDOW && !again; i++) {
+			struct tk_slot *s = tk_window_slot(p, &w, i);
+			uint64_t f, st;
+
+			tk_slot_read(s, &f, &st);
+			if (f == (fp | TK_FP_SEAL) && !tk_st_is_special(st)) {
+				sealed = i;
+				*st_out = st;
+			} else if (!seal && f == fp &&
+				   !tk_st_is_special(st)) {
+				/* A copy (an anonymous replacement): read. */
+				*st_out = st;
+				return i;
+			} else if (f == fp && tk_st_is_placeholder(st)) {
+				/* An insert into p that has not yet seen
+				 * REPLACED: retired, it re-checks (L3). */
+				again = !tk_cas128(s, fp, st, fp, TK_ST_DEAD);
+			} else if (f == fp && !tk_st_is_special(st)) {
+				again = !tk_cas128(s, fp, st, fp | TK_FP_SEAL,
+						   st);
+				if (!again) {
+					sealed = i;
+					*st_out = st;
+				}
+			}
+		}
+		if (!again)
+			return sealed;
+		tk_backoff(retries);
+	}
+	return -1;
+}
+
+/* Converts a state of table p's algorithm into one of table n's (L5).
+ * False when the kinds' states do not convert: the key starts absent. */
+static bool
+tk_state_convert(const struct tkshm_table *p, const uint64_t *from,
+		 const struct tkshm_table *n, uint64_t *to)
+{
+	if (p->policy.kind != n->policy.kind || p->algo.words != n->algo.words)
+		return false;
+	/* The same kind and shape: the state is read under the new policy,
+	 * as an in-place change reads it. */
+	memcpy(to, from, sizeof(uint64_t) * n->algo.words);
+	return tk_algo_state_valid_w(&n->algo, to);
+}
+
+bool
+tk_carry_converts(const struct tkshm_table *p, const struct tkshm_table *n)
+{
+	return p->policy.kind == n->policy.kind &&
+	       p->algo.words == n->algo.words;
+}
+
+bool
+tk_carry_fetch(struct tkshm_table *n, uint64_t fp, uint64_t *words)
+{
+	struct tkshm_table *p = n->pred;
+	uint64_t st = 0, from[TK_ALGO_MAX_WORDS];
+	bool have;
+	int pos;
+
+	if (!p)
+		return false;
+	/* L4: no seal before REPLACED is in p's live word. */
+	if (!n->carry_copy)
+		(void)tk_life_or(p, TK_LIFE_REPLACED);
+	pos = tk_seal_key(p, fp, !n->carry_copy, &st);
+	have = false;
+	if (pos >= 0) {
+		struct tk_where w;
+
+		tk_where_of(p, fp, &w);
+		have = tk_sealed_words(p, tk_window_index(&w, (unsigned)pos),
+				       st, from);
+	}
+	if (!p->wide) {
+		/* A key evicted from p left its debt in p's cell (I8). */
+		uint64_t d = tk_load_seq_cst(tk_debt_cell(p, fp));
+
+		if (d != 0 && tk_algo_state_valid(&p->algo, d)) {
+			from[0] = have ? tk_algo_debt_merge(&p->algo, from[0],
+							    d) :
+					 d;
+			have = true;
+		}
+	}
+	return have && tk_state_convert(p, from, n, words);
+}
+
+/* The key bytes p keeps for slot `index` of key fp: the whole key of a
+ * lease table, else its label's prefix.  Display and Redis naming only. */
+static size_t
+tk_drain_label(const struct tkshm_table *p, uint64_t index, uint64_t fp,
+	       unsigned char *out)
+{
+	unsigned len = 0;
+	size_t whole = 0;
+
+	if (p->keyrecs && tk_keyrec_read(p, index, fp, out, &whole))
+		return whole;
+	if (!tk_label_read(p, index, fp, out, &len))
+		return 0;
+	return len < TK_LABEL_PREFIX ? len : TK_LABEL_PREFIX;
+}
+
+/* Drain step for one slot of p (L6). */
+static int
+tk_drain_slot(struct tkshm_table *n, uint64_t index, double now)
+{
+	struct tkshm_table *p = n->pred;
+	uint64_t f, st, fp, words[TK_ALGO_MAX_WORDS];
+	unsigned char label[TKSHM_LEASE_KEY_MAX];
+	size_t len;
+
+	tk_slot_read(tk_slot_at(p, index), &f, &st);
+	if (f == 0 || tk_st_is_special(st))
+		return TKSHM_OK;
+	fp = f & ~TK_FP_SEAL;
+	/* Read before the seal: a label is checked against the slot's fp. */
+	len = tk_drain_label(p, index, fp, label);
+	/* Sealed already or not, the key goes through L5 like any fetch,
+	 * and into n only if n has no state of it (idempotent). */
+	if (!tk_carry_fetch(n, fp, words))
+		return TKSHM_OK;
+	return tk_carry_insert(n, fp, words, label, len, now);
+}
+
+/* Debt cells of a one-word p merged into n's (I8, I9): a key evicted
+ * from p restarts in n from its debt too. */
+static void
+tk_drain_debt(struct tkshm_table *n)
+{
+	struct tkshm_table *p = n->pred;
+
+	if (p->wide || n->wide || !tk_carry_converts(p, n))
+		return;
+	for (uint64_t i = 0; i < n->ndebt; i++) {
+		uint64_t d = tk_load_seq_cst(&p->debt[i & p->debt_mask]);
+		uint64_t cur = tk_load_seq_cst(&n->debt[i]);
+
+		if (d == 0 || !tk_algo_state_valid(&p->algo, d))
+			continue;
+		while (!tk_cas64(&n->debt[i], &cur,
+				 cur ? tk_algo_debt_merge(&n->algo, cur, d) :
+				       d))
+			;
+	}
+}
+
+int
+tk_carry_drain(struct tkshm_table *n, double now)
+{
+	struct tkshm_table *p = n->pred;
+	uint64_t slots;
+
+	if (!p)
+		return TKSHM_OK;
+	if (!n->carry_copy)
+		(void)tk_life_or(p, TK_LIFE_REPLACED);
+	tk_drain_debt(n);
+	slots = p->nbuckets * TK_SLOTS_PER_BUCKET;
+	for (uint64_t i = 0; i < slots; i++) {
+		int rc = tk_drain_slot(n, i, now);
+
+		if (rc != TKSHM_OK && rc != TKSHM_EFULL)
+			return rc;
+	}
+	return TKSHM_OK;
+}

@@ -1,0 +1,39 @@
+/*
+ * carry.h - carrying keys from a replaced table into its replacement
+ * (protocol.h, L4-L6; carry.c).
+ */
+#ifndef TKSHM_SHM_CARRY_H
+#define TKSHM_SHM_CARRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tkshm_table;
+
+/* L5: table n drains n->pred.  Seals key fp in the predecessor and
+ * returns its state there converted to n's algorithm (words, n's word
+ * count).  False: the key has no state to carry (absent, or of a kind
+ * that does not convert). */
+bool tk_carry_fetch(struct tkshm_table *n, uint64_t fp, uint64_t *words);
+
+/* Inserts key fp into n with state `words`, unless n has a state of it
+ * already (table.c); `label` (len bytes) becomes its label (and its key
+ * record in a lease table).  TKSHM_OK, TKSHM_EFULL, TKSHM_EBUSY. */
+int tk_carry_insert(struct tkshm_table *n, uint64_t fp, const uint64_t *words,
+		    const void *label, size_t len, double now);
+
+/* L6: carries every key of n->pred into n.  TKSHM_OK or an error of
+ * tk_carry_insert other than TKSHM_EFULL (a key that finds its window of
+ * n full is dropped: a full window refuses new keys anyway). */
+int tk_carry_drain(struct tkshm_table *n, double now);
+
+/* The time a drain inserts at: 0, before every state, so that no carried
+ * key counts as idle and none is reclaimed by another carried key. */
+#define TK_DRAIN_NOW 0.0
+
+/* True when p's states convert into n's (states are kept). */
+bool tk_carry_converts(const struct tkshm_table *p,
+		       const struct tkshm_table *n);
+
+#endif /* TKSHM_SHM_CARRY_H */

@@ -1,0 +1,307 @@
+/*
+ * test_lifecycle.c - a table's policy and size change while handles are
+ * open (protocol.h L1-L6, docs/lifecycle.md): in place, by replacement,
+ * by growing; what each open reports; and a handle opened before the
+ * change follows it on its next call.  Times are explicit (`_at`).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test_support.h"
+
+#define T0 1.0e12
+
+static tkshm_table *
+open_with(const char *path, const char *spec, uint64_t slots, uint32_t flags,
+	  tkshm_change *change, int want_rc)
+{
+	tkshm_options o = TKSHM_OPTIONS_INIT;
+	tkshm_policy p = tkt_policy(spec);
+	tkshm_table *t = NULL;
+	char err[512] = "";
+
+	o.policy = &p;
+	o.slots = slots;
+	o.flags |= flags;
+	if (flags & TKSHM_O_CREATE)
+		unlink(path); /* a run that failed may have left it */
+	o.change = change;
+	o.errbuf = err;
+	o.errbuf_len = sizeof err;
+	if (tkshm_open(path, &o, &t) != want_rc)
+		fail_msg("open %s with %s: not %d (%s)", path, spec, want_rc,
+			 err);
+	return t;
+}
+
+/* Checks of key at `now` until one is denied (at most `limit`). */
+static int
+admitted(tkshm_table *t, const char *key, double now, int limit)
+{
+	int n = 0;
+
+	for (; n < limit; n++) {
+		tkshm_decision d;
+
+		assert_rc(tkshm_check_at(t, key, strlen(key), 1, now, &d),
+			  TKSHM_OK);
+		if (!d.allowed)
+			break;
+	}
+	return n;
+}
+
+static void
+test_in_place_limit_change(void **state)
+{
+	const char *path = tkt_path("inplace.tk");
+	tkshm_change c;
+	tkshm_table *a, *b;
+
+	(void)state;
+	a = open_with(path, "fixedWindow:limit=20,windowMs=86400000", 64,
+		      TKSHM_O_CREATE, &c, TKSHM_OK);
+	assert_int_equal(c.kind, TKSHM_CHANGE_CREATE);
+	assert_int_equal(admitted(a, "k", T0, 100), 20);
+	b = open_with(path, "fixedWindow:limit=40,windowMs=86400000", 0, 0, &c,
+		      TKSHM_OK);
+	assert_int_equal(c.kind, TKSHM_CHANGE_IN_PLACE);
+	assert_true(c.states_kept);
+	tkt_expect_contains(c.text, "limit 20 -> 40", "change text");
+	tkt_expect_contains(c.text, "states kept", "change text");
+	/* The handle opened before follows: the key's 20 stand, 20 more. */
+	assert_int_equal(admitted(a, "k", T0, 100), 20);
+	assert_int_equal(admitted(b, "k", T0, 100), 0);
+	/* The same policy again: nothing to do. */
+	tkshm_close(open_with(path, "fixedWindow:limit=40,windowMs=86400000",
+			      0, 0, &c, TKSHM_OK));
+	assert_int_equal(c.kind, TKSHM_CHANGE_NONE);
+	/* Down again, in place: the key is over the new limit. */
+	tkshm_close(open_with(path, "fixedWindow:limit=10,windowMs=86400000",
+			      0, 0, &c, TKSHM_OK));
+	assert_int_equal(c.kind, TKSHM_CHANGE_IN_PLACE);
+	assert_int_equal(admitted(a, "k", T0, 100), 0);
+	assert_int_equal(admitted(b, "fresh", T0, 100), 10);
+	tkshm_close(a);
+	tkshm_close(b);
+	unlink(path);
+}
+
+/* GCRA's state is a time (the TAT): under a new limit the same debt of
+ * time is read at the new pace, as ThrottleKit's Redis state is. */
+static void
+test_in_place_gcra_reads_time(void **state)
+{
+	const char *path = tkt_path("inplace-gcra.tk");
+	tkshm_table *a;
+
+	(void)state;
+	a = open_with(path, "gcra:limit=20,periodMs=86400000", 64,
+		      TKSHM_O_CREATE, NULL, TKSHM_OK);
+	assert_int_equal(admitted(a, "k", T0, 100), 20);
+	tkshm_close(open_with(path, "gcra:limit=40,periodMs=86400000", 0, 0,
+			      NULL, TKSHM_OK));
+	/* A day of debt is the whole new burst too ... */
+	assert_int_equal(admitted(a, "k", T0, 100), 0);
+	/* ... refilled at the new pace: one per 2.16e6 ms. */
+	assert_int_equal(admitted(a, "k", T0 + 2.16e6, 100), 1);
+	tkshm_close(a);
+	unlink(path);
+}
+
+static void
+test_keep_and_plan_change_nothing(void **state)
+{
+	const char *path = tkt_path("keep.tk");
+	tkshm_options o = TKSHM_OPTIONS_INIT;
+	tkshm_policy p = tkt_policy("gcra:limit=5,periodMs=1000");
+	tkshm_change c;
+	tkshm_table *a;
+
+	(void)state;
+	a = open_with(path, "gcra:limit=10,periodMs=1000", 64, TKSHM_O_CREATE,
+		      NULL, TKSHM_OK);
+	tkshm_close(open_with(path, "gcra:limit=5,periodMs=1000", 0,
+			      TKSHM_O_KEEP, NULL, TKSHM_EMISMATCH));
+	o.policy = &p;
+	o.slots = 1024;
+	assert_rc(tkshm_plan(path, &o, &c), TKSHM_OK);
+	assert_int_equal(c.kind, TKSHM_CHANGE_REPLACE);
+	assert_int_equal(c.slots_before, 64);
+	assert_int_equal(c.slots_after, 1024);
+	tkt_expect_contains(c.text, "limit 10 -> 5", "plan text");
+	assert_int_equal(admitted(a, "k", T0, 100), 10); /* still 10 */
+	o.slots = 8;
+	assert_rc(tkshm_plan(path, &o, &c), TKSHM_OK);
+	tkt_expect_contains(c.text, "does not shrink", "shrink text");
+	assert_rc(tkshm_apply(a, NULL, 8, &c), TKSHM_EINVAL);
+	assert_rc(tkshm_plan(tkt_path("nothing.tk"), &o, &c), TKSHM_OK);
+	assert_int_equal(c.kind, TKSHM_CHANGE_CREATE);
+	assert_int_not_equal(access(tkt_path("nothing.tk"), F_OK), 0);
+	tkshm_close(a);
+	unlink(path);
+}
+
+/* Consumes part of many keys, grows the table, and checks every key kept
+ * its state, seen through the handle opened before and a new one. */
+static void
+grow_keeps_keys(const char *spec, int limit)
+{
+	const char *path = tkt_path("grow.tk");
+	char key[32], side[4300];
+	tkshm_change c;
+	tkshm_table *a, *b;
+	struct stat st;
+
+	a = open_with(path, spec, 256, TKSHM_O_CREATE, NULL, TKSHM_OK);
+	for (int i = 0; i < 150; i++) {
+		snprintf(key, sizeof key, "key-%d", i);
+		assert_int_equal(admitted(a, key, T0, i % limit), i % limit);
+	}
+	assert_rc(tkshm_apply(a, NULL, 4096, &c), TKSHM_OK);
+	assert_int_equal(c.kind, TKSHM_CHANGE_REPLACE);
+	assert_true(c.states_kept);
+	assert_int_equal(c.slots_after, 4096);
+	b = open_with(path, spec, 0, 0, &c, TKSHM_OK);
+	assert_int_equal(c.kind, TKSHM_CHANGE_NONE);
+	assert_int_equal(c.slots_before, 4096);
+	for (int i = 0; i < 150; i++) {
+		snprintf(key, sizeof key, "key-%d", i);
+		assert_int_equal(admitted(i % 2 ? a : b, key, T0, limit),
+				 limit - i % limit);
+	}
+	/* The drained predecessor is gone from the directory. */
+	snprintf(side, sizeof side, "%s", path);
+	assert_int_equal(stat(path, &st), 0);
+	tkshm_close(a);
+	tkshm_close(b);
+	unlink(path);
+}
+
+static void
+test_grow_gcra(void **state)
+{
+	(void)state;
+	grow_keeps_keys("gcra:limit=7,periodMs=86400000", 7);
+}
+
+static void
+test_grow_token_bucket(void **state)
+{
+	(void)state;
+	grow_keeps_keys("tokenBucket:capacity=7,refillPerSec=0.0001", 7);
+}
+
+static void
+test_grow_fixed_window(void **state)
+{
+	(void)state;
+	grow_keeps_keys("fixedWindow:limit=7,windowMs=86400000", 7);
+}
+
+static void
+test_kind_change_replaces(void **state)
+{
+	const char *path = tkt_path("kind.tk");
+	tkshm_change c;
+	tkshm_table *a;
+
+	(void)state;
+	a = open_with(path, "gcra:limit=5,periodMs=86400000", 64,
+		      TKSHM_O_CREATE, NULL, TKSHM_OK);
+	assert_int_equal(admitted(a, "k", T0, 100), 5);
+	tkshm_close(open_with(path, "fixedWindow:limit=3,windowMs=86400000", 0,
+			      0, &c, TKSHM_OK));
+	assert_int_equal(c.kind, TKSHM_CHANGE_REPLACE);
+	assert_false(c.states_kept);
+	tkt_expect_contains(c.text, "kind gcra -> fixedWindow", "kind text");
+	/* The old handle follows to the new kind: a fresh key of 3. */
+	assert_int_equal(admitted(a, "k", T0, 100), 3);
+	tkshm_close(a);
+	unlink(path);
+}
+
+static void
+test_shape_change_replaces(void **state)
+{
+	const char *path = tkt_path("shape.tk");
+	tkshm_change c;
+	tkshm_table *a;
+
+	(void)state;
+	a = open_with(path, "slidingWindowLog:limit=4,windowMs=86400000", 64,
+		      TKSHM_O_CREATE, NULL, TKSHM_OK);
+	assert_int_equal(admitted(a, "k", T0, 100), 4);
+	/* The window only: in place, the four stamps stand. */
+	tkshm_close(open_with(path, "slidingWindowLog:limit=4,windowMs=1000000",
+			      0, 0, &c, TKSHM_OK));
+	assert_int_equal(c.kind, TKSHM_CHANGE_IN_PLACE);
+	assert_int_equal(admitted(a, "k", T0, 100), 0);
+	/* The limit: another state size, a replacement. */
+	tkshm_close(open_with(path, "slidingWindowLog:limit=6,windowMs=1000000",
+			      0, 0, &c, TKSHM_OK));
+	assert_int_equal(c.kind, TKSHM_CHANGE_REPLACE);
+	assert_int_equal(admitted(a, "k", T0, 100), 6);
+	tkshm_close(a);
+	unlink(path);
+}
+
+static void
+test_anonymous_changes(void **state)
+{
+	tkshm_table *a = tkt_anon("fixedWindow:limit=4,windowMs=86400000", 64);
+	tkshm_policy p = tkt_policy("fixedWindow:limit=8,windowMs=86400000");
+	tkshm_change c;
+
+	(void)state;
+	assert_int_equal(admitted(a, "k", T0, 100), 4);
+	assert_rc(tkshm_apply(a, &p, 0, &c), TKSHM_OK);
+	assert_int_equal(c.kind, TKSHM_CHANGE_IN_PLACE);
+	assert_int_equal(admitted(a, "k", T0, 100), 4);
+	assert_rc(tkshm_apply(a, NULL, 1024, &c), TKSHM_OK);
+	assert_int_equal(c.kind, TKSHM_CHANGE_REPLACE);
+	assert_int_equal(admitted(a, "k", T0, 100), 0);
+	assert_int_equal(admitted(a, "other", T0, 100), 8);
+	tkshm_close(a);
+}
+
+static void
+test_bad_changes_change_nothing(void **state)
+{
+	const char *path = tkt_path("bad.tk");
+	tkshm_policy bad = tkt_policy("gcra:limit=5,periodMs=1000");
+	tkshm_change c;
+	tkshm_table *a;
+
+	(void)state;
+	a = open_with(path, "gcra:limit=5,periodMs=86400000", 64,
+		      TKSHM_O_CREATE, NULL, TKSHM_OK);
+	bad.u.gcra.limit = -1;
+	assert_rc(tkshm_apply(a, &bad, 0, &c), TKSHM_EPOLICY);
+	assert_rc(tkshm_apply(a, NULL, TKSHM_MAX_SLOTS + 1, &c), TKSHM_EINVAL);
+	assert_rc(tkshm_apply(NULL, NULL, 0, &c), TKSHM_ENULL);
+	assert_int_equal(admitted(a, "k", T0, 100), 5);
+	tkshm_close(a);
+	unlink(path);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_in_place_limit_change),
+		cmocka_unit_test(test_in_place_gcra_reads_time),
+		cmocka_unit_test(test_keep_and_plan_change_nothing),
+		cmocka_unit_test(test_grow_gcra),
+		cmocka_unit_test(test_grow_token_bucket),
+		cmocka_unit_test(test_grow_fixed_window),
+		cmocka_unit_test(test_kind_change_replaces),
+		cmocka_unit_test(test_shape_change_replaces),
+		cmocka_unit_test(test_anonymous_changes),
+		cmocka_unit_test(test_bad_changes_change_nothing),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, tkt_teardown);
+}

@@ -14,7 +14,7 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 # --- the package lists (the only place they are written) --------------------
-DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev)
+DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev liburcu-dev)
 # libhiredis-dev and redis-server: the redis-strict baseline of
 # bench/procs, and the Redis tier's tests.  The bindings (bindings/) and
 # the servers their tests start: python3-dev and gunicorn; apache2-dev

@@ -24,21 +24,28 @@
  * then decides on the table it had, and the next call tries again). */
 struct tkshm_table *tk_follow(struct tkshm_table *h, struct tkshm_table *t);
 
+/* The instance handle h is on, following a change first.  Inside a
+ * read-side section. */
 static inline struct tkshm_table *
-tk_enter(struct tkshm_table *h)
+tk_resolve(struct tkshm_table *h)
 {
-	struct tkshm_table *t;
-
-	urcu_bp_read_lock();
 	/* Acquire: pairs with tk_follow's release, so the new instance's
 	 * fields are seen whole.  An instance that is no handle (cur NULL)
 	 * is its own. */
-	t = __atomic_load_n(&h->cur, __ATOMIC_ACQUIRE);
+	struct tkshm_table *t = __atomic_load_n(&h->cur, __ATOMIC_ACQUIRE);
+
 	if (!t)
 		t = h;
 	if (__builtin_expect(tk_life_load(t) != t->life_word, 0))
 		t = tk_follow(h, t);
 	return t;
+}
+
+static inline struct tkshm_table *
+tk_enter(struct tkshm_table *h)
+{
+	urcu_bp_read_lock();
+	return tk_resolve(h);
 }
 
 static inline void

@@ -332,6 +332,25 @@ tk_follow_pause(unsigned tries)
  * Replacement (L2, L6)
  * ---------------------------------------------------------------------- */
 
+/* A cross-host table's shared region (the agent's heartbeat, the breaker,
+ * the fallback tallies) goes on in its replacement: a snapshot, as the
+ * replacement is not yet published; the agent writes the new one from its
+ * next round (src/redis/agent.c). */
+static void
+tk_global_inherit(struct tkshm_table *n, const struct tkshm_table *t)
+{
+	const uint64_t *from = (const uint64_t *)(const void *)t->global;
+	uint64_t *to = (uint64_t *)(void *)n->global;
+
+	if (t->policy.global.mode == TKSHM_MODE_LOCAL ||
+	    n->policy.global.mode != t->policy.global.mode)
+		return;
+	for (size_t i = 0; i < TK_PAGE / sizeof(uint64_t); i++)
+		/* Relaxed both: a snapshot of counters and stamps, each word
+		 * whole; nobody reads n before its rename publishes it. */
+		tk_store_relaxed(&to[i], tk_load_relaxed(&from[i]));
+}
+
 /* Replaces anonymous table t for this process: a copy of every key's
  * state in a new anonymous table; processes forked before keep t. */
 static int
@@ -351,6 +370,8 @@ tk_replace_anonymous(struct tkshm_table *h, struct tkshm_table *t,
 	rc = tk_segment_build(NULL, o, slots, &lin, n);
 	if (rc == TKSHM_OK)
 		rc = tk_map_own(n);
+	if (rc == TKSHM_OK)
+		tk_global_inherit(n, t);
 	if (rc != TKSHM_OK) {
 		if (n->base)
 			tk_segment_close(n);
@@ -437,19 +458,25 @@ tk_replace_named(struct tkshm_table *h, struct tkshm_table *t,
 		free(n);
 		return rc;
 	}
+	tk_global_inherit(n, t);
 	TK_CRASH_POINT();
 	/* A side name left by a replacer that died before publishing. */
 	(void)unlink(side);
-	if (link(path, side) != 0 || rename(tmp, path) != 0) {
+	if (link(path, side) != 0) {
 		rc = errno == EEXIST ? TKSHM_EBUSY : TKSHM_ESYSTEM;
+		goto unbuilt;
+	}
+	/* A crash here leaves the side name, which the next replacement of
+	 * this table removes first (above). */
+	TK_CRASH_POINT();
+	if (rename(tmp, path) != 0) {
+		rc = TKSHM_ESYSTEM;
 		(void)unlink(side);
-		(void)unlink(tmp);
-		tk_segment_close(n);
-		free(n);
-		return rc;
+		goto unbuilt;
 	}
 	/* Published: from here on a crash leaves a draining table that its
 	 * next opener drains (tk_drain_orphan). */
+	TK_CRASH_POINT();
 	(void)tk_life_or(t, TK_LIFE_REPLACED);
 	n->pred = tk_instance_copy(t);
 	rc = n->pred ? tk_map_own(n) : TKSHM_ENOMEM;
@@ -460,6 +487,11 @@ tk_replace_named(struct tkshm_table *h, struct tkshm_table *t,
 		tk_life_clear(n, TK_LIFE_DRAINING);
 	}
 	tk_instance_free(n);
+	return rc;
+unbuilt:
+	(void)unlink(tmp);
+	tk_segment_close(n);
+	free(n);
 	return rc;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "algorithms/convert.h"
 #include "api/life_change.h"
 #include "shm/carry.h"
 #include "shm/life.h"
@@ -199,8 +200,7 @@ tk_change_plan(const struct tkshm_table *t, const tkshm_policy *policy,
 	else if (policy_differs)
 		out->kind = TKSHM_CHANGE_IN_PLACE;
 	out->states_kept = out->kind != TKSHM_CHANGE_REPLACE ||
-			   (want->kind == t->policy.kind &&
-			    algo.words == t->algo.words);
+			   tk_algo_converts(&t->algo, &algo);
 	tk_change_text(t, want, out, shrink, asked);
 	return TKSHM_OK;
 }

@@ -20,6 +20,7 @@
  */
 #include <string.h>
 
+#include "api/handle.h"
 #include "api/multi.h"
 #include "api/validate.h"
 #include "global/route.h"
@@ -338,10 +339,11 @@ tk_multi_local(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 	return TKSHM_OK;
 }
 
-int
-tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
-		     size_t n, double now_ms, tkshm_decision *out,
-		     tkshm_decision *each, size_t *binding)
+/* The body of tkshm_check_multi_at, on instances (handle.h). */
+static int
+tk_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
+	    double now_ms, tkshm_decision *out, tkshm_decision *each,
+	    size_t *binding)
 {
 	tkshm_decision d[TKSHM_MULTI_MAX];
 	size_t b;
@@ -384,6 +386,37 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 	if (binding)
 		*binding = b;
 	return TKSHM_OK;
+}
+
+int
+tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
+		     size_t n, double now_ms, tkshm_decision *out,
+		     tkshm_decision *each, size_t *binding)
+{
+	tkshm_dimension on[TKSHM_MULTI_MAX];
+
+	if (!dims || !out)
+		return TKSHM_ENULL;
+	if (n == 0 || n > TKSHM_MULTI_MAX)
+		return TKSHM_EINVAL;
+	for (unsigned tries = 0;; tries++) {
+		int rc;
+
+		urcu_bp_read_lock();
+		/* Each dimension on the instance its handle is on now. */
+		for (size_t i = 0; i < n; i++) {
+			on[i] = dims[i];
+			if (dims[i].table)
+				on[i].table = tk_resolve(dims[i].table);
+		}
+		rc = tk_multi_at(mode, on, n, now_ms, out, each, binding);
+		urcu_bp_read_unlock();
+		if (rc != TK_EMOVED)
+			return rc;
+		if (tries >= 64)
+			return TKSHM_EBUSY;
+		tk_follow_pause(tries);
+	}
 }
 
 int

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "algorithms/lease.h"
+#include "api/handle.h"
 #include "global/lease_check.h"
 #include "redis/agent.h"
 #include "redis/breaker.h"
@@ -55,6 +56,10 @@ struct tk_track {
 };
 
 struct tk_atable {
+	tkshm_table *handle; /* as opened: closed with the agent */
+	/* The instance the handle is on (api/handle.h), taken at the start
+	 * of each round and valid until its end: the table the workers use
+	 * now, after a change of its policy or a replacement. */
 	tkshm_table *t;
 	struct tk_track *track; /* one per slot */
 	uint64_t nslots;
@@ -244,6 +249,7 @@ tk_agent_add_table(struct tk_agent *a, const char *path, char *err,
 	}
 	at = &a->tables[a->ntables];
 	memset(at, 0, sizeof *at);
+	at->handle = t;
 	at->t = t;
 	at->nslots = t->nbuckets * TK_SLOTS_PER_BUCKET;
 	at->track = calloc(at->nslots, sizeof *at->track);
@@ -614,15 +620,54 @@ tk_agent_table(struct tk_agent *a, struct tk_atable *at, double now,
 	tk_agent_hosts(a, at, now, r);
 }
 
+/* Moves table i to the instance its handle is on now: the workers' table
+ * after a replacement (a new size: new per-slot tracks), or a policy
+ * written in place.  Inside the round's read-side section. */
+static void
+tk_agent_follow(struct tk_agent *a, struct tk_atable *at)
+{
+	struct tkshm_table *cur = tk_resolve(at->handle);
+	uint64_t nslots = cur->nbuckets * TK_SLOTS_PER_BUCKET;
+
+	if (cur == at->t)
+		return;
+	if (nslots != at->nslots || cur->seed != at->t->seed) {
+		struct tk_track *track = calloc(nslots, sizeof *track);
+
+		if (!track)
+			return; /* stays on the table it knew, this round */
+		free(at->track);
+		at->track = track;
+		at->nslots = nslots;
+	}
+	at->t = cur;
+	tk_agent_publish(a, cur, true);
+}
+
+static void tk_agent_round_in(struct tk_agent *a, double now_ms,
+			      struct tk_agent_round *out);
+
 void
 tk_agent_round(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
+{
+	if (!a)
+		return;
+	/* The instances stay mapped until the round is over (handle.h). */
+	urcu_bp_read_lock();
+	for (size_t i = 0; i < a->ntables; i++)
+		tk_agent_follow(a, &a->tables[i]);
+	tk_agent_round_in(a, now_ms, out);
+	urcu_bp_read_unlock();
+}
+
+static void
+tk_agent_round_in(struct tk_agent *a, double now_ms,
+		  struct tk_agent_round *out)
 {
 	struct tk_agent_round r;
 	bool was_up;
 
 	memset(&r, 0, sizeof r);
-	if (!a)
-		return;
 	was_up = a->redis_up;
 	(void)tk_agent_stalled(a);
 	/* Down (or never reached): probe when the breaker lets us, so that
@@ -696,9 +741,11 @@ tk_agent_free(struct tk_agent *a)
 	if (!a)
 		return;
 	for (size_t i = 0; i < a->ntables; i++) {
-		tk_agent_publish(a, a->tables[i].t, false);
+		urcu_bp_read_lock();
+		tk_agent_publish(a, tk_resolve(a->tables[i].handle), false);
+		urcu_bp_read_unlock();
 		free(a->tables[i].track);
-		tkshm_close(a->tables[i].t);
+		tkshm_close(a->tables[i].handle);
 	}
 	tk_conn_free(a->conn);
 	free(a->asks);

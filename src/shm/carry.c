@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "algorithms/convert.h"
 #include "shm/carry.h"
 #include "shm/life.h"
 #include "shm/table.h"
@@ -95,25 +96,20 @@ tk_seal_key(struct tkshm_table *p, uint64_t fp, bool seal, uint64_t *st_out)
 	return -1;
 }
 
-/* Converts a state of table p's algorithm into one of table n's (L5).
- * False when the kinds' states do not convert: the key starts absent. */
+/* Converts a state of table p's algorithm into one of table n's (L5,
+ * src/algorithms/convert.h).  False when the kinds' states do not
+ * convert: the key starts absent. */
 static bool
 tk_state_convert(const struct tkshm_table *p, const uint64_t *from,
 		 const struct tkshm_table *n, uint64_t *to)
 {
-	if (p->policy.kind != n->policy.kind || p->algo.words != n->algo.words)
-		return false;
-	/* The same kind and shape: the state is read under the new policy,
-	 * as an in-place change reads it. */
-	memcpy(to, from, sizeof(uint64_t) * n->algo.words);
-	return tk_algo_state_valid_w(&n->algo, to);
+	return tk_algo_convert(&p->algo, from, &n->algo, to);
 }
 
 bool
 tk_carry_converts(const struct tkshm_table *p, const struct tkshm_table *n)
 {
-	return p->policy.kind == n->policy.kind &&
-	       p->algo.words == n->algo.words;
+	return tk_algo_converts(&p->algo, &n->algo);
 }
 
 bool

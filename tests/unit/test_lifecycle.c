@@ -155,8 +155,10 @@ grow_keeps_keys(const char *spec, int limit)
 	tkshm_table *a, *b;
 	struct stat st;
 
-	a = open_with(path, spec, 256, TKSHM_O_CREATE, NULL, TKSHM_OK);
-	for (int i = 0; i < 150; i++) {
+	a = open_with(path, spec, 512, TKSHM_O_CREATE, NULL, TKSHM_OK);
+	/* 100 keys in 512 slots: no window of 8 full (a wide table refuses
+	 * a key whose window is, TKSHM_EFULL). */
+	for (int i = 0; i < 100; i++) {
 		snprintf(key, sizeof key, "key-%d", i);
 		assert_int_equal(admitted(a, key, T0, i % limit), i % limit);
 	}
@@ -167,7 +169,7 @@ grow_keeps_keys(const char *spec, int limit)
 	b = open_with(path, spec, 0, 0, &c, TKSHM_OK);
 	assert_int_equal(c.kind, TKSHM_CHANGE_NONE);
 	assert_int_equal(c.slots_before, 4096);
-	for (int i = 0; i < 150; i++) {
+	for (int i = 0; i < 100; i++) {
 		snprintf(key, sizeof key, "key-%d", i);
 		assert_int_equal(admitted(i % 2 ? a : b, key, T0, limit),
 				 limit - i % limit);
@@ -248,6 +250,45 @@ test_shape_change_replaces(void **state)
 	unlink(path);
 }
 
+/* A replacement by another kind carries what each key owes where the
+ * kinds convert (src/algorithms/convert.h). */
+static void
+converts(const char *from, const char *to)
+{
+	const char *path = tkt_path("convert.tk");
+	tkshm_change c;
+	tkshm_table *a;
+
+	a = open_with(path, from, 64, TKSHM_O_CREATE, NULL, TKSHM_OK);
+	assert_int_equal(admitted(a, "k", T0, 3), 3);
+	tkshm_close(open_with(path, to, 0, 0, &c, TKSHM_OK));
+	assert_int_equal(c.kind, TKSHM_CHANGE_REPLACE);
+	if (!c.states_kept)
+		fail_msg("%s -> %s: %s", from, to, c.text);
+	/* 3 of 5 owed: 2 left, at the time they were spent. */
+	assert_int_equal(admitted(a, "k", T0, 100), 2);
+	assert_int_equal(admitted(a, "other", T0, 100), 5);
+	tkshm_close(a);
+	unlink(path);
+}
+
+static void
+test_conversions(void **state)
+{
+	(void)state;
+	/* 5 per 1e8 ms both: T = 2e7 ms, 5e-5 tokens per second. */
+	converts("gcra:limit=5,periodMs=100000000",
+		 "tokenBucket:capacity=5,refillPerSec=0.00005");
+	converts("tokenBucket:capacity=5,refillPerSec=0.00005",
+		 "gcra:limit=5,periodMs=100000000");
+	converts("fixedWindow:limit=5,windowMs=86400000",
+		 "slidingWindow:limit=5,windowMs=86400000,buckets=4");
+	converts("slidingWindow:limit=5,windowMs=86400000,buckets=4",
+		 "slidingWindow:limit=5,windowMs=86400000,buckets=8");
+	converts("slidingWindow:limit=5,windowMs=86400000,buckets=8",
+		 "fixedWindow:limit=5,windowMs=86400000");
+}
+
 static void
 test_anonymous_changes(void **state)
 {
@@ -299,6 +340,7 @@ main(void)
 		cmocka_unit_test(test_grow_fixed_window),
 		cmocka_unit_test(test_kind_change_replaces),
 		cmocka_unit_test(test_shape_change_replaces),
+		cmocka_unit_test(test_conversions),
 		cmocka_unit_test(test_anonymous_changes),
 		cmocka_unit_test(test_bad_changes_change_nothing),
 	};

@@ -1,0 +1,162 @@
+/*
+ * convert.c - a state of one algorithm as a state of another (convert.h).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "algorithms/convert.h"
+#include "algorithms/words.h"
+
+static bool
+tk_is_window(const struct tk_algo *a)
+{
+	return a->kind == TKSHM_KIND_FIXED_WINDOW ||
+	       a->kind == TKSHM_KIND_SLIDING_WINDOW;
+}
+
+bool
+tk_algo_converts(const struct tk_algo *from, const struct tk_algo *to)
+{
+	if (from->leased || to->leased)
+		return from->leased == to->leased && from->kind == to->kind &&
+		       from->words == to->words;
+	if (from->kind == to->kind && from->words == to->words)
+		return true;
+	if ((from->kind == TKSHM_KIND_GCRA &&
+	     to->kind == TKSHM_KIND_TOKEN_BUCKET) ||
+	    (from->kind == TKSHM_KIND_TOKEN_BUCKET &&
+	     to->kind == TKSHM_KIND_GCRA))
+		return true;
+	return tk_is_window(from) && tk_is_window(to);
+}
+
+/* The units a GCRA key owed at r = TAT - tau, and r. */
+static void
+tk_gcra_to_bucket(const struct tk_gcra *g, uint64_t st,
+		  const struct tk_token_bucket *b, uint64_t *out)
+{
+	double tat = tk_word_f64(st);
+	double r = tat - g->tau;
+	double owed = g->tau / g->T;
+
+	if (r < 0) {
+		/* Before the epoch: what it owed at 0. */
+		owed = tat / g->T;
+		r = 0;
+	}
+	/* One rounding of a difference: within half an ulp of the tokens
+	 * the key had, never a whole one more. */
+	out[0] = tk_f64_word(fmax(0, b->capacity - owed));
+	out[1] = tk_f64_word(r);
+}
+
+static void
+tk_bucket_to_gcra(const struct tk_token_bucket *b, const uint64_t *st,
+		  const struct tk_gcra *g, uint64_t *out)
+{
+	double tokens = fmin(tk_word_f64(st[0]), b->capacity);
+	double owed = b->capacity - tokens;
+
+	out[0] = tk_f64_word(tk_word_f64(st[1]) + owed * g->T);
+}
+
+/* One counted span of a window state: `n` units counted from time `at`. */
+struct tk_span {
+	double at, n;
+};
+
+/* The counted spans of a window state (at most 65). */
+static unsigned
+tk_window_spans(const struct tk_algo *a, const uint64_t *st,
+		struct tk_span *s)
+{
+	unsigned k = 0;
+
+	if (a->kind == TKSHM_KIND_FIXED_WINDOW) {
+		s[0].at = tk_word_f64(st[0]);
+		s[0].n = tk_word_f64(st[1]);
+		return s[0].n > 0 ? 1 : 0;
+	}
+	for (unsigned p = 0; p < a->u.sliding_window.slots; p++) {
+		if (st[2 * p] == 0)
+			continue;
+		s[k].at = (double)tk_sliding_window_entry_tick(st, p) *
+			  a->u.sliding_window.w;
+		s[k].n = tk_word_f64(st[2 * p + 1]);
+		k++;
+	}
+	return k;
+}
+
+/* Window spans into a fixedWindow state: every count in the window of the
+ * newest span (older ones added too: owing more, never less). */
+static void
+tk_spans_to_fixed(const struct tk_span *s, unsigned k,
+		  const struct tk_fixed_window *f, uint64_t *out)
+{
+	double newest = 0, sum = 0;
+
+	for (unsigned i = 0; i < k; i++) {
+		newest = fmax(newest, s[i].at);
+		sum += s[i].n;
+	}
+	out[0] = tk_f64_word(floor(newest / f->window_ms) * f->window_ms);
+	out[1] = tk_f64_word(sum);
+}
+
+/* Window spans into a slidingWindow state: each at the tick holding its
+ * time; two ticks that meet in one ring entry keep the newer tick and
+ * both counts. */
+static void
+tk_spans_to_sliding(const struct tk_span *s, unsigned k,
+		    const struct tk_sliding_window *w, uint64_t *out)
+{
+	memset(out, 0, sizeof(uint64_t) * 2 * w->slots);
+	for (unsigned i = 0; i < k; i++) {
+		double tick = floor(s[i].at / w->w);
+		unsigned p;
+		double n;
+
+		if (tick > TK_SLIDING_WINDOW_TICK_MAX)
+			tick = TK_SLIDING_WINDOW_TICK_MAX;
+		p = (unsigned)fmod(tick, w->slots);
+		n = s[i].n;
+		if (out[2 * p] != 0) {
+			double had = (double)tk_sliding_window_entry_tick(out, p);
+
+			n += tk_word_f64(out[2 * p + 1]);
+			tick = fmax(tick, had);
+		}
+		out[2 * p] = (uint64_t)tick + 1;
+		out[2 * p + 1] = tk_f64_word(n);
+	}
+}
+
+bool
+tk_algo_convert(const struct tk_algo *from, const uint64_t *st,
+		const struct tk_algo *to, uint64_t *out)
+{
+	struct tk_span spans[TK_SLIDING_WINDOW_MAX_BUCKETS + 1];
+	unsigned k;
+
+	if (!tk_algo_converts(from, to))
+		return false;
+	if (from->kind == to->kind && from->words == to->words) {
+		/* The same state read under the new policy, as in place. */
+		memcpy(out, st, sizeof(uint64_t) * to->words);
+	} else if (from->kind == TKSHM_KIND_GCRA) {
+		tk_gcra_to_bucket(&from->u.gcra, st[0], &to->u.token_bucket,
+				  out);
+	} else if (from->kind == TKSHM_KIND_TOKEN_BUCKET) {
+		tk_bucket_to_gcra(&from->u.token_bucket, st, &to->u.gcra, out);
+	} else {
+		k = tk_window_spans(from, st, spans);
+		if (to->kind == TKSHM_KIND_FIXED_WINDOW)
+			tk_spans_to_fixed(spans, k, &to->u.fixed_window, out);
+		else
+			tk_spans_to_sliding(spans, k, &to->u.sliding_window,
+					    out);
+	}
+	return to->words == 1 ? tk_algo_state_valid(to, out[0]) :
+				tk_algo_state_valid_w(to, out);
+}

@@ -1,0 +1,35 @@
+/*
+ * convert.h - a key's state under one algorithm read as a state of
+ * another, for a table replaced by one of another kind or shape
+ * (src/shm/carry.c, docs/lifecycle.md).
+ *
+ * A conversion keeps what the key owes, in units, never less:
+ *   gcra -> tokenBucket  at r = TAT - tau the key owed tau/T units: the
+ *                        bucket is left that far below its capacity at r
+ *                        and refills from there;
+ *   tokenBucket -> gcra  at `last` the key owed capacity - tokens units:
+ *                        TAT = last + owed * T (the new T);
+ *   window counts        fixedWindow and slidingWindow (any buckets or
+ *                        window): each count is put at the time its
+ *                        window or sub-bucket began, in the target's
+ *                        window or sub-bucket holding that time; counts
+ *                        that meet in one target entry are added.
+ * Every other pair does not convert: the key starts afresh.
+ */
+#ifndef TKSHM_ALGORITHMS_CONVERT_H
+#define TKSHM_ALGORITHMS_CONVERT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "algorithms/algorithm.h"
+
+/* True when states of `from` convert into states of `to`. */
+bool tk_algo_converts(const struct tk_algo *from, const struct tk_algo *to);
+
+/* Converts state st of `from` into out (to->words words).  False when the
+ * pair does not convert or the result would not be a valid state. */
+bool tk_algo_convert(const struct tk_algo *from, const uint64_t *st,
+		     const struct tk_algo *to, uint64_t *out);
+
+#endif /* TKSHM_ALGORITHMS_CONVERT_H */

@@ -144,7 +144,7 @@ banner "[4/5] tsan: Debug, clang, thread, concurrency tests (build/tsan)"
 t0=$SECONDS
 configure_build build/tsan -DCMAKE_BUILD_TYPE=Debug \
 	-DCMAKE_C_COMPILER=clang -DTKSHM_SANITIZE=thread
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp"
 
 # clang 14's TSan runtime dies with "FATAL: ThreadSanitizer: unexpected
 # memory mapping" when the kernel randomises mmap with more bits than it

@@ -18,6 +18,25 @@
 
 #include "shm/table.h"
 
+#ifdef TK_TSAN
+/* ThreadSanitizer does not see liburcu's grace periods (an uninstrumented
+ * library, synchronising through membarrier): every read-side section's
+ * end releases this token, and freeing a retired instance acquires it,
+ * which is the order a grace period guarantees. */
+#include <sanitizer/tsan_interface.h>
+extern char tk_rcu_tsan_token;
+#define TK_RCU_TSAN_RELEASE() __tsan_release(&tk_rcu_tsan_token)
+#define TK_RCU_TSAN_ACQUIRE() __tsan_acquire(&tk_rcu_tsan_token)
+/* The same for what call_rcu's queue hands to its worker thread. */
+#define TK_TSAN_HANDOFF(p) __tsan_release(p)
+#define TK_TSAN_TAKEN(p)   __tsan_acquire(p)
+#else
+#define TK_RCU_TSAN_RELEASE() ((void)0)
+#define TK_RCU_TSAN_ACQUIRE() ((void)0)
+#define TK_TSAN_HANDOFF(p)    ((void)(p))
+#define TK_TSAN_TAKEN(p)      ((void)(p))
+#endif
+
 /* Makes a new instance for the table's change and moves the handle to it
  * (life_api.c).  Inside a read-side section.  Returns the instance the
  * call is to run on: the new one, or `t` when following failed (the call
@@ -41,16 +60,25 @@ tk_resolve(struct tkshm_table *h)
 	return t;
 }
 
+/* A read-side section: instances seen inside it stay mapped until
+ * tk_leave. */
+static inline void
+tk_rcu_lock(void)
+{
+	urcu_bp_read_lock();
+}
+
 static inline struct tkshm_table *
 tk_enter(struct tkshm_table *h)
 {
-	urcu_bp_read_lock();
+	tk_rcu_lock();
 	return tk_resolve(h);
 }
 
 static inline void
 tk_leave(void)
 {
+	TK_RCU_TSAN_RELEASE();
 	urcu_bp_read_unlock();
 }
 

@@ -105,7 +105,9 @@ tk_instance_copy(const struct tkshm_table *t)
 
 	if (!n)
 		return NULL;
-	*n = *t;
+	memcpy(n, t, TK_INSTANCE_FIXED);
+	/* Relaxed: a hint of when to look for dead holders again. */
+	n->next_reap_ms = __atomic_load_n(&t->next_reap_ms, __ATOMIC_RELAXED);
 	n->cur = NULL;
 	n->follow = NULL;
 	n->pred = NULL;
@@ -139,11 +141,17 @@ struct tk_retired {
 	struct tkshm_table *t;
 };
 
+#ifdef TK_TSAN
+char tk_rcu_tsan_token;
+#endif
+
 static void
 tk_retired_free(struct rcu_head *head)
 {
 	struct tk_retired *r = caa_container_of(head, struct tk_retired, head);
 
+	TK_TSAN_TAKEN(r);
+	TK_RCU_TSAN_ACQUIRE();
 	tk_instance_free(r->t);
 	free(r);
 }
@@ -162,6 +170,7 @@ tk_instance_retire(struct tkshm_table *h, struct tkshm_table *t)
 	if (!r)
 		return; /* kept: a leak, never a use after free */
 	r->t = t;
+	TK_TSAN_HANDOFF(r);
 	urcu_bp_call_rcu(&r->head, tk_retired_free);
 }
 

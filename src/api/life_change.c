@@ -216,7 +216,7 @@ tk_change_created(const struct tkshm_table *t, tkshm_change *out)
 	out->slots_after = tk_segment_slots(t);
 	if (tkshm_policy_format(&t->policy, buf, sizeof buf) < 0)
 		buf[0] = '\0';
-	snprintf(out->text, sizeof out->text, "created: %s, %" PRIu64 " slots",
+	snprintf(out->text, sizeof out->text, "created: %.400s, %" PRIu64 " slots",
 		 buf, out->slots_after);
 }
 

@@ -402,7 +402,7 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 	for (unsigned tries = 0;; tries++) {
 		int rc;
 
-		urcu_bp_read_lock();
+		tk_rcu_lock();
 		/* Each dimension on the instance its handle is on now. */
 		for (size_t i = 0; i < n; i++) {
 			on[i] = dims[i];
@@ -410,7 +410,7 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 				on[i].table = tk_resolve(dims[i].table);
 		}
 		rc = tk_multi_at(mode, on, n, now_ms, out, each, binding);
-		urcu_bp_read_unlock();
+		tk_leave();
 		if (rc != TK_EMOVED)
 			return rc;
 		if (tries >= 64)

@@ -653,11 +653,11 @@ tk_agent_round(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 	if (!a)
 		return;
 	/* The instances stay mapped until the round is over (handle.h). */
-	urcu_bp_read_lock();
+	tk_rcu_lock();
 	for (size_t i = 0; i < a->ntables; i++)
 		tk_agent_follow(a, &a->tables[i]);
 	tk_agent_round_in(a, now_ms, out);
-	urcu_bp_read_unlock();
+	tk_leave();
 }
 
 static void
@@ -741,9 +741,9 @@ tk_agent_free(struct tk_agent *a)
 	if (!a)
 		return;
 	for (size_t i = 0; i < a->ntables; i++) {
-		urcu_bp_read_lock();
+		tk_rcu_lock();
 		tk_agent_publish(a, tk_resolve(a->tables[i].handle), false);
-		urcu_bp_read_unlock();
+		tk_leave();
 		free(a->tables[i].track);
 		tkshm_close(a->tables[i].handle);
 	}

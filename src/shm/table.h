@@ -44,9 +44,6 @@ struct tkshm_table {
 	tkshm_on_full on_full;
 	tkshm_policy policy;
 	struct tk_algo algo;
-	/* Concurrency tables: the monotonic ms before which this handle does
-	 * not look for dead holders again (permit.c); relaxed atomics. */
-	int64_t next_reap_ms;
 	/* Strict tables: the Redis connection decisions go through
 	 * (tkshm_redis_attach), or NULL. */
 	struct tkshm_redis *redis;
@@ -63,17 +60,27 @@ struct tkshm_table {
 	struct tkshm_table *pred;
 	/* The mapping, shared by the instances made from one attach. */
 	struct tk_mapping *map;
-	/* The handle a caller holds is an instance too, the first one: `cur`
-	 * is the instance its calls go to (itself until it follows a change),
-	 * `follow` what following needs.  NULL in other instances. */
-	struct tkshm_table *cur;
+	/* `follow`: what following a change needs (the handle only). */
 	struct tk_follow *follow;
 	bool created_now;  /* this attach created the table */
 	bool carry_copy;   /* carry from `pred` without sealing it (an
 			    * anonymous replacement: pred stays live) */
 	dev_t dev;	   /* the file's identity (0 for anonymous) */
 	ino_t ino;
+
+	/* Written by other threads once the instance is in use, so never
+	 * copied with the rest (life_api.c, tk_instance_copy): */
+	/* Concurrency tables: the monotonic ms before which this handle does
+	 * not look for dead holders again (permit.c); relaxed atomics. */
+	int64_t next_reap_ms;
+	/* The handle a caller holds is an instance too, the first one: `cur`
+	 * is the instance its calls go to (itself until it follows a
+	 * change); NULL in other instances. */
+	struct tkshm_table *cur;
 };
+
+/* The bytes of an instance that do not change once it is in use. */
+#define TK_INSTANCE_FIXED offsetof(struct tkshm_table, next_reap_ms)
 
 /* What a replacement inherits from the table it replaces (L2). */
 struct tk_lineage {

@@ -14,14 +14,34 @@ tk_is_window(const struct tk_algo *a)
 	       a->kind == TKSHM_KIND_SLIDING_WINDOW;
 }
 
+/* The sub-bucket width a sliding window's ticks count in, or 0. */
+static double
+tk_tick_width(const struct tk_algo *a)
+{
+	if (a->kind == TKSHM_KIND_SLIDING_WINDOW)
+		return a->u.sliding_window.w;
+	if (a->kind == TKSHM_KIND_QUOTA && a->u.quota.cadence == TK_QUOTA_ROLLING)
+		return a->u.quota.sw.w;
+	return 0;
+}
+
+/* A state of `from` reads the same under `to`: the same kind and words,
+ * and ticks of the same width. */
+bool
+tk_algo_same_reading(const struct tk_algo *from, const struct tk_algo *to)
+{
+	return from->kind == to->kind && from->words == to->words &&
+	       from->leased == to->leased &&
+	       tk_tick_width(from) == tk_tick_width(to);
+}
+
 bool
 tk_algo_converts(const struct tk_algo *from, const struct tk_algo *to)
 {
-	if (from->leased || to->leased)
-		return from->leased == to->leased && from->kind == to->kind &&
-		       from->words == to->words;
-	if (from->kind == to->kind && from->words == to->words)
+	if (tk_algo_same_reading(from, to))
 		return true;
+	if (from->leased || to->leased)
+		return false;
 	if ((from->kind == TKSHM_KIND_GCRA &&
 	     to->kind == TKSHM_KIND_TOKEN_BUCKET) ||
 	    (from->kind == TKSHM_KIND_TOKEN_BUCKET &&
@@ -141,7 +161,7 @@ tk_algo_convert(const struct tk_algo *from, const uint64_t *st,
 
 	if (!tk_algo_converts(from, to))
 		return false;
-	if (from->kind == to->kind && from->words == to->words) {
+	if (tk_algo_same_reading(from, to)) {
 		/* The same state read under the new policy, as in place. */
 		memcpy(out, st, sizeof(uint64_t) * to->words);
 	} else if (from->kind == TKSHM_KIND_GCRA) {

@@ -24,6 +24,10 @@
 
 #include "algorithms/algorithm.h"
 
+/* True when a state of `from` reads the same under `to` (the same kind,
+ * words and tick width): a change between them can be made in place. */
+bool tk_algo_same_reading(const struct tk_algo *from, const struct tk_algo *to);
+
 /* True when states of `from` convert into states of `to`. */
 bool tk_algo_converts(const struct tk_algo *from, const struct tk_algo *to);
 

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/convert.h"
 #include "shaper/holder.h"
 #include "shm/life.h"
 #include "shm/table.h"
@@ -55,9 +56,11 @@ bool
 tk_algo_same_shape(const struct tk_algo *a, const tkshm_policy *pa,
 		   const struct tk_algo *b, const tkshm_policy *pb)
 {
-	return pa->kind == pb->kind && a->words == b->words &&
-	       tk_algo_is_wide(a) == tk_algo_is_wide(b) &&
-	       a->leased == b->leased && pa->global.mode == pb->global.mode;
+	/* A sliding window's state counts in ticks of its sub-bucket width:
+	 * read under another width, its ticks would name other times (a
+	 * replacement converts them through the times they stand for). */
+	return tk_algo_is_wide(a) == tk_algo_is_wide(b) &&
+	       pa->global.mode == pb->global.mode && tk_algo_same_reading(a, b);
 }
 
 int

@@ -223,6 +223,85 @@
  * possibly a key label half rewritten (labels are display only, validated
  * against fp before use).  Nothing to repair, nobody to wait for.
  */
+/*
+ * The table's life (src/shm/life.c, carry.c, src/api/life_api.c)
+ * ----------------------------------------------------------------
+ * A table's policy can change while processes use it, and a table can be
+ * replaced by another under the same path (another kind, another state
+ * shape, more slots), with no lock on the check path and any process
+ * killable at any instruction.  The header page holds, after the immutable
+ * header, the table's *live word* {REPLACED, DRAINING, g}: every call of
+ * every process loads it once and compares it with the word its handle
+ * decided by; and a *writer word*, the holder word (shaper/holder.h) of the
+ * process changing the table.  Notation: O is a table being replaced, N
+ * its replacement.
+ *
+ * L1  In place.  The writer-word holder writes policy record rec[(g+1) & 1]
+ *     whole (generation, policy, checksum), then moves the live word from
+ *     g to g+1 by CAS (a sealer may set REPLACED meanwhile).  A reader that
+ *     loads g (acquire) reads rec[g & 1] and accepts it only if it carries
+ *     generation g, its checksum holds and it validates with the table's
+ *     shape; otherwise it reloads (a record two generations back is being
+ *     rewritten).  The writer word is taken by CAS from 0, or from a holder
+ *     that /proc says is dead; never from a live one, even stopped, so a
+ *     writer never resumes into another's change.  A state written under
+ *     one generation is read under the next as it is: a check is decided
+ *     under the policy in force when its call loaded the live word.
+ *
+ * L2  Replacement.  The writer-word holder of O builds N under a private
+ *     name with O's seed (so every key keeps its fingerprint) and DRAINING
+ *     set, N naming O (its id, and O's file name in the same directory:
+ *     the side name); links O at the side name; renames N over the path;
+ *     then sets REPLACED in O's live word (seq_cst).
+ *
+ * L3  A write to O that claims a slot (I6 a: inserts, reclaims, evictions)
+ *     reloads O's live word (seq_cst) right after its claim CAS; with
+ *     REPLACED set it retires its placeholder and returns TK_EMOVED: its
+ *     call follows the path and runs again on N.  A call that sees
+ *     REPLACED when it begins follows first.
+ *
+ * L4  Seal.  A key leaves O by one CAS of its REAL slot {fp, st} ->
+ *     {fp | TK_FP_SEAL, st} (key fingerprints have bit 63 clear).  A sealed
+ *     slot is no key's REAL slot: every later write of O to the key fails
+ *     its CAS (I1) and finds the key absent, which leads to L3.  Its state
+ *     stays readable and never changes again.  Before sealing anything, a
+ *     sealer makes sure REPLACED is set in O.
+ *
+ * L5  Carry.  While N is DRAINING, a process of N that inserts key k
+ *     (one-word: the state its placeholder becomes REAL with; wide: the
+ *     first write of a FRESH state) first fetches k from O: it retires k's
+ *     placeholders in O, seals k's REAL slot, and reads k's sealed state
+ *     (with O's debt cell for k, I8), converted to N's algorithm
+ *     (src/algorithms/convert.h).  Every process that fetches k reads the
+ *     same sealed state, so I6 in N keeps one REAL slot with it.
+ *
+ * L6  Drain.  The replacer walks every slot of O, fetching each key as L5
+ *     does and inserting it into N only where N has no state of it, merges
+ *     O's debt cells into N's, unlinks the side name, clears DRAINING and
+ *     releases the writer word.  A replacer killed before the end leaves N
+ *     DRAINING with a dead writer: the next process that opens N takes the
+ *     writer word over and drains (idempotent: sealed slots are carried
+ *     again only where N has no state).
+ *
+ *     No admission lost or made.  An admission of k in O is a CAS on k's
+ *     REAL slot of O.  If it precedes k's seal in the total order of
+ *     seq_cst operations, the seal read its result (the seal CAS compares
+ *     the whole slot), so the sealed state holds it; if it follows, it
+ *     fails (L4).  A new REAL slot of k in O after REPLACED cannot appear:
+ *     its claim precedes its reload of the live word (L3); if that reload
+ *     missed REPLACED, the claim precedes REPLACED, which precedes every
+ *     sealer's scan of k's window, which then retires the placeholder
+ *     (L5), and the later CAS to REAL fails (I6 e).  In N, k starts from
+ *     its sealed state, the same for every fetcher.  So k's admissions in
+ *     O and N are those of one state, under the old policy until the seal
+ *     and the new one after.
+ *
+ * Inside one process, a handle moves to a new instance (a new mapping, or
+ * the same one with a new policy) with read-copy-update: the instance a
+ * call runs on stays valid until every call that could see it has ended
+ * (src/api/handle.h).  An anonymous table has no path: replacing it makes
+ * a copy for the calling process only, sealing nothing.
+ */
 #ifndef TKSHM_SHM_PROTOCOL_H
 #define TKSHM_SHM_PROTOCOL_H
 

@@ -287,6 +287,10 @@ test_conversions(void **state)
 		 "slidingWindow:limit=5,windowMs=86400000,buckets=8");
 	converts("slidingWindow:limit=5,windowMs=86400000,buckets=8",
 		 "fixedWindow:limit=5,windowMs=86400000");
+	/* Another window, the same buckets: ticks of another width, so a
+	 * replacement that converts them through their times. */
+	converts("slidingWindow:limit=5,windowMs=86400000,buckets=4",
+		 "slidingWindow:limit=5,windowMs=43200000,buckets=4");
 }
 
 static void

@@ -45,7 +45,11 @@ constexpr double kAllowStepMs = 0.015625; // = T
 
 enum class Clock {
 	kSystem,
-	kExplicit
+	kExplicit,
+	// Explicit now, the call's body run on the handle's instance: what a
+	// check costs without following (no read-side section, no load of the
+	// table's live word; docs/lifecycle.md).
+	kBody
 };
 
 // How long each case runs per repetition, set once by bench_main.cc before

@@ -359,6 +359,8 @@ def bar_table(core, procs):
 CORE_ROWS = [
     ("GCRA check, system clock", "BM_check_clock", "BM_ideal_clock"),
     ("GCRA check, explicit now", "BM_check_now", "BM_ideal_now"),
+    ("GCRA check's body, no following (docs/lifecycle.md)", "BM_check_body",
+     "BM_check_now"),
     ("GCRA check, pre-hashed key, explicit now", "BM_check_hashed",
      "BM_check_now"),
     ("GCRA denied, system clock", "BM_check_clock_deny", "BM_ideal_clock"),

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/handle.h"
@@ -160,7 +161,7 @@ tk_retired_free(struct rcu_head *head)
  * when no thread can still be running on it.  The handle itself is freed
  * only by tkshm_close. */
 static void
-tk_instance_retire(struct tkshm_table *h, struct tkshm_table *t)
+tk_instance_retire(const struct tkshm_table *h, struct tkshm_table *t)
 {
 	struct tk_retired *r;
 
@@ -178,15 +179,17 @@ tk_instance_retire(struct tkshm_table *h, struct tkshm_table *t)
 static int
 tk_path_split(const char *path, char *dir, size_t dlen, const char **base)
 {
-	const char *slash = strrchr(path, '/');
+	const char *slash = path ? strrchr(path, '/') : NULL;
 	size_t n = slash ? (size_t)(slash - path) : 0;
 
-	if (!slash || n + 1 >= dlen)
+	if (!slash || n + 2 >= dlen)
 		return TKSHM_EINVAL;
 	memcpy(dir, path, n);
 	dir[n] = '\0';
-	if (n == 0)
-		strcpy(dir, "/");
+	if (n == 0) {
+		dir[0] = '/';
+		dir[1] = '\0';
+	}
 	*base = slash + 1;
 	return TKSHM_OK;
 }
@@ -331,10 +334,12 @@ tk_follow(struct tkshm_table *h, struct tkshm_table *t)
 void
 tk_follow_pause(unsigned tries)
 {
+	struct timespec ms = { 0, 1000000L };
+
 	if (tries < 8)
 		sched_yield();
 	else
-		usleep(1000);
+		nanosleep(&ms, NULL);
 }
 
 /* ------------------------------------------------------------------------
@@ -531,7 +536,7 @@ tk_drain_orphan(struct tkshm_table *n, const char *path)
  * the writer word is taken here).  *change says what was done. */
 static int
 tk_change_apply(struct tkshm_table *h, const tkshm_policy *policy,
-		uint64_t slots, tkshm_change *change)
+		uint64_t slots, bool refuse_shrink, tkshm_change *change)
 {
 	for (int attempt = 0; attempt < 8; attempt++) {
 		struct tkshm_table *t = tk_enter(h);
@@ -539,6 +544,9 @@ tk_change_apply(struct tkshm_table *h, const tkshm_policy *policy,
 		int rc;
 
 		rc = tk_change_plan(t, policy, slots, change);
+		if (rc == TKSHM_OK && refuse_shrink && slots &&
+		    tk_slots_rounded(slots) < change->slots_before)
+			rc = TKSHM_EINVAL; /* tables do not shrink */
 		if (rc != TKSHM_OK || change->kind == TKSHM_CHANGE_NONE) {
 			tk_leave();
 			return rc;
@@ -593,11 +601,7 @@ tkshm_apply(tkshm_table *h, const tkshm_policy *policy, uint64_t slots,
 	rc = tk_change_check_args(policy, slots, NULL);
 	if (rc != TKSHM_OK)
 		return rc;
-	rc = tk_change_apply(h, policy, slots, out);
-	if (rc == TKSHM_OK && out->kind == TKSHM_CHANGE_NONE &&
-	    slots != 0 && slots < out->slots_before)
-		return TKSHM_EINVAL; /* tables do not shrink */
-	return rc;
+	return tk_change_apply(h, policy, slots, true, out);
 }
 
 /* ------------------------------------------------------------------------
@@ -713,7 +717,7 @@ tkshm_open(const char *path, const tkshm_options *opts, tkshm_table **out)
 			rc = TKSHM_EMISMATCH;
 		} else {
 			rc = tk_change_apply(t, opts->policy, opts->slots,
-					     &change);
+					     false, &change);
 		}
 	} else if (rc == TKSHM_OK && (opts->flags & TKSHM_O_KEEP) &&
 		   opts->slots && tk_slots_rounded(opts->slots) !=

@@ -393,7 +393,7 @@ tk_table_wide_op(struct tkshm_table *t, const struct tk_keyref *k, double now,
 		 const struct tk_wide_op *op)
 {
 	struct tk_where w;
-	tkshm_decision scratch;
+	tkshm_decision scratch = { 0 };
 
 	tk_where_of(t, k->fp, &w);
 	return tk_table_apply(t, k, &w, 1, now, &scratch, NULL, 0, op);
@@ -895,7 +895,7 @@ tk_carry_insert(struct tkshm_table *n, uint64_t fp, const uint64_t *words,
 	struct tk_wide_op op = { tk_carry_step, &c };
 	struct tk_keyref k = { fp, label, len };
 	struct tk_where w;
-	tkshm_decision scratch;
+	tkshm_decision scratch = { 0 };
 
 	tk_where_of(n, fp, &w);
 	return tk_table_apply(n, &k, &w, 1, now, &scratch, NULL, 0, &op);

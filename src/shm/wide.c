@@ -222,17 +222,12 @@ tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 		uint64_t fp, ctl, gen = 0, claim, claimed, target, published;
 		enum tk_wide_read r;
 		enum tk_step what;
+		bool present;
 
 		tk_slot_read(s, &fp, &ctl);
 		if (fp != w->fp || tk_st_is_special(ctl) || !tk_ctl_valid(ctl))
 			return TK_WIDE_GONE;
 		r = tk_wide_snapshot(t, index, ctl, cur, &gen);
-		/* L5: a FRESH key of a table that drains its predecessor
-		 * starts from its sealed state there; every writer of the
-		 * key fetches the same one. */
-		if (r == TK_WIDE_ABSENT && __builtin_expect(t->pred != NULL, 0) &&
-		    tk_carry_fetch(t, w->fp, cur))
-			r = TK_WIDE_PRESENT;
 		if (r == TK_WIDE_INVALID)
 			return TKSHM_ECORRUPT;
 		if (r == TK_WIDE_TORN) {
@@ -240,10 +235,15 @@ tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 				return TKSHM_ECORRUPT;
 			goto lost;
 		}
+		present = r == TK_WIDE_PRESENT;
+		/* L5: a FRESH key of a table that drains its predecessor
+		 * starts from its sealed state there; every writer of the
+		 * key fetches the same one. */
+		if (!present && __builtin_expect(t->pred != NULL, 0))
+			present = tk_carry_fetch(t, w->fp, cur);
 		/* Decided from the published state: a claim in flight has not
 		 * happened yet, so a denial never waits for it (W5, I7). */
-		what = step(ctx, t, index, ctl, r == TK_WIDE_PRESENT, cur,
-			    next);
+		what = step(ctx, t, index, ctl, present, cur, next);
 		if (what == TK_STEP_NONE)
 			return TKSHM_OK;
 		if (what == TK_STEP_ABSENT) {
@@ -276,7 +276,7 @@ tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 		if (!tk_cas128(s, fp, claimed, fp, published))
 			goto lost; /* W4: our claim was stolen */
 		done->wrote = true;
-		done->prev_present = r == TK_WIDE_PRESENT;
+		done->prev_present = present;
 		done->prev = ctl;
 		done->next = published;
 		return TKSHM_OK;

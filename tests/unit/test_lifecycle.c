@@ -137,6 +137,9 @@ test_keep_and_plan_change_nothing(void **state)
 	assert_rc(tkshm_plan(path, &o, &c), TKSHM_OK);
 	tkt_expect_contains(c.text, "does not shrink", "shrink text");
 	assert_rc(tkshm_apply(a, NULL, 8, &c), TKSHM_EINVAL);
+	assert_rc(tkshm_apply(a, &p, 8, &c), TKSHM_EINVAL); /* with a policy */
+	assert_rc(tkshm_apply(a, NULL, 60, &c), TKSHM_OK); /* rounds to 64 */
+	assert_int_equal(c.kind, TKSHM_CHANGE_NONE);
 	assert_rc(tkshm_plan(tkt_path("nothing.tk"), &o, &c), TKSHM_OK);
 	assert_int_equal(c.kind, TKSHM_CHANGE_CREATE);
 	assert_int_not_equal(access(tkt_path("nothing.tk"), F_OK), 0);

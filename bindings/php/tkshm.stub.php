@@ -76,16 +76,24 @@ final readonly class Decision
 }
 
 /**
- * A shared table.  Constructing one with the same path, policy and slots
- * again in the same process (every request of a PHP-FPM worker) reuses the
- * handle opened the first time.
+ * A shared table.  Constructing one with the same path again in the same
+ * process (every request of a PHP-FPM worker) reuses the handle opened the
+ * first time.  Every construction states what the table is to be: a
+ * policy, or a larger $slots, that differs from the live table's is
+ * applied to it (for every process attached), as the first construction
+ * applies it when it opens an existing table; change() says what was done.
  */
 final class Table
 {
     /** Opens (creating if absent) the table at $path ("name" is
-     *  /dev/shm/name); $mode (permission bits, 0 to 0777; 0 is 0600)
-     *  applies when this call creates it. */
-    public function __construct(string $path, string $policy, int $slots = 0, int $mode = 0600) {}
+     *  /dev/shm/name), or reuses this process's handle of it, and makes
+     *  the table's policy $policy: in place when the state keeps its
+     *  shape, else by a replacement that carries the keys over.  $slots
+     *  (0: 65536 to create, the table's own to attach) creates or grows
+     *  the table; a smaller $slots keeps its size.  $mode (permission
+     *  bits, 0 to 0777; 0 is 0600) applies when this call creates it.
+     *  $keep: change nothing, throw EMISMATCH if the table differs. */
+    public function __construct(string $path, string $policy, int $slots = 0, int $mode = 0600, bool $keep = false) {}
 
     /** Checks $key, consuming $cost if admitted; $nowMs (epoch ms)
      *  defaults to the system clock. */
@@ -100,8 +108,25 @@ final class Table
     /** The table's counters and geometry. */
     public function stats(): array {}
 
-    /** The table's canonical policy string. */
+    /** The table's canonical policy string, as it is now. */
     public function policy(): string {}
+
+    /** What the construction (or the last apply()) did to the table:
+     *  ['kind' => 'none'|'create'|'in_place'|'replace',
+     *   'states_kept' => bool, 'slots_before' => int (0: no table),
+     *   'slots_after' => int, 'text' => "limit 10 -> 20, states kept"]. */
+    public function change(): array {}
+
+    /** Changes the live table's policy ($policy null: keep it) and/or
+     *  grows it to $slots (0: keep its size; fewer than it has throws
+     *  EINVAL), for every process attached; returns what was done, as
+     *  change() does. */
+    public function apply(?string $policy, int $slots = 0): array {}
+
+    /** What `new Table($path, $policy, $slots)` would do to the table at
+     *  $path ('create' when there is none), as change() says it, changing
+     *  nothing. */
+    public static function plan(string $path, string $policy, int $slots = 0): array {}
 
     /** How many tables this process has opened (calls of tkshm_open that
      *  succeeded); handles reused across requests, or inherited over

@@ -6,8 +6,10 @@
  *   exception.c  Tkshm\Exception: a library error code and its sentence
  *   decision.c   Tkshm\Decision: a check's read-only result
  *   registry.c   the process's open tables (one handle per table and
- *                process, kept across requests)
- *   table.c      Tkshm\Table: check, peek, reset, stats, policy
+ *                process, kept across requests), and policy changes
+ *   change.c     what a policy or size change did, as a PHP array
+ *   table.c      Tkshm\Table: check, peek, reset, stats, policy,
+ *                change, apply, plan
  *   http.c       Tkshm\headers() and Tkshm\client_key() (tkshm_http.h)
  */
 #ifndef PHP_TKSHM_H
@@ -48,29 +50,45 @@ void tkshm_php_decision_new(zval *out, const tkshm_decision *d);
 bool tkshm_php_decision_read(zend_object *obj, tkshm_decision *d);
 
 /* ---- registry.c ---- */
-/* One open table of this process.  Entries live until the module shuts
- * down, so Table objects may point at them for as long as they exist. */
+/* One open table of this process, by path.  Entries live until the module
+ * shuts down, so Table objects may point at them for as long as they
+ * exist. */
 typedef struct tkshm_php_handle {
 	struct tkshm_php_handle *next;
 	tkshm_table *table;
-	char *key; /* path NUL canonical policy NUL slots */
-	size_t key_len;
-	char *policy; /* the table's canonical policy string */
-	size_t policy_len;
+	char *path;   /* as the script wrote it */
 	pid_t opener; /* the process that opened it */
 } tkshm_php_handle;
 
-/* The handle of the table at `path` with policy `policy` (a policy string)
- * and `slots`, opened (and created with `mode` if absent) on first use in
- * this process and reused afterwards.  Returns TKSHM_OK or a library
- * code, with a sentence in err when the library gave one. */
+/* The handle of the table at `path`, opened (and created with `mode` if
+ * absent) on first use in this process and reused afterwards.  The policy
+ * string `policy` and `slots` are applied to the live table whenever they
+ * differ from it (a larger slots grows it; a smaller one is noted in the
+ * text, tables do not shrink), as tkshm_open() applies them; with `keep`
+ * a difference is TKSHM_EMISMATCH instead.  *change says what was done.
+ * Returns TKSHM_OK or a library code, with a sentence in err when there is
+ * one. */
 int tkshm_php_registry_get(const char *path, const char *policy, uint64_t slots,
-			   uint32_t mode, tkshm_php_handle **out, char *err,
-			   size_t err_len);
+			   uint32_t mode, bool keep, tkshm_php_handle **out,
+			   tkshm_change *change, char *err, size_t err_len);
 /* Successful tkshm_open() calls made by the calling process. */
 zend_long tkshm_php_registry_open_count(void);
 /* Closes every handle (module shutdown). */
 void tkshm_php_registry_close_all(void);
+
+/* ---- change.c ---- */
+/* Makes `out` the array of a change: kind ("none", "create", "in_place",
+ * "replace"), states_kept, slots_before, slots_after, text. */
+void tkshm_php_change_array(zval *out, const tkshm_change *c);
+/* Appends to c->text that `asked` slots were not applied because a table
+ * does not shrink, in the words tkshm_open() uses for it. */
+void tkshm_php_change_note_shrink(tkshm_change *c, uint64_t asked);
+/* `slots` (> 0) as a table is made with it: a power of two, at least 8. */
+uint64_t tkshm_php_slots_rounded(uint64_t slots);
+/* The table's canonical policy string now (another process may have
+ * changed it) into buf (TKSHM_POLICY_MAX bytes); returns its length or a
+ * library code. */
+int tkshm_php_live_policy(tkshm_table *t, char *buf, size_t len);
 
 /* ---- table.c ---- */
 extern zend_class_entry *tkshm_php_table_ce;

@@ -16,6 +16,8 @@ static zend_object_handlers table_handlers;
 
 typedef struct {
 	tkshm_php_handle *h; /* NULL until constructed */
+	/* What the construction, or the last apply(), did to the table. */
+	tkshm_change change;
 	zend_object std;
 } table_object;
 
@@ -49,6 +51,28 @@ this_handle(zval *this_zv)
 	return h;
 }
 
+/* Negative slots are refused before the library sees them as huge. */
+static bool
+slots_ok(zend_long slots)
+{
+	if (slots >= 0)
+		return true;
+	tkshm_php_throw(TKSHM_EINVAL, "slots must be >= 0 (0: the default, "
+				      "65536, or the table's own)");
+	return false;
+}
+
+/* Z_PARAM_PATH_STR refuses a NUL byte in a path; a policy string with one
+ * would be cut short by the parser, so it is refused too. */
+static bool
+policy_ok(const zend_string *policy)
+{
+	if (!memchr(ZSTR_VAL(policy), '\0', ZSTR_LEN(policy)))
+		return true;
+	tkshm_php_throw(TKSHM_EPOLICY, "the policy string contains a NUL byte");
+	return false;
+}
+
 ZEND_METHOD(Tkshm_Table, __construct)
 {
 	table_object *o = table_of(Z_OBJ_P(ZEND_THIS));
@@ -56,16 +80,19 @@ ZEND_METHOD(Tkshm_Table, __construct)
 	zend_string *policy;
 	zend_long slots = 0;
 	zend_long mode = 0600;
+	bool keep = false;
 	tkshm_php_handle *h;
-	char err[256] = "";
+	tkshm_change change;
+	char err[TKSHM_CHANGE_TEXT_MAX + 2 * TKSHM_POLICY_MAX] = "";
 	int rc;
 
-	ZEND_PARSE_PARAMETERS_START(2, 4)
+	ZEND_PARSE_PARAMETERS_START(2, 5)
 	Z_PARAM_PATH_STR(path)
 	Z_PARAM_STR(policy)
 	Z_PARAM_OPTIONAL
 	Z_PARAM_LONG(slots)
 	Z_PARAM_LONG(mode)
+	Z_PARAM_BOOL(keep)
 	ZEND_PARSE_PARAMETERS_END();
 
 	if (o->h) {
@@ -78,11 +105,8 @@ ZEND_METHOD(Tkshm_Table, __construct)
 				"without '/' is a file in /dev/shm)");
 		RETURN_THROWS();
 	}
-	if (slots < 0) {
-		tkshm_php_throw(TKSHM_EINVAL, "slots must be >= 0 (0: the "
-					      "default, 65536)");
+	if (!slots_ok(slots))
 		RETURN_THROWS();
-	}
 	/* Bits outside 0777 (setuid, setgid, sticky) are refused here as
 	 * tkshm_open refuses them, with the mode in the message. */
 	if (mode < 0) {
@@ -101,21 +125,17 @@ ZEND_METHOD(Tkshm_Table, __construct)
 		tkshm_php_throw(TKSHM_EINVAL, msg);
 		RETURN_THROWS();
 	}
-	/* Z_PARAM_PATH_STR refused a NUL byte in the path; a policy string
-	 * with one would be cut short by the parser, so refuse it too. */
-	if (memchr(ZSTR_VAL(policy), '\0', ZSTR_LEN(policy))) {
-		tkshm_php_throw(TKSHM_EPOLICY,
-				"the policy string contains a NUL byte");
+	if (!policy_ok(policy))
 		RETURN_THROWS();
-	}
 	rc = tkshm_php_registry_get(ZSTR_VAL(path), ZSTR_VAL(policy),
-				    (uint64_t)slots, (uint32_t)mode, &h, err,
-				    sizeof(err));
+				    (uint64_t)slots, (uint32_t)mode, keep, &h,
+				    &change, err, sizeof(err));
 	if (rc != TKSHM_OK) {
 		tkshm_php_throw(rc, err);
 		RETURN_THROWS();
 	}
 	o->h = h;
+	o->change = change;
 }
 
 /* $nowMs: null for the system clock. */
@@ -219,6 +239,7 @@ put_u64(zval *arr, const char *name, uint64_t v)
 
 ZEND_METHOD(Tkshm_Table, stats)
 {
+	char canon[TKSHM_POLICY_MAX];
 	tkshm_php_handle *h;
 	tkshm_stats s;
 	int rc;
@@ -262,21 +283,125 @@ ZEND_METHOD(Tkshm_Table, stats)
 			 s.on_full == TKSHM_ON_FULL_REFUSE ? "refuse" :
 							     "evict");
 	add_assoc_bool(return_value, "anonymous", s.anonymous);
-	add_assoc_stringl(return_value, "policy", h->policy, h->policy_len);
+	rc = tkshm_policy_format(&s.policy, canon, sizeof(canon));
+	if (rc < 0) {
+		zval_ptr_dtor(return_value);
+		tkshm_php_throw(rc, NULL);
+		RETURN_THROWS();
+	}
+	add_assoc_stringl(return_value, "policy", canon, (size_t)rc);
 	/* This handle: the process that opened it (a forked child reuses
 	 * its parent's, registry.c). */
 	add_assoc_long(return_value, "handle_pid", (zend_long)h->opener);
 }
 
+/* The table's policy now: another process may have changed it since
+ * this one opened it. */
 ZEND_METHOD(Tkshm_Table, policy)
 {
+	char canon[TKSHM_POLICY_MAX];
 	tkshm_php_handle *h;
+	int rc;
 
 	ZEND_PARSE_PARAMETERS_NONE();
 	h = this_handle(ZEND_THIS);
 	if (!h)
 		RETURN_THROWS();
-	RETURN_STRINGL(h->policy, h->policy_len);
+	rc = tkshm_php_live_policy(h->table, canon, sizeof(canon));
+	if (rc < 0) {
+		tkshm_php_throw(rc, NULL);
+		RETURN_THROWS();
+	}
+	RETURN_STRINGL(canon, (size_t)rc);
+}
+
+ZEND_METHOD(Tkshm_Table, change)
+{
+	table_object *o = table_of(Z_OBJ_P(ZEND_THIS));
+
+	ZEND_PARSE_PARAMETERS_NONE();
+	if (!this_handle(ZEND_THIS))
+		RETURN_THROWS();
+	tkshm_php_change_array(return_value, &o->change);
+}
+
+/* $policy null keeps the table's policy (a size change only); $slots 0
+ * keeps its size.  The library's rules, unsoftened: a smaller $slots is
+ * EINVAL here (the constructor, which states what a table is to be,
+ * keeps the size instead). */
+ZEND_METHOD(Tkshm_Table, apply)
+{
+	table_object *o = table_of(Z_OBJ_P(ZEND_THIS));
+	zend_string *policy = NULL;
+	zend_long slots = 0;
+	char err[256] = "";
+	tkshm_policy pol;
+	tkshm_change change;
+	int rc;
+
+	ZEND_PARSE_PARAMETERS_START(1, 2)
+	Z_PARAM_STR_OR_NULL(policy)
+	Z_PARAM_OPTIONAL
+	Z_PARAM_LONG(slots)
+	ZEND_PARSE_PARAMETERS_END();
+
+	if (!this_handle(ZEND_THIS) || !slots_ok(slots))
+		RETURN_THROWS();
+	if (policy) {
+		if (!policy_ok(policy))
+			RETURN_THROWS();
+		rc = tkshm_policy_parse(ZSTR_VAL(policy), &pol, err,
+					sizeof(err));
+		if (rc != TKSHM_OK) {
+			tkshm_php_throw(rc, err);
+			RETURN_THROWS();
+		}
+	}
+	rc = tkshm_apply(o->h->table, policy ? &pol : NULL, (uint64_t)slots,
+			 &change);
+	if (rc != TKSHM_OK) {
+		tkshm_php_throw(rc, NULL);
+		RETURN_THROWS();
+	}
+	o->change = change;
+	tkshm_php_change_array(return_value, &change);
+}
+
+/* What `new Table($path, $policy, $slots)` would do, from the table's
+ * header, changing nothing (tkshm_plan): for a deploy's check step. */
+ZEND_METHOD(Tkshm_Table, plan)
+{
+	tkshm_options opts = TKSHM_OPTIONS_INIT;
+	zend_string *path;
+	zend_string *policy;
+	zend_long slots = 0;
+	char err[256] = "";
+	tkshm_policy pol;
+	tkshm_change change;
+	int rc;
+
+	ZEND_PARSE_PARAMETERS_START(2, 3)
+	Z_PARAM_PATH_STR(path)
+	Z_PARAM_STR(policy)
+	Z_PARAM_OPTIONAL
+	Z_PARAM_LONG(slots)
+	ZEND_PARSE_PARAMETERS_END();
+
+	if (!slots_ok(slots) || !policy_ok(policy))
+		RETURN_THROWS();
+	rc = tkshm_policy_parse(ZSTR_VAL(policy), &pol, err, sizeof(err));
+	if (rc == TKSHM_OK) {
+		opts.policy = &pol;
+		opts.slots = (uint64_t)slots;
+		opts.errbuf = err;
+		opts.errbuf_len = sizeof(err);
+		rc = tkshm_plan(ZSTR_VAL(path), &opts, &change);
+	}
+	if (rc != TKSHM_OK) {
+		tkshm_php_throw(rc, err);
+		RETURN_THROWS();
+	}
+	tkshm_php_change_array(return_value, &change);
 }
 
 ZEND_METHOD(Tkshm_Table, openCount)

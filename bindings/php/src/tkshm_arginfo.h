@@ -11,12 +11,13 @@
 #include <php.h>
 
 /* Tkshm\Table::__construct(string $path, string $policy, int $slots = 0,
- *                          int $mode = 0600) */
+ *                          int $mode = 0600, bool $keep = false) */
 ZEND_BEGIN_ARG_INFO_EX(arginfo_tkshm_table___construct, 0, 0, 2)
 ZEND_ARG_TYPE_INFO(0, path, IS_STRING, 0)
 ZEND_ARG_TYPE_INFO(0, policy, IS_STRING, 0)
 ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, slots, IS_LONG, 0, "0")
 ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, mode, IS_LONG, 0, "0600")
+ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, keep, _IS_BOOL, 0, "false")
 ZEND_END_ARG_INFO()
 
 /* check(string $key, float|int $cost = 1, ?float $nowMs = null): Decision */
@@ -50,6 +51,26 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_tkshm_table_policy, 0, 0,
 					IS_STRING, 0)
 ZEND_END_ARG_INFO()
 
+/* change(): array */
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_tkshm_table_change, 0, 0,
+					IS_ARRAY, 0)
+ZEND_END_ARG_INFO()
+
+/* apply(?string $policy, int $slots = 0): array */
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_tkshm_table_apply, 0, 1,
+					IS_ARRAY, 0)
+ZEND_ARG_TYPE_INFO(0, policy, IS_STRING, 1)
+ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, slots, IS_LONG, 0, "0")
+ZEND_END_ARG_INFO()
+
+/* static plan(string $path, string $policy, int $slots = 0): array */
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_tkshm_table_plan, 0, 2,
+					IS_ARRAY, 0)
+ZEND_ARG_TYPE_INFO(0, path, IS_STRING, 0)
+ZEND_ARG_TYPE_INFO(0, policy, IS_STRING, 0)
+ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, slots, IS_LONG, 0, "0")
+ZEND_END_ARG_INFO()
+
 /* static openCount(): int */
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_tkshm_table_openCount, 0, 0,
 					IS_LONG, 0)
@@ -79,6 +100,9 @@ ZEND_METHOD(Tkshm_Table, peek);
 ZEND_METHOD(Tkshm_Table, reset);
 ZEND_METHOD(Tkshm_Table, stats);
 ZEND_METHOD(Tkshm_Table, policy);
+ZEND_METHOD(Tkshm_Table, change);
+ZEND_METHOD(Tkshm_Table, apply);
+ZEND_METHOD(Tkshm_Table, plan);
 ZEND_METHOD(Tkshm_Table, openCount);
 
 /* The entries are macros without separating commas, which clang-format
@@ -96,6 +120,12 @@ const zend_function_entry tkshm_php_table_methods[] = {
 		ZEND_ACC_PUBLIC)
 	ZEND_ME(Tkshm_Table, policy, arginfo_tkshm_table_policy,
 		ZEND_ACC_PUBLIC)
+	ZEND_ME(Tkshm_Table, change, arginfo_tkshm_table_change,
+		ZEND_ACC_PUBLIC)
+	ZEND_ME(Tkshm_Table, apply, arginfo_tkshm_table_apply,
+		ZEND_ACC_PUBLIC)
+	ZEND_ME(Tkshm_Table, plan, arginfo_tkshm_table_plan,
+		ZEND_ACC_PUBLIC | ZEND_ACC_STATIC)
 	ZEND_ME(Tkshm_Table, openCount, arginfo_tkshm_table_openCount,
 		ZEND_ACC_PUBLIC | ZEND_ACC_STATIC)
 	ZEND_FE_END

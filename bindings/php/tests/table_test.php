@@ -3,7 +3,10 @@
  * Tkshm\Table: one handle per table and process however many times it is
  * constructed, the library's errors as Tkshm\Exception with their codes,
  * bad input refused with nothing changed, peek/reset/stats/policy, and a
- * handle inherited over fork shared exactly with the parent.
+ * handle inherited over fork shared exactly with the parent.  Issue 19: a
+ * construction with another policy or more slots applies them to the live
+ * table (in place, or by a replacement carrying the keys), reported by
+ * change(); plan() and apply(); keep: the old EMISMATCH.
  */
 
 declare(strict_types=1);
@@ -63,9 +66,7 @@ test('library errors are Tkshm\Exception with the code and the sentence', functi
     check_true(str_contains($e->getMessage(), 'periodMs'), 'names the option: ' . $e->getMessage());
     check_throws(Tkshm\Exception::class, Tkshm\EPOLICY, fn() => new Tkshm\Table($path, 'nosuch:limit=1'), 'unknown kind');
     check_throws(Tkshm\Exception::class, Tkshm\EPOLICY, fn() => new Tkshm\Table($path, "gcra:limit=10,periodMs=1000\0x"), 'NUL in policy');
-    $e = check_throws(Tkshm\Exception::class, Tkshm\EMISMATCH, fn() => new Tkshm\Table($path, 'gcra:limit=20,periodMs=1000', 64), 'other policy, same file');
-    check_true($e->getMessage() !== '', 'a sentence');
-    check_throws(Tkshm\Exception::class, Tkshm\EMISMATCH, fn() => new Tkshm\Table($path, GCRA, 1024), 'other size, same file');
+    check_same(GCRA, (new Tkshm\Table($path, GCRA, 64))->policy(), 'the failed constructions changed nothing');
     check_throws(Tkshm\Exception::class, Tkshm\EINVAL, fn() => new Tkshm\Table('', GCRA), 'empty path');
     check_throws(Tkshm\Exception::class, Tkshm\EINVAL, fn() => new Tkshm\Table($path, GCRA, -1), 'negative slots');
     check_throws(Tkshm\Exception::class, Tkshm\EINVAL, fn() => new Tkshm\Table($path, GCRA, 64, 010000), 'mode beyond 07777');
@@ -219,6 +220,204 @@ test('a forked child reuses the inherited handle; admission stays exact', functi
     check_same(100, $s['allowed'], 'table: allowed');
     check_same(2 * CHECKS - 100, $s['denied'], 'table: denied');
     check_same($parentOpens, Tkshm\Table::openCount(), 'the parent opened nothing more');
+});
+
+/* Issue 19: a table's lifecycle.  Times are injected: NOW is in the
+ * fixedWindow window [10^12, 2*10^12) ms, so FOREVER windows never end. */
+const DAY = 86400000;
+const FOREVER = 1000000000000;
+const NOW = 1700000000000.0;
+
+/* Admissions of $n checks of $key at $now. */
+function admitted(Tkshm\Table $t, string $key, int $n, float $now = NOW): int
+{
+    $a = 0;
+    for ($i = 0; $i < $n; $i++) {
+        $a += $t->check($key, 1, $now)->allowed ? 1 : 0;
+    }
+    return $a;
+}
+
+/* change()'s array, spelled out. */
+function change(string $kind, bool $kept, int $before, int $after, string $text): array
+{
+    return ['kind' => $kind, 'states_kept' => $kept, 'slots_before' => $before,
+        'slots_after' => $after, 'text' => $text];
+}
+
+test('change(): create, then none for a reused handle', function () {
+    $path = temp_dir() . '/life-none';
+    $t = new Tkshm\Table($path, GCRA, 64);
+    check_same(change('create', true, 0, 64, 'created: ' . GCRA . ', 64 slots'), $t->change());
+    $u = new Tkshm\Table($path, 'gcra:burst=5,periodMs=1000,limit=10', 0);
+    check_same(change('none', true, 64, 64, 'unchanged'), $u->change(), 'same policy, slots 0');
+    check_same(change('create', true, 0, 64, 'created: ' . GCRA . ', 64 slots'), $t->change(), 'each Table keeps its own');
+});
+
+test('another policy for the same path is applied in place, states kept', function () {
+    $path = temp_dir() . '/life-inplace';
+    $opens = Tkshm\Table::openCount();
+    $t = new Tkshm\Table($path, 'fixedWindow:limit=10,windowMs=' . FOREVER, 64);
+    check_same(10, admitted($t, 'k', 15), 'limit 10');
+    // the edited script, in the same process: no exception, no new open
+    $u = new Tkshm\Table($path, 'fixedWindow:limit=20,windowMs=' . FOREVER, 64);
+    check_same(change('in_place', true, 64, 64, 'limit 10 -> 20, states kept'), $u->change());
+    check_same($opens + 1, Tkshm\Table::openCount(), 'the handle is reused');
+    check_same('fixedWindow:limit=20,windowMs=' . FOREVER, $t->policy(), 'the old object sees it');
+    check_same($t->stats()['policy'], $u->policy(), 'stats() too');
+    // the 10 spent count against the new 20: exactly 10 more
+    check_same(10, admitted($t, 'k', 15), 'limit 20, 10 kept');
+    check_same(20, admitted($u, 'fresh', 25), 'a fresh key gets the new limit');
+    // undoing the edit undoes it in the table
+    $v = new Tkshm\Table($path, 'fixedWindow:limit=10,windowMs=' . FOREVER, 64);
+    check_same(change('in_place', true, 64, 64, 'limit 20 -> 10, states kept'), $v->change());
+    check_same(0, admitted($v, 'k', 5), 'back to 10: k is over it');
+});
+
+test('gcra in place keeps the theoretical arrival time, not a count', function () {
+    // 10 per day spent at once is a day of debt; 20 per day (burst 20)
+    // holds a day of debt: nothing more now, one more per 72 minutes.
+    // Raising the burst at the same rate makes room for exactly 10 more.
+    $path = temp_dir() . '/life-gcra';
+    $t = new Tkshm\Table($path, 'gcra:limit=10,periodMs=' . DAY, 64);
+    check_same(10, admitted($t, 'k', 15), '10 per day');
+    $u = new Tkshm\Table($path, 'gcra:limit=20,periodMs=' . DAY, 64);
+    check_same('in_place', $u->change()['kind']);
+    check_same('limit 10 -> 20, burst 10 -> 20, states kept', $u->change()['text']);
+    check_same(0, admitted($u, 'k', 5), '20 per day, at once');
+    check_same(1, admitted($u, 'k', 5, NOW + DAY / 20), '72 minutes later');
+    $g = new Tkshm\Table(temp_dir() . '/life-burst', 'gcra:limit=10,periodMs=' . DAY, 64);
+    check_same(10, admitted($g, 'k', 15), 'burst 10');
+    $h = new Tkshm\Table(temp_dir() . '/life-burst', 'gcra:limit=10,periodMs=' . DAY . ',burst=20', 64);
+    check_same(change('in_place', true, 64, 64, 'burst 10 -> 20, states kept'), $h->change());
+    check_same(10, admitted($h, 'k', 15), 'burst 20: exactly 10 more');
+});
+
+test('more slots replace the table, keys carried over; fewer keep its size', function () {
+    $path = temp_dir() . '/life-grow';
+    $t = new Tkshm\Table($path, GCRA, 64);
+    check_same(5, admitted($t, 'k', 8, 1000.0), 'burst 5');
+    $u = new Tkshm\Table($path, GCRA, 1000);
+    check_same(change('replace', true, 64, 1024, 'slots 64 -> 1024: replaced, states carried over'), $u->change());
+    check_same(1024, $t->stats()['slots'], 'the old object follows');
+    check_same(filesize($path), $t->stats()['file_bytes'], 'the path names the new table');
+    check_same(0, admitted($t, 'k', 3, 1000.0), 'k still spent');
+    $v = new Tkshm\Table($path, GCRA, 64);
+    check_same(change('none', true, 1024, 1024, 'slots 1024 kept (64 asked: a table does not shrink)'), $v->change());
+    check_same(1024, $v->stats()['slots']);
+});
+
+test('another kind replaces the table as the library says', function () {
+    $path = temp_dir() . '/life-kind';
+    $t = new Tkshm\Table($path, 'gcra:limit=20,periodMs=' . DAY, 64);
+    check_same(20, admitted($t, 'k', 25), 'gcra 20');
+    $u = new Tkshm\Table($path, 'slidingWindow:limit=30,windowMs=' . DAY, 64);
+    $c = $u->change();
+    check_same('replace', $c['kind'], $c['text']);
+    check_true(str_starts_with($c['text'], 'kind gcra -> slidingWindow'), $c['text']);
+    check_same('slidingWindow:limit=30,windowMs=' . DAY . ',buckets=10', $t->policy());
+    // converted, the 20 spent count against the 30; else keys start afresh
+    check_same($c['states_kept'] ? 10 : 30, admitted($t, 'k', 40), $c['text']);
+});
+
+test('keep: another policy or size is EMISMATCH and changes nothing', function () {
+    $path = temp_dir() . '/life-keep';
+    // created by another process, so that this one's first construction
+    // is an open (tkshm_open with TKSHM_O_KEEP), not a reuse
+    $pid = pcntl_fork();
+    check_true($pid >= 0, 'fork');
+    if ($pid === 0) {
+        new Tkshm\Table($path, GCRA, 64);
+        exit(0);
+    }
+    pcntl_waitpid($pid, $status);
+    check_same(0, pcntl_wexitstatus($status), 'the child created it');
+    $e = check_throws(Tkshm\Exception::class, Tkshm\EMISMATCH, fn() => new Tkshm\Table($path, 'gcra:limit=20,periodMs=1000', 64, keep: true), 'open, other policy');
+    check_true(str_contains($e->getMessage(), 'limit 10 -> 20'), 'names the difference: ' . $e->getMessage());
+    check_throws(Tkshm\Exception::class, Tkshm\EMISMATCH, fn() => new Tkshm\Table($path, GCRA, 1024, keep: true), 'open, other size');
+    check_throws(Tkshm\Exception::class, Tkshm\EMISMATCH, fn() => new Tkshm\Table($path, GCRA, 8, keep: true), 'open, fewer slots');
+    $t = new Tkshm\Table($path, GCRA, 64, keep: true);
+    check_same(change('none', true, 64, 64, 'unchanged'), $t->change(), 'the same: attached');
+    // a reused handle, the same rule
+    $e = check_throws(Tkshm\Exception::class, Tkshm\EMISMATCH, fn() => new Tkshm\Table($path, 'gcra:limit=20,periodMs=1000', 64, keep: true), 'reuse, other policy');
+    check_true(str_contains($e->getMessage(), 'limit 10 -> 20') && str_contains($e->getMessage(), 'keep'), 'names the difference: ' . $e->getMessage());
+    check_throws(Tkshm\Exception::class, Tkshm\EMISMATCH, fn() => new Tkshm\Table($path, GCRA, 1024, keep: true), 'reuse, more slots');
+    check_throws(Tkshm\Exception::class, Tkshm\EMISMATCH, fn() => new Tkshm\Table($path, GCRA, 8, keep: true), 'reuse, fewer slots');
+    check_same(change('none', true, 64, 64, 'unchanged'), (new Tkshm\Table($path, GCRA, 0, keep: true))->change(), 'slots 0: the table\'s');
+    check_same(GCRA, $t->policy(), 'policy unchanged');
+    check_same(64, $t->stats()['slots'], 'size unchanged');
+});
+
+test('plan() says what a construction would do and changes nothing', function () {
+    $path = temp_dir() . '/life-plan';
+    check_same(change('create', false, 0, 64, 'created, 64 slots'), Tkshm\Table::plan($path, GCRA, 64), 'no table');
+    check_true(!file_exists($path), 'nothing created');
+    $t = new Tkshm\Table($path, GCRA, 64);
+    check_same(change('none', true, 64, 64, 'unchanged'), Tkshm\Table::plan($path, GCRA));
+    check_same(change('in_place', true, 64, 64, 'limit 10 -> 20, states kept'), Tkshm\Table::plan($path, 'gcra:limit=20,periodMs=1000,burst=5'));
+    check_same(change('replace', true, 64, 128, 'slots 64 -> 128: replaced, states carried over'), Tkshm\Table::plan($path, GCRA, 100));
+    check_same('replace', Tkshm\Table::plan($path, 'tokenBucket:capacity=5,refillPerSec=10')['kind']);
+    check_same(GCRA, $t->policy(), 'policy unchanged');
+    check_same(64, $t->stats()['slots'], 'size unchanged');
+    $e = check_throws(Tkshm\Exception::class, Tkshm\EPOLICY, fn() => Tkshm\Table::plan($path, 'gcra:limit=10'), 'invalid policy');
+    check_true(str_contains($e->getMessage(), 'periodMs'), 'names the option: ' . $e->getMessage());
+    file_put_contents(temp_dir() . '/life-plan-junk', str_repeat('x', 4096));
+    check_throws(Tkshm\Exception::class, Tkshm\EBADMAGIC, fn() => Tkshm\Table::plan(temp_dir() . '/life-plan-junk', GCRA), 'not a table');
+    check_throws(Tkshm\Exception::class, Tkshm\EINVAL, fn() => Tkshm\Table::plan($path, GCRA, -1), 'negative slots');
+});
+
+test('apply() changes the live table; change() reports it', function () {
+    $path = temp_dir() . '/life-apply';
+    $t = new Tkshm\Table($path, GCRA, 64);
+    check_same(5, admitted($t, 'k', 8, 1000.0));
+    $c = $t->apply('gcra:limit=10,periodMs=1000,burst=8');
+    check_same(change('in_place', true, 64, 64, 'burst 5 -> 8, states kept'), $c);
+    check_same($c, $t->change(), 'change() is the last apply()');
+    check_same(3, admitted($t, 'k', 8, 1000.0), 'burst 8: 3 more');
+    check_same(change('replace', true, 64, 256, 'slots 64 -> 256: replaced, states carried over'), $t->apply(null, 256), 'grow only');
+    check_same('gcra:limit=10,periodMs=1000,burst=8', $t->policy());
+    check_same(0, admitted($t, 'k', 3, 1000.0), 'k carried over');
+    check_same(change('none', true, 256, 256, 'unchanged'), $t->apply(null), 'nothing asked');
+    $before = $t->change();
+    check_throws(Tkshm\Exception::class, Tkshm\EINVAL, fn() => $t->apply(null, 64), 'a table does not shrink');
+    check_throws(Tkshm\Exception::class, Tkshm\EPOLICY, fn() => $t->apply('gcra:limit=-1,periodMs=1000'), 'invalid policy');
+    check_throws(Tkshm\Exception::class, Tkshm\EPOLICY, fn() => $t->apply("gcra:limit=1,periodMs=1000\0"), 'NUL in policy');
+    check_throws(Tkshm\Exception::class, Tkshm\EINVAL, fn() => $t->apply(null, -1), 'negative slots');
+    check_same($before, $t->change(), 'a failed apply() reports nothing');
+    check_same('gcra:limit=10,periodMs=1000,burst=8', $t->policy(), 'nor changes anything');
+    check_same(256, $t->stats()['slots']);
+    // a construction that asks for the policy the script always asked for
+    // puts it back: what the script says wins over an earlier apply()
+    $u = new Tkshm\Table($path, GCRA, 64);
+    check_same(change('in_place', true, 256, 256, 'burst 8 -> 5, states kept, slots 256 kept (64 asked: a table does not shrink)'), $u->change());
+});
+
+test('a change made by another process is followed', function () {
+    $path = temp_dir() . '/life-other';
+    $t = new Tkshm\Table($path, 'fixedWindow:limit=10,windowMs=' . FOREVER, 64);
+    check_same(4, admitted($t, 'k', 4));
+    $report = temp_dir() . '/life-other-change';
+    $pid = pcntl_fork();
+    check_true($pid >= 0, 'fork');
+    if ($pid === 0) {
+        // another worker runs the edited script: a new policy and more
+        // slots, a replacement
+        $c = new Tkshm\Table($path, 'fixedWindow:limit=20,windowMs=' . FOREVER, 512);
+        file_put_contents($report, json_encode($c->change()));
+        exit(0);
+    }
+    pcntl_waitpid($pid, $status);
+    check_same(0, pcntl_wexitstatus($status), 'the child applied');
+    check_same(change('replace', true, 64, 512, 'limit 10 -> 20, slots 64 -> 512: replaced, states carried over'),
+        json_decode(file_get_contents($report), true), "the child's change()");
+    // this process's handle follows on its next call
+    check_same('fixedWindow:limit=20,windowMs=' . FOREVER, $t->policy());
+    check_same(512, $t->stats()['slots']);
+    check_same(16, admitted($t, 'k', 20), 'the 4 spent carried over, 16 more');
+    // this process constructing with the old script's policy would undo
+    // it; with the new one it changes nothing
+    $u = new Tkshm\Table($path, 'fixedWindow:limit=20,windowMs=' . FOREVER, 512);
+    check_same(change('none', true, 512, 512, 'unchanged'), $u->change());
 });
 
 run();

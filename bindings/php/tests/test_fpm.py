@@ -14,6 +14,8 @@ php-fpm itself on a free loopback port.  The application is fpm_app.php.
   its admission counts, nothing is lost or given twice, and the master's
   new worker opens the table once.
 
+FpmPool (the pool, without tests) is shared with test_fpm_change.py.
+
 Run as a script (ctest does) with TKSHM_PHP_SO (the built extension) and
 TKSHM_PHP_FPM (php-fpm8.2) in the environment; exits 77 (skipped) when
 php-fpm is not installed."""
@@ -52,15 +54,13 @@ pid = {dir}/fpm.pid
 error_log = {dir}/fpm.log
 log_level = notice
 daemonize = no
-
+{globals}
 [tkshm]
 {user}listen = 127.0.0.1:{port}
 listen.allowed_clients = 127.0.0.1
 pm = static
 pm.max_children = {workers}
 catch_workers_output = yes
-env[TKSHM_TEST_TABLE] = "{dir}/rl.tkshm"
-env[TKSHM_TEST_POLICY] = "{policy}"
 """
 
 
@@ -88,35 +88,58 @@ def children_of(pid):
     return sorted(out)
 
 
-class FpmTest(unittest.TestCase):
+class FpmPool(unittest.TestCase):
+    """A php-fpm of WORKERS static workers on a free loopback port, in a
+    temporary directory (self.dir), and the means to talk to it.  start()
+    launches it; subclasses' tests use it.  The application is `app` (a
+    class attribute; test_fpm_change.py serves a copy it edits)."""
+
+    app = APP
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="tkshm-fpm-")
         self.port = free_port()
+        self.addr = ("127.0.0.1", self.port)
+        self.proc = None
+        self.out = None
+
+    def start(self, php_args=(), env=None, globals_=""):
+        """Starts php-fpm with the extension, `php_args` (more -d
+        settings), the pool's env[] entries (default: the table and
+        policy fpm_app.php reads) and `globals_` (more lines of its
+        [global] section)."""
         user = ""
         args = [FPM, "-n", "-d", "extension=" + SO, "-d",
-                "display_errors=stderr", "-y",
-                os.path.join(self.dir, "fpm.conf"), "-F"]
+                "display_errors=stderr"]
+        for a in php_args:
+            args += ["-d", a]
+        args += ["-y", os.path.join(self.dir, "fpm.conf"), "-F"]
         if os.geteuid() == 0:
             # FPM refuses root unless told; the workers then need a user.
             user = "user = root\ngroup = root\n"
             args.append("-R")
+        if env is None:
+            env = {"TKSHM_TEST_TABLE": os.path.join(self.dir, "rl.tkshm"),
+                   "TKSHM_TEST_POLICY": POLICY}
         with open(os.path.join(self.dir, "fpm.conf"), "w") as f:
             f.write(POOL.format(dir=self.dir, port=self.port, user=user,
-                                workers=WORKERS, policy=POLICY))
-        self.addr = ("127.0.0.1", self.port)
+                                workers=WORKERS, globals=globals_))
+            for name, value in env.items():
+                f.write('env[%s] = "%s"\n' % (name, value))
         self.out = open(os.path.join(self.dir, "fpm.out"), "w+")
         self.proc = subprocess.Popen(args, stdout=self.out,
                                      stderr=subprocess.STDOUT)
 
     def tearDown(self):
-        if self.proc.poll() is None:
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.out.close()
+        if self.out is not None:
+            self.out.close()
         shutil.rmtree(self.dir)
 
     def fpm_log(self):
@@ -134,9 +157,9 @@ class FpmTest(unittest.TestCase):
             "GATEWAY_INTERFACE": "CGI/1.1",
             "SERVER_PROTOCOL": "HTTP/1.1",
             "REQUEST_METHOD": "GET",
-            "SCRIPT_FILENAME": APP,
-            "SCRIPT_NAME": "/fpm_app.php",
-            "REQUEST_URI": "/fpm_app.php?" + query,
+            "SCRIPT_FILENAME": self.app,
+            "SCRIPT_NAME": "/" + os.path.basename(self.app),
+            "REQUEST_URI": "/%s?%s" % (os.path.basename(self.app), query),
             "QUERY_STRING": query,
             "REMOTE_ADDR": "127.0.0.1",
             "SERVER_NAME": "localhost",
@@ -175,6 +198,13 @@ class FpmTest(unittest.TestCase):
         for r in responses:
             self.assertEqual(r.json["opens"], 1, r.json)
             self.assertEqual(r.json["handle_pid"], r.json["pid"], r.json)
+
+
+
+class FpmTest(FpmPool):
+    def setUp(self):
+        super().setUp()
+        self.start()
 
     def hold_and_kill(self, key):
         """Sends op=hold, reads the worker's answer (sent before it

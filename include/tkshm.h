@@ -608,15 +608,18 @@ typedef enum tkshm_change_kind {
 /** A report of what a policy or size change does to a table. */
 typedef struct tkshm_change {
 	tkshm_change_kind kind;
-	/** IN_PLACE: always true.  REPLACE: true when every live key's state
-	 *  is carried over (converted where the kind changes: gcra <->
+	/** IN_PLACE and NONE: true.  REPLACE: true when every live key's
+	 *  state is carried over (converted where the kind changes: gcra <->
 	 *  tokenBucket, the window kinds' counts), false when keys start
-	 *  from absent (the kinds' states cannot be converted). */
+	 *  from absent (the kinds' states cannot be converted).  CREATE:
+	 *  false (there were none). */
 	bool states_kept;
 	/** The table's slots before (0: no table) and after. */
 	uint64_t slots_before, slots_after;
-	/** A sentence for operators, e.g. "limit 20 -> 40, states kept" or
-	 *  "kind gcra -> slidingWindow: replaced, keys start from absent". */
+	/** A sentence for operators, e.g. "limit 20 -> 40, states kept",
+	 *  "slots 64 -> 1024: replaced, states carried over", "kind gcra ->
+	 *  slidingWindow (...): replaced, keys start afresh" or "created:
+	 *  POLICY, 65536 slots". */
 	char text[TKSHM_CHANGE_TEXT_MAX];
 } tkshm_change;
 

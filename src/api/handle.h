@@ -95,6 +95,10 @@ tk_leave(void)
  * again that met TK_EMOVED. */
 void tk_follow_pause(unsigned tries);
 
+/* Why handle h could not follow its table's replacement, when that will
+ * not pass by waiting (TKSHM_EPERM, TKSHM_ENOENT, ...), else 0. */
+int tk_follow_error(const struct tkshm_table *h);
+
 /* True when handle h is on itself and its table has not changed: a call
  * may run on h with no read-side section (see above). */
 static inline bool
@@ -127,6 +131,8 @@ tk_on_itself(struct tkshm_table *h)
 			int tk_rc_ = (call);                      \
 			tk_leave();                               \
 			if (tk_rc_ != TK_EMOVED)                  \
+				return tk_rc_;                    \
+			if ((tk_rc_ = tk_follow_error(h)) != 0)   \
 				return tk_rc_;                    \
 			if (tk_try_ >= 64)                        \
 				return TKSHM_EBUSY;               \

@@ -36,6 +36,11 @@
 struct tk_follow {
 	char *path; /* NULL: anonymous */
 	tkshm_options o;
+	/* Why the last attempt to open what the path names failed (0: it
+	 * did not): a replacement this process may not open (another
+	 * owner, a mode without its bits), or a path removed.  Relaxed
+	 * atomics: a report, ordering nothing. */
+	int error;
 };
 
 /* ------------------------------------------------------------------------
@@ -268,6 +273,7 @@ tk_reopen(struct tkshm_table *h, const struct tkshm_table *t)
 {
 	struct tkshm_table *n;
 	tkshm_options o;
+	int rc;
 
 	if (!h->follow || !h->follow->path)
 		return NULL;
@@ -278,8 +284,14 @@ tk_reopen(struct tkshm_table *h, const struct tkshm_table *t)
 	n = calloc(1, sizeof *n);
 	if (!n)
 		return NULL;
-	if (tk_segment_open(h->follow->path, &o, n) != TKSHM_OK ||
-	    n->table_id == t->table_id || tk_map_own(n) != TKSHM_OK) {
+	rc = tk_segment_open(h->follow->path, &o, n);
+	if (rc == TKSHM_OK && n->table_id == t->table_id)
+		rc = TKSHM_EBUSY; /* replaced, not yet renamed: L2's order */
+	if (rc == TKSHM_OK)
+		rc = tk_map_own(n);
+	/* Relaxed: see struct tk_follow. */
+	__atomic_store_n(&h->follow->error, rc, __ATOMIC_RELAXED);
+	if (rc != TKSHM_OK) {
 		if (n->base)
 			tk_segment_close(n);
 		free(n);
@@ -329,6 +341,16 @@ tk_follow(struct tkshm_table *h, struct tkshm_table *t)
 	/* Another thread followed first: take its instance. */
 	tk_instance_free(n);
 	return expected;
+}
+
+int
+tk_follow_error(const struct tkshm_table *h)
+{
+	/* Relaxed: see struct tk_follow. */
+	int e = h->follow ? __atomic_load_n(&h->follow->error, __ATOMIC_RELAXED)
+			  : 0;
+
+	return e == TKSHM_EBUSY ? 0 : e;
 }
 
 void
@@ -752,12 +774,12 @@ tkshm_plan(const char *path, const tkshm_options *opts, tkshm_change *out)
 	if (rc != TKSHM_OK)
 		return rc;
 	if (!path) {
-		memset(out, 0, sizeof *out);
-		out->kind = TKSHM_CHANGE_CREATE;
-		out->slots_after = tk_slots_rounded(
-			opts->slots ? opts->slots : TKSHM_DEFAULT_SLOTS);
-		snprintf(out->text, sizeof out->text, "created (anonymous)");
-		return TKSHM_OK;
+		tk_change_creating(opts->policy,
+				   tk_slots_rounded(opts->slots ?
+							    opts->slots :
+							    TKSHM_DEFAULT_SLOTS),
+				   true, out);
+		return opts->policy ? TKSHM_OK : TKSHM_EPOLICY;
 	}
 	o = *opts;
 	o.flags = (o.flags & ~(unsigned)(TKSHM_O_CREATE | TKSHM_O_EXCL)) |
@@ -765,12 +787,11 @@ tkshm_plan(const char *path, const tkshm_options *opts, tkshm_change *out)
 	o.change = NULL;
 	rc = tk_handle_open(path, &o, &t);
 	if (rc == TKSHM_ENOENT) {
-		memset(out, 0, sizeof *out);
-		out->kind = TKSHM_CHANGE_CREATE;
-		out->slots_after = tk_slots_rounded(
-			opts->slots ? opts->slots : TKSHM_DEFAULT_SLOTS);
-		snprintf(out->text, sizeof out->text, "created, %" PRIu64
-			 " slots", out->slots_after);
+		tk_change_creating(opts->policy,
+				   tk_slots_rounded(opts->slots ?
+							    opts->slots :
+							    TKSHM_DEFAULT_SLOTS),
+				   false, out);
 		return opts->policy ? TKSHM_OK : TKSHM_EPOLICY;
 	}
 	if (rc != TKSHM_OK)

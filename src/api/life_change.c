@@ -206,18 +206,26 @@ tk_change_plan(const struct tkshm_table *t, const tkshm_policy *policy,
 }
 
 void
-tk_change_created(const struct tkshm_table *t, tkshm_change *out)
+tk_change_creating(const tkshm_policy *p, uint64_t slots, bool anonymous,
+		   tkshm_change *out)
 {
 	char buf[TKSHM_POLICY_MAX];
 
 	memset(out, 0, sizeof *out);
 	out->kind = TKSHM_CHANGE_CREATE;
-	out->states_kept = true;
-	out->slots_after = tk_segment_slots(t);
-	if (tkshm_policy_format(&t->policy, buf, sizeof buf) < 0)
+	out->states_kept = false; /* there were none */
+	out->slots_after = slots;
+	if (!p || tkshm_policy_format(p, buf, sizeof buf) < 0)
 		buf[0] = '\0';
-	snprintf(out->text, sizeof out->text, "created: %.400s, %" PRIu64 " slots",
-		 buf, out->slots_after);
+	snprintf(out->text, sizeof out->text,
+		 "created%s: %.400s, %" PRIu64 " slots",
+		 anonymous ? " (anonymous)" : "", buf, slots);
+}
+
+void
+tk_change_created(const struct tkshm_table *t, tkshm_change *out)
+{
+	tk_change_creating(&t->policy, tk_segment_slots(t), t->anonymous, out);
 }
 
 void

@@ -16,6 +16,9 @@ struct tkshm_table;
  * the sentence.  TKSHM_EPOLICY for a policy that does not validate. */
 int tk_change_plan(const struct tkshm_table *t, const tkshm_policy *policy,
 		   uint64_t slots, tkshm_change *out);
+/* The report of a table of policy p and `slots` (rounded) created. */
+void tk_change_creating(const tkshm_policy *p, uint64_t slots, bool anonymous,
+			tkshm_change *out);
 /* The report of a table this open created. */
 void tk_change_created(const struct tkshm_table *t, tkshm_change *out);
 /* Checks a change's arguments; says what is wrong in o's errbuf. */

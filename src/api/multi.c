@@ -413,6 +413,10 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 		tk_leave();
 		if (rc != TK_EMOVED)
 			return rc;
+		for (size_t i = 0; i < n; i++)
+			if (dims[i].table &&
+			    (rc = tk_follow_error(dims[i].table)) != 0)
+				return rc;
 		if (tries >= 64)
 			return TKSHM_EBUSY;
 		tk_follow_pause(tries);

@@ -15,14 +15,16 @@
 #include "http_request.h"
 
 /* What needs the whole configuration is checked when it is read, so that
- * `apachectl configtest` reports it too. */
+ * `apachectl configtest` reports it too, and configtest says what a start
+ * would do to each table (httpd -t never runs post_config). */
 static int
 tkap_check_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp,
 		  server_rec *s)
 {
+	int rc = tkap_tables_check(pconf, s);
+
 	(void)plog;
-	(void)ptemp;
-	return tkap_tables_check(pconf, s);
+	return rc == OK ? tkap_tables_plan(ptemp, s) : rc;
 }
 
 /* The tables are opened in the parent, once the whole configuration is
@@ -42,6 +44,7 @@ tkap_register_hooks(apr_pool_t *p)
 	(void)p;
 	ap_hook_check_config(tkap_check_config, NULL, NULL, APR_HOOK_MIDDLE);
 	ap_hook_post_config(tkap_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+	ap_hook_pre_mpm(tkap_tables_forking, NULL, NULL, APR_HOOK_MIDDLE);
 	/* header_parser: the request's per-directory configuration is known,
 	 * and it runs before access control and authentication, always (an
 	 * access checker is skipped under "Satisfy Any").  Last among

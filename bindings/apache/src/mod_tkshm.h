@@ -20,6 +20,7 @@
 #include "httpd.h"
 #include "http_config.h"
 #include "ap_expr.h"
+#include "scoreboard.h"
 #include "apr_tables.h"
 
 #include <tkshm.h>
@@ -104,9 +105,24 @@ tkap_table *tkap_table_named(apr_pool_t *pconf, const char *name);
  * decide alone.  post_config: opens every table. */
 int tkap_tables_check(apr_pool_t *pconf, server_rec *s);
 int tkap_tables_open(apr_pool_t *pconf, server_rec *s);
+/* pre_mpm: the parent is about to fork the generation's children. */
+int tkap_tables_forking(apr_pool_t *pconf, ap_scoreboard_e sb_type);
 
 /* The tables of the running generation, sorted by name (status.c). */
 apr_array_header_t *tkap_tables_list(apr_pool_t *p);
+
+/* change.c: what an edited declaration does to a live table.  plan:
+ * under httpd -t only, one line per table a start would create or change
+ * (tkshm_plan); an error for a file a start could not open.  log: one
+ * notice line of what tkshm_open() or tkshm_apply() did, unless nothing;
+ * `when` (NULL: none) follows the table's name.  note_shrink: appends to
+ * c->text that slots=`asked` left the table's size as it was. */
+int tkap_tables_plan(apr_pool_t *p, server_rec *s);
+void tkap_change_log(server_rec *s, const tkap_table *t, const tkshm_change *c,
+		     const char *when);
+void tkap_change_note_shrink(tkshm_change *c, uint64_t asked);
+/* slots=`asked` (0: none) asks for fewer than a table of `slots` has. */
+bool tkap_slots_shrink(uint64_t asked, uint64_t slots);
 
 /* status.c: the tkshm-status handler. */
 int tkap_status_handler(request_rec *r);

@@ -10,6 +10,7 @@ Without the httpd binary a test exits 77 (skipped); without the module it
 fails.  Standard library only.
 """
 
+import collections
 import http.client
 import os
 import pwd
@@ -19,6 +20,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HTTPD = os.environ.get("TKSHM_HTTPD", "/usr/sbin/apache2")
@@ -138,11 +140,7 @@ class Httpd:
             os.chmod(full, 0o644)
         user = ""
         if os.geteuid() == 0:
-            name = "www-data"
-            try:
-                pwd.getpwnam(name)
-            except KeyError:
-                name = "nobody"
+            name = self.child_user()
             user = "User %s\nGroup #%d" % (name, pwd.getpwnam(name).pw_gid)
         self.mpm = mpm
         self.extra_modules = "\n".join(
@@ -150,6 +148,16 @@ class Httpd:
             for m in extra_modules)
         self.user = user
         self.write_conf(site)
+
+    @staticmethod
+    def child_user():
+        """The user httpd's children run as when it starts as root (in
+        the group of that user)."""
+        try:
+            pwd.getpwnam("www-data")
+            return "www-data"
+        except KeyError:
+            return "nobody"
 
     # -- configuration --------------------------------------------------
     def path(self, *parts):
@@ -276,3 +284,73 @@ class Httpd:
             if len(found) >= rows or time.monotonic() > deadline:
                 return found
             time.sleep(0.02)
+
+
+class Load:
+    """Clients issuing GETs in a loop, each on a new connection, from
+    `threads` threads, over `paths` in turn, until stop(): the load a
+    restart must serve through.  Every answer and every failure (a
+    connection refused or reset, a malformed answer) is kept with the
+    monotonic time it ended."""
+
+    def __init__(self, h, paths, threads=4, source=None):
+        self.httpd = h
+        self.paths = list(paths)
+        self.source = source
+        self.done = threading.Event()
+        self.lock = threading.Lock()
+        self.results = []  # (time, path, status or None, error or None)
+        self.threads = [threading.Thread(target=self._client, args=(i,))
+                        for i in range(threads)]
+
+    def _client(self, first):
+        i = first
+        while not self.done.is_set():
+            path = self.paths[i % len(self.paths)]
+            i += 1
+            try:
+                status, error = self.httpd.get(path, source=self.source)[0], \
+                    None
+            except (OSError, http.client.HTTPException) as e:
+                status, error = None, repr(e)
+            with self.lock:
+                self.results.append((time.monotonic(), path, status, error))
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def stop(self):
+        self.done.set()
+        for t in self.threads:
+            t.join()
+
+    def snapshot(self, since=0.0):
+        """The results ended at or after `since`."""
+        with self.lock:
+            return [r for r in self.results if r[0] >= since]
+
+    def counts(self, path=None, since=0.0):
+        """{status or error text: n} of `path` (all paths if None)."""
+        return collections.Counter(
+            r[2] if r[2] is not None else r[3]
+            for r in self.snapshot(since) if path is None or r[1] == path)
+
+    def failures(self):
+        """Every result that is neither an admission (200) nor a denial
+        (429): 5xx, other statuses, connection errors."""
+        return [r for r in self.snapshot() if r[2] not in (200, 429)]
+
+    def wait(self, until, timeout=10):
+        """Until until(self) holds; AssertionError after `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while not until(self):
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    "the load did not get there: %s"
+                    % {p: dict(self.counts(p)) for p in self.paths})
+            time.sleep(0.01)

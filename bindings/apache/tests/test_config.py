@@ -1,18 +1,33 @@
 """mod_tkshm's configuration errors: every bad directive is refused by
 `httpd -t` (configtest) with a sentence naming what is wrong, and
-configtest creates no table; a table file that exists with another policy,
-or is not a table, stops httpd at start with the library's error and is
-left as it was.
+configtest creates no table.  configtest also says what a start would do
+to each table (created, changed in place, replaced) and changes nothing; a
+start applies an edited policy to the table file it finds (no
+TKSHM_EMISMATCH any more), and a file that is not a table fails configtest
+and stops httpd at start with the library's error, left as it was.
 
 Run as a script (ctest does): exits 77 (skipped) without httpd."""
 
 import os
+import re
 import unittest
 
 import httpd
 
 GOOD = "gcra:limit=10,periodMs=86400000"  # no refill during a test
 TABLE = "TkshmTable api {dir}/api.tkshm %s\n" % GOOD
+# fixedWindow's windows are aligned to the epoch: 10^12 ms ones end in 2033
+FOREVER = 1000000000000
+
+# Tables a configuration edit changes in every way configtest names
+NAMED = """
+TkshmTable api {dir}/api.tk %%(api)s
+TkshmTable kind {dir}/kind.tk %%(kind)s
+TkshmTable grow {dir}/grow.tk %s slots=%%(slots)d
+TkshmTable same {dir}/same.tk %s
+TkshmTable anon anonymous %s
+%%(new)s
+""" % (GOOD, GOOD, GOOD)
 
 # (site, what the error says): each is refused by configtest.
 REFUSED = [
@@ -86,6 +101,11 @@ REFUSED = [
 ]
 
 
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 class ConfigTest(unittest.TestCase):
     def setUp(self):
         self.httpd = httpd.Httpd("")
@@ -139,9 +159,11 @@ TkshmRedis host=10.0.0.5 port=6380 user=u password=p db=2 timeoutMs=50 \
         self.assertFalse(os.path.exists(h.path("api.tkshm")))
         self.assertFalse(os.path.exists("/dev/shm/perip-%d" % os.getpid()))
 
-    def test_start_refuses_another_policy_and_keeps_the_table(self):
+    def test_start_applies_another_policy(self):
         h = self.httpd
-        site = TABLE + "<Location /api>\nTkshmLimit api\n</Location>\n"
+        site = ("TkshmTable api {dir}/api.tkshm fixedWindow:limit=10,"
+                "windowMs=%d\n<Location /api>\nTkshmLimit api\n"
+                "</Location>\n" % FOREVER)
         h.write_conf(site)
         h.start()
         self.assertEqual(h.get("/api")[0], 404)  # admitted, no document
@@ -149,22 +171,70 @@ TkshmRedis host=10.0.0.5 port=6380 user=u password=p db=2 timeoutMs=50 \
         with open(h.path("api.tkshm"), "rb") as f:
             before = f.read()
 
-        h.write_conf(site.replace("limit=10", "limit=11"))
-        h.start(wait=False)
-        self.assertNotEqual(h.wait_exit(), 0)
-        out = h.output()
-        self.assertIn("TkshmTable api at %s:" % h.conf, out)
-        self.assertIn("TKSHM_EMISMATCH", out)
+        h.write_conf(site.replace("limit=10", "limit=12"))
+        rc, out = h.configtest()
+        self.assertEqual(rc, 0, out)
+        self.assertRegex(out, r"TkshmTable api at %s:\d+ \(%s\), on the "
+                         r"next start or restart: limit 10 -> 12, states "
+                         r"kept\n" % (re.escape(h.conf),
+                                       re.escape(h.path("api.tkshm"))))
         with open(h.path("api.tkshm"), "rb") as f:
-            self.assertEqual(f.read(), before)
-        h.stop()
+            self.assertEqual(f.read(), before)  # configtest changed nothing
 
-        # the table still serves its policy, and its state survived:
-        # 10 at once from cold, one used above
-        h.write_conf(site)
         h.start()
-        codes = [h.get("/api")[0] for _ in range(10)]
-        self.assertEqual(codes, [404] * 9 + [429])
+        out = h.output()
+        self.assertNotIn("TKSHM_EMISMATCH", out)
+        self.assertRegex(out, r"TkshmTable api at %s:\d+ \(%s\): limit "
+                         r"10 -> 12, states kept\n"
+                         % (re.escape(h.conf), re.escape(h.path("api.tkshm"))))
+        # the state survived, under the new limit: 12 - 1 more
+        codes = [h.get("/api")[0] for _ in range(12)]
+        self.assertEqual(codes, [404] * 11 + [429])
+
+    def test_start_says_on_full_is_kept(self):
+        h = self.httpd
+        h.write_conf(TABLE)
+        h.start()
+        h.stop()
+        h.write_conf(TABLE.replace("\n", " onFull=refuse\n"))
+        h.start()
+        self.assertRegex(h.output(), r"TkshmTable api at \S+: onFull=refuse "
+                         r"is declared, but %s was made with onFull=evict, "
+                         r"which it keeps" % re.escape(h.path("api.tkshm")))
+
+    def test_configtest_names_every_change(self):
+        h = self.httpd
+        h.write_conf(NAMED % {"api": "fixedWindow:limit=20,windowMs=%d"
+                              % FOREVER, "kind": "gcra:limit=20,periodMs=1000",
+                              "slots": 64, "new": ""})
+        h.start()
+        files = {f: read(h.path(f))
+                 for f in ("api.tk", "kind.tk", "grow.tk", "same.tk")}
+        h.write_conf(NAMED % {
+            "api": "fixedWindow:limit=40,windowMs=%d" % FOREVER,
+            "kind": "slidingWindow:limit=20,windowMs=1000",
+            "slots": 1024,
+            "new": "TkshmTable new {dir}/new.tk %s" % GOOD})
+        rc, out = h.configtest()
+        self.assertEqual(rc, 0, out)
+        self.assertIn("Syntax OK", out)
+        said = {m.group(1): m.group(2) for m in re.finditer(
+            r"TkshmTable (\S+) at \S+ \(\S+\), on the next start or "
+            r"restart: (.*)\n", out)}
+        self.assertEqual(said["api"], "limit 20 -> 40, states kept")
+        self.assertRegex(said["kind"],
+                         r"^kind gcra -> slidingWindow .*: replaced, ")
+        self.assertEqual(said["grow"],
+                         "slots 64 -> 1024: replaced, states carried over")
+        self.assertRegex(said["new"], "^created")
+        self.assertNotIn("same", said)  # unchanged: nothing to say
+        self.assertEqual(sorted(said), ["api", "grow", "kind", "new"])
+        self.assertRegex(out, r"TkshmTable anon at \S+: anonymous, so "
+                         r"configtest cannot see a running httpd's table")
+        # configtest changed and created nothing
+        self.assertFalse(os.path.exists(h.path("new.tk")))
+        for f, data in files.items():
+            self.assertEqual(read(h.path(f)), data, f)
 
     def test_start_refuses_a_file_that_is_no_table(self):
         h = self.httpd
@@ -172,6 +242,12 @@ TkshmRedis host=10.0.0.5 port=6380 user=u password=p db=2 timeoutMs=50 \
         with open(h.path("api.tkshm"), "wb") as f:
             f.write(junk)
         h.write_conf(TABLE)
+        # configtest sees it too: no "Syntax OK" before a start that fails
+        rc, out = h.configtest()
+        self.assertNotEqual(rc, 0, out)
+        self.assertNotIn("Syntax OK", out)
+        self.assertIn("cannot open %s" % h.path("api.tkshm"), out)
+        self.assertIn("TKSHM_EBADMAGIC", out)
         h.start(wait=False)
         self.assertNotEqual(h.wait_exit(), 0)
         self.assertIn("cannot open %s" % h.path("api.tkshm"), h.output())

@@ -1,8 +1,10 @@
 """How TkshmTable declares a table:
 
 - anonymous: no file; created by the parent, inherited by every child,
-  and its state survives a graceful restart and a restart while its
-  declaration is the same; a changed declaration starts afresh;
+  and its state survives a graceful restart and a restart; a changed
+  policy is applied to it (tkshm_apply: the states are kept), a smaller
+  slots= keeps its size, and a changed onFull= or a declaration removed
+  (then declared again) starts afresh;
 - owner=USER: the owner of the file httpd creates (as root); an unknown
   user, and owner= on an anonymous table, are refused by configtest.
 
@@ -10,6 +12,7 @@ Run as a script (ctest does): exits 77 (skipped) without httpd."""
 
 import os
 import pwd
+import re
 import signal
 import unittest
 
@@ -56,14 +59,58 @@ class AnonymousTest(unittest.TestCase):
         rows = h.access_log(lambda r: r[4].startswith("/anon"), rows=12)
         self.assertGreater(len({r[0] for r in rows}), 1, rows)
 
-    def test_changed_declaration_starts_afresh(self):
+    def test_changed_declaration_is_applied(self):
         h = self.httpd
         h.start()
         self.assertEqual(self.statuses(11), [200] * 10 + [429])
         h.write_conf(ANON % (2, DAY))
         h.signal(signal.SIGUSR1)
         h.wait_ready(generation=2)
-        self.assertEqual(self.statuses(3), [200] * 2 + [429])
+        # in place: the key keeps its state (a day's worth of units spent,
+        # under either limit); afresh it would have 2 to spend
+        self.assertEqual(self.statuses(3), [429] * 3)
+        self.assertRegex(h.output(), re.escape(h.conf) + r":\d+: limit 10 "
+                         r"-> 2, burst 10 -> 2, states kept\n")
+
+    def test_removed_declaration_starts_afresh(self):
+        h = self.httpd
+        h.start()
+        self.assertEqual(self.statuses(11), [200] * 10 + [429])
+        h.write_conf("")  # the parent closes the table
+        h.signal(signal.SIGUSR1)
+        h.wait_ready(generation=2)
+        h.write_conf(ANON % (10, DAY))
+        h.signal(signal.SIGUSR1)
+        h.wait_ready(generation=3)
+        self.assertEqual(self.statuses(11), [200] * 10 + [429])
+
+    def test_on_full_change_starts_afresh(self):
+        h = self.httpd
+        h.start()
+        self.assertEqual(self.statuses(11), [200] * 10 + [429])
+        # onFull= is the table's, fixed when it is made: a new one
+        h.write_conf((ANON % (10, DAY)).replace(
+            "periodMs=%d" % DAY, "periodMs=%d onFull=refuse" % DAY))
+        h.signal(signal.SIGUSR1)
+        h.wait_ready(generation=2)
+        self.assertEqual(self.statuses(11), [200] * 10 + [429])
+        self.assertIn("onFull= or hugepages changed, which a live table "
+                      "cannot take: a new anonymous table, keys start "
+                      "afresh", h.output())
+
+    def test_smaller_slots_keep_the_table(self):
+        h = self.httpd
+        site = (ANON % (10, DAY)).replace("periodMs=%d" % DAY,
+                                          "periodMs=%d slots=%%d" % DAY)
+        h.write_conf(site % 4096)
+        h.start()
+        self.assertEqual(self.statuses(4), [200] * 4)
+        h.write_conf(site % 64)
+        h.signal(signal.SIGUSR1)
+        h.wait_ready(generation=2)
+        self.assertEqual(self.statuses(7), [200] * 6 + [429])
+        self.assertRegex(h.output(), re.escape(h.conf) + r":\d+: slots 4096 "
+                         r"kept \(64 asked: a table does not shrink\)\n")
 
     def test_no_file_options(self):
         h = self.httpd

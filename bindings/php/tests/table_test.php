@@ -248,10 +248,10 @@ function change(string $kind, bool $kept, int $before, int $after, string $text)
 test('change(): create, then none for a reused handle', function () {
     $path = temp_dir() . '/life-none';
     $t = new Tkshm\Table($path, GCRA, 64);
-    check_same(change('create', true, 0, 64, 'created: ' . GCRA . ', 64 slots'), $t->change());
+    check_same(change('create', false, 0, 64, 'created: ' . GCRA . ', 64 slots'), $t->change());
     $u = new Tkshm\Table($path, 'gcra:burst=5,periodMs=1000,limit=10', 0);
     check_same(change('none', true, 64, 64, 'unchanged'), $u->change(), 'same policy, slots 0');
-    check_same(change('create', true, 0, 64, 'created: ' . GCRA . ', 64 slots'), $t->change(), 'each Table keeps its own');
+    check_same(change('create', false, 0, 64, 'created: ' . GCRA . ', 64 slots'), $t->change(), 'each Table keeps its own');
 });
 
 test('another policy for the same path is applied in place, states kept', function () {
@@ -350,7 +350,7 @@ test('keep: another policy or size is EMISMATCH and changes nothing', function (
 
 test('plan() says what a construction would do and changes nothing', function () {
     $path = temp_dir() . '/life-plan';
-    check_same(change('create', false, 0, 64, 'created, 64 slots'), Tkshm\Table::plan($path, GCRA, 64), 'no table');
+    check_same(change('create', false, 0, 64, 'created: ' . GCRA . ', 64 slots'), Tkshm\Table::plan($path, GCRA, 64), 'no table');
     check_true(!file_exists($path), 'nothing created');
     $t = new Tkshm\Table($path, GCRA, 64);
     check_same(change('none', true, 64, 64, 'unchanged'), Tkshm\Table::plan($path, GCRA));

@@ -47,6 +47,9 @@ int ti_cmd_top(int argc, char **argv);
 int ti_cmd_metrics(int argc, char **argv);
 int ti_cmd_reset(int argc, char **argv);
 int ti_cmd_set(int argc, char **argv);
+int ti_cmd_plan(int argc, char **argv);
+int ti_cmd_apply(int argc, char **argv);
+int ti_cmd_resize(int argc, char **argv);
 void ti_usage_create(FILE *f);
 void ti_usage_replay(FILE *f);
 void ti_usage_verify(FILE *f);
@@ -57,6 +60,9 @@ void ti_usage_top(FILE *f);
 void ti_usage_metrics(FILE *f);
 void ti_usage_reset(FILE *f);
 void ti_usage_set(FILE *f);
+void ti_usage_plan(FILE *f);
+void ti_usage_apply(FILE *f);
+void ti_usage_resize(FILE *f);
 
 /* The exit-code table, printed by every --help (main.c). */
 void ti_print_exit_codes(FILE *f);

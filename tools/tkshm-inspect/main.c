@@ -27,6 +27,12 @@ static const struct ti_command ti_commands[] = {
 	{ "reset", "forget a key (unblock it)", ti_cmd_reset, ti_usage_reset },
 	{ "set", "set a key's remaining units, or block it until a time",
 	  ti_cmd_set, ti_usage_set },
+	{ "plan", "say what a new policy or size would do to a table",
+	  ti_cmd_plan, ti_usage_plan },
+	{ "apply", "change a live table's policy and/or size", ti_cmd_apply,
+	  ti_usage_apply },
+	{ "resize", "grow a live table, every key kept", ti_cmd_resize,
+	  ti_usage_resize },
 };
 #define TI_NCOMMANDS (sizeof ti_commands / sizeof ti_commands[0])
 

@@ -18,6 +18,8 @@
 #include <tkshm.h>
 #include <tkshm_http.h>
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -190,8 +192,36 @@ static PyType_Spec decision_spec = {
 
 typedef struct {
 	PyObject_HEAD tkshm_table *t;
-	PyObject *policy; /* canonical policy string */
+	PyObject *policy;    /* canonical policy string */
+	tkshm_change change; /* what the open (or the last apply) did */
 } TableObject;
+
+/* Set in a child after a fork() of a process that imported the module: an
+ * anonymous table created there is private to that child (table_init). */
+static volatile sig_atomic_t forked_since_import;
+
+static void
+mark_forked(void)
+{
+	forked_since_import = 1;
+}
+
+/* The dict of a tkshm_change: kind ("none", "create", "in_place",
+ * "replace"), states_kept, slots_before, slots_after and text. */
+static PyObject *
+change_dict(const tkshm_change *c)
+{
+	static const char *const kinds[] = { "none", "create", "in_place",
+					     "replace" };
+	const char *kind = (unsigned)c->kind < 4 ? kinds[c->kind] : "none";
+
+	return Py_BuildValue("{s:s,s:O,s:K,s:K,s:s}", "kind", kind,
+			     "states_kept", c->states_kept ? Py_True : Py_False,
+			     "slots_before",
+			     (unsigned long long)c->slots_before, "slots_after",
+			     (unsigned long long)c->slots_after, "text",
+			     c->text);
+}
 
 /* An int >= 0 (OverflowError if negative or too large). */
 static int
@@ -214,15 +244,15 @@ u64_converter(PyObject *o, void *out)
 static int
 table_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
-	static char *kwlist[] = { "path",   "policy", "slots",
-				  "create", "mode",   NULL };
+	static char *kwlist[] = { "path", "policy", "slots",   "create",
+				  "mode", "keep",   "private", NULL };
 	TableObject *o = (TableObject *)self;
 	module_state *st = state_of_type(Py_TYPE(self));
 	PyObject *path_obj = Py_None;
 	PyObject *path_bytes = NULL;
 	const char *policy_str = NULL;
 	unsigned long long slots = 0;
-	int create = 1;
+	int create = 1, keep = 0, private_ok = 0;
 	unsigned long long mode = 0600;
 	tkshm_options opts = TKSHM_OPTIONS_INIT;
 	tkshm_policy pol;
@@ -234,10 +264,24 @@ table_init(PyObject *self, PyObject *args, PyObject *kwds)
 
 	if (!st)
 		return -1;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|zO&pO&:Table", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|zO&pO&pp:Table", kwlist,
 					 &path_obj, &policy_str, u64_converter,
-					 &slots, &create, u64_converter, &mode))
+					 &slots, &create, u64_converter, &mode,
+					 &keep, &private_ok))
 		return -1;
+	/* A worker that creates an anonymous table after the fork has one
+	 * of its own: a limit "shared" that way is one per worker. */
+	if (path_obj == Py_None && forked_since_import && !private_ok) {
+		PyErr_SetString(
+			PyExc_RuntimeError,
+			"an anonymous table created after fork() is private to "
+			"this worker process, so each worker would have its own "
+			"limit: name a table file (tkshm.Table(path, ...), or "
+			"the middleware's default table), or create it before "
+			"the workers fork (gunicorn --preload); private=True "
+			"if one table per process is what you want");
+		return -1;
+	}
 	/* Bits outside 0o777 (setuid, setgid, sticky) are refused here as
 	 * tkshm_open refuses them, with the mode in the message. */
 	if (mode > 0777) {
@@ -269,7 +313,8 @@ table_init(PyObject *self, PyObject *args, PyObject *kwds)
 	}
 	opts.slots = slots;
 	opts.mode = (uint32_t)mode;
-	opts.flags = create ? TKSHM_O_CREATE : 0;
+	opts.flags = (create ? TKSHM_O_CREATE : 0) | (keep ? TKSHM_O_KEEP : 0);
+	opts.change = &o->change;
 	opts.errbuf = err;
 	opts.errbuf_len = sizeof(err);
 	rc = tkshm_open(path_bytes ? PyBytes_AS_STRING(path_bytes) : NULL,
@@ -604,17 +649,84 @@ table_exit(PyObject *self, PyObject *args)
 	return table_close(self, NULL);
 }
 
+/* The table's policy now: another process may have changed it since the
+ * open (docs/lifecycle.md). */
 static PyObject *
 table_get_policy(PyObject *self, void *closure)
 {
 	TableObject *o = (TableObject *)self;
+	tkshm_stats s;
+	char buf[TKSHM_POLICY_MAX];
+	int n;
 
 	(void)closure;
-	if (!o->policy) {
+	if (!o->t) {
 		PyErr_SetString(PyExc_ValueError, "tkshm.Table is not open");
 		return NULL;
 	}
-	return Py_NewRef(o->policy);
+	if (tkshm_stats_get(o->t, &s) != TKSHM_OK ||
+	    (n = tkshm_policy_format(&s.policy, buf, sizeof buf)) < 0)
+		return Py_NewRef(o->policy);
+	return PyUnicode_FromStringAndSize(buf, n);
+}
+
+static PyObject *
+table_get_change(PyObject *self, void *closure)
+{
+	(void)closure;
+	return change_dict(&((TableObject *)self)->change);
+}
+
+/* A policy string argument (None: keep the table's) parsed into *pol. */
+static int
+policy_arg(module_state *st, const char *s, tkshm_policy *pol,
+	   const tkshm_policy **out)
+{
+	char err[256] = "";
+	int rc;
+
+	*out = NULL;
+	if (!s)
+		return 0;
+	rc = tkshm_policy_parse(s, pol, err, sizeof err);
+	if (rc != TKSHM_OK) {
+		raise_code(st, rc, err);
+		return -1;
+	}
+	*out = pol;
+	return 0;
+}
+
+static PyObject *
+table_apply(PyObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "policy", "slots", NULL };
+	TableObject *o = (TableObject *)self;
+	module_state *st = state_of_type(Py_TYPE(self));
+	const char *policy_str = NULL;
+	unsigned long long slots = 0;
+	const tkshm_policy *want;
+	tkshm_policy pol;
+	tkshm_change c;
+	tkshm_table *t;
+	int rc;
+
+	if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|zO&:apply",
+						kwlist, &policy_str,
+						u64_converter, &slots))
+		return NULL;
+	if (!(t = table_handle(o)) || policy_arg(st, policy_str, &pol, &want))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rc = tkshm_apply(t, want, slots, &c);
+	Py_END_ALLOW_THREADS
+	if (rc != TKSHM_OK)
+		return raise_code(st, rc,
+				  rc == TKSHM_EINVAL && slots ?
+					  "a table does not shrink" :
+					  NULL);
+	o->change = c;
+	return change_dict(&c);
 }
 
 static PyObject *
@@ -644,6 +756,12 @@ static PyMethodDef table_methods[] = {
 	  "peek(key, now_ms=None) -> Decision\n\nWhat a check of cost 1 would "
 	  "decide, consuming nothing." },
 	{ "reset", table_reset, METH_O, "reset(key)\n\nForgets key." },
+	{ "apply", (PyCFunction)(void (*)(void))table_apply,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "apply(policy=None, slots=0) -> dict\n\nChanges the live table's "
+	  "policy and/or size for every process using it (in place, or by a "
+	  "replacement that carries every key); says what it did, as "
+	  ".change does.  Fewer slots than the table has raise EINVAL." },
 	{ "stats", table_stats, METH_NOARGS,
 	  "stats() -> dict of the table's counters and geometry" },
 	{ "close", table_close, METH_NOARGS,
@@ -654,7 +772,12 @@ static PyMethodDef table_methods[] = {
 };
 
 static PyGetSetDef table_getset[] = {
-	{ "policy", table_get_policy, NULL, "the canonical policy string",
+	{ "policy", table_get_policy, NULL,
+	  "the canonical policy string of the table's policy now", NULL },
+	{ "change", table_get_change, NULL,
+	  "what the open (or the last apply) did: a dict of kind ('none', "
+	  "'create', 'in_place', 'replace'), states_kept, slots_before, "
+	  "slots_after and text",
 	  NULL },
 	{ "closed", table_get_closed, NULL, "True once closed", NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
@@ -772,6 +895,39 @@ mod_http_headers(PyObject *m, PyObject *args)
 	return list;
 }
 
+static PyObject *
+mod_plan(PyObject *m, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "path", "policy", "slots", NULL };
+	module_state *st = PyModule_GetState(m);
+	PyObject *path_obj, *path_bytes = NULL;
+	const char *policy_str = NULL;
+	unsigned long long slots = 0;
+	tkshm_options opts = TKSHM_OPTIONS_INIT;
+	tkshm_policy pol;
+	tkshm_change c;
+	char err[256] = "";
+	int rc;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|zO&:plan", kwlist,
+					 &path_obj, &policy_str, u64_converter,
+					 &slots) ||
+	    policy_arg(st, policy_str, &pol, &opts.policy))
+		return NULL;
+	if (path_obj != Py_None &&
+	    !PyUnicode_FSConverter(path_obj, &path_bytes))
+		return NULL;
+	opts.slots = slots;
+	opts.errbuf = err;
+	opts.errbuf_len = sizeof err;
+	rc = tkshm_plan(path_bytes ? PyBytes_AS_STRING(path_bytes) : NULL,
+			&opts, &c);
+	Py_XDECREF(path_bytes);
+	if (rc != TKSHM_OK)
+		return raise_code(st, rc, err);
+	return change_dict(&c);
+}
+
 static PyMethodDef module_methods[] = {
 	{ "strerror", mod_strerror, METH_O,
 	  "strerror(code) -> the library's sentence for an error code" },
@@ -782,6 +938,11 @@ static PyMethodDef module_methods[] = {
 	  "client_key(addr, v6_prefix=64) -> the rate-limit key of a client "
 	  "address (IPv6 aggregated to its prefix); tkshm.Error (EINVAL) if "
 	  "addr is not an IP address" },
+	{ "plan", (PyCFunction)(void (*)(void))mod_plan,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "plan(path, policy=None, slots=0) -> dict\n\nWhat Table(path, "
+	  "policy, slots) would do to the table at path, changing nothing "
+	  "(as Table.change says it)." },
 	{ "http_headers", mod_http_headers, METH_VARARGS,
 	  "http_headers(decision, style, policy_name, window_s, now) -> "
 	  "[(name, value)]; style 0 draft, 1 legacy, 2 none" },
@@ -809,6 +970,12 @@ static const struct {
 #undef E
 };
 
+static void
+tk_py_watch_forks(void)
+{
+	(void)pthread_atfork(NULL, NULL, mark_forked);
+}
+
 static int
 module_exec(PyObject *m)
 {
@@ -816,6 +983,11 @@ module_exec(PyObject *m)
 	PyObject *dict;
 	size_t i;
 
+	{
+		static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+		(void)pthread_once(&once, tk_py_watch_forks);
+	}
 	dict = Py_BuildValue("{s:i,s:s}", "code", 0, "name", "TKSHM_OK");
 	if (!dict)
 		return -1;

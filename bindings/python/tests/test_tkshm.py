@@ -171,7 +171,7 @@ class TableTest(unittest.TestCase):
         self.assertEqual(cm.exception.code, tkshm.EPOLICY)
         self.assertEqual(cm.exception.name, "TKSHM_EPOLICY")
         with self.assertRaises(tkshm.Error) as cm:
-            tkshm.Table(self.path, "gcra:limit=1,periodMs=1000")
+            tkshm.Table(self.path, "gcra:limit=1,periodMs=1000", keep=True)
         self.assertEqual(cm.exception.code, tkshm.EMISMATCH)
         with self.assertRaises(tkshm.Error) as cm:
             tkshm.Table(os.path.join(self.dir, "absent"), FW, create=False)
@@ -218,6 +218,109 @@ class TableTest(unittest.TestCase):
                     ValueError, "mode 0o%o has bits outside 0o777" % m):
                 tkshm.Table(p, FW, slots=8, mode=m)
             self.assertFalse(os.path.exists(p), oct(m))
+
+
+DAY = "fixedWindow:limit=%d,windowMs=86400000"
+T0 = 1.0e12
+
+
+def spend(t, key, n=1000):
+    """Checks of key at T0 until a denial; the admissions."""
+    got = 0
+    while got < n and t.check(key, now_ms=T0):
+        got += 1
+    return got
+
+
+class LifecycleTest(unittest.TestCase):
+    """A table's policy and size change while handles are open
+    (docs/lifecycle.md)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="tkshm-py-life-")
+        self.path = os.path.join(self.dir, "t")
+
+    def tearDown(self):
+        gc.collect()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_changed_policy_applies_in_place(self):
+        with tkshm.Table(self.path, DAY % 20, slots=64) as a:
+            self.assertEqual(a.change["kind"], "create")
+            self.assertEqual(spend(a, "k"), 20)
+            with tkshm.Table(self.path, DAY % 40) as b:
+                self.assertEqual(b.change["kind"], "in_place")
+                self.assertTrue(b.change["states_kept"])
+                self.assertEqual(b.change["text"],
+                                 "limit 20 -> 40, states kept")
+                # The handle opened before follows: 20 more, not 40.
+                self.assertEqual(spend(a, "k"), 20)
+                self.assertEqual(a.policy, b.policy)
+            with tkshm.Table(self.path, DAY % 40) as c:
+                self.assertEqual(c.change["kind"], "none")
+
+    def test_plan_and_apply(self):
+        with tkshm.Table(self.path, DAY % 5, slots=64) as a:
+            self.assertEqual(spend(a, "k", 3), 3)
+            p = tkshm.plan(self.path, None, 1024)
+            self.assertEqual(p["kind"], "replace")
+            self.assertEqual((p["slots_before"], p["slots_after"]),
+                             (64, 1024))
+            self.assertEqual(a.stats()["slots"], 64)  # plan changed nothing
+            c = a.apply(slots=1024)
+            self.assertEqual(c["kind"], "replace")
+            self.assertEqual(a.change, c)
+            self.assertEqual(a.stats()["slots"], 1024)
+            self.assertEqual(spend(a, "k"), 2)  # the key was carried
+            with self.assertRaises(tkshm.Error) as cm:
+                a.apply(slots=64)
+            self.assertEqual(cm.exception.code, tkshm.EINVAL)
+            with self.assertRaises(tkshm.Error) as cm:
+                a.apply("gcra:limit=-1,periodMs=1")
+            self.assertEqual(cm.exception.code, tkshm.EPOLICY)
+            c = a.apply("gcra:limit=5,periodMs=86400000")
+            self.assertEqual(c["kind"], "replace")
+            self.assertFalse(c["states_kept"])
+        p = tkshm.plan(os.path.join(self.dir, "none"), DAY % 5)
+        self.assertEqual(p["kind"], "create")
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "none")))
+
+    def test_anonymous_after_fork_is_an_error(self):
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                try:
+                    tkshm.Table(None, DAY % 5)
+                except RuntimeError as e:
+                    code = 0 if "private to this worker" in str(e) else 2
+                else:
+                    code = 1
+                with tkshm.Table(None, DAY % 5, private=True):
+                    pass
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        with tkshm.Table(None, DAY % 5) as t:  # not forked: fine
+            self.assertTrue(t.stats()["anonymous"])
+
+    def test_default_table_path(self):
+        old = os.environ.get("XDG_RUNTIME_DIR")
+        os.environ["XDG_RUNTIME_DIR"] = self.dir
+        try:
+            path = tkshm.default_table_path("my app/v1")
+            self.assertEqual(path, os.path.join(self.dir, "tkshm",
+                                                "my_app_v1"))
+            self.assertEqual(os.stat(os.path.dirname(path)).st_mode & 0o777,
+                             0o700)
+            name = tkshm.app_table_name(spend)
+            self.assertTrue(name.startswith(__name__ + ".spend-"), name)
+        finally:
+            if old is None:
+                del os.environ["XDG_RUNTIME_DIR"]
+            else:
+                os.environ["XDG_RUNTIME_DIR"] = old
 
 
 class HeadersTest(unittest.TestCase):

@@ -8,8 +8,15 @@
 
 Open a table once per worker process (not per request); the handle survives
 fork(), so a table opened before the fork (path=None: anonymous) is shared
-with the children.
+with the children.  A table file (a path) is shared by every process that
+opens it, forked or not: default_table_path(name) names one in the run
+directory.  Opening a table with another policy or more slots changes the
+live table (Table.change says how; tkshm.plan says it beforehand).
 """
+
+import hashlib
+import os
+import re
 
 from ._tkshm import (  # noqa: F401
     Decision,
@@ -17,6 +24,7 @@ from ._tkshm import (  # noqa: F401
     Table,
     client_key,
     now_ms,
+    plan,
     strerror,
 )
 from . import _tkshm
@@ -29,8 +37,57 @@ del _name
 
 __version__ = _tkshm.library_version
 
-__all__ = ["Decision", "Error", "Table", "client_key", "headers", "now_ms",
-           "strerror"]
+__all__ = ["Decision", "Error", "Table", "client_key", "default_table_path",
+           "headers", "now_ms", "plan", "run_dir", "strerror"]
+
+
+def run_dir():
+    """The directory default tables live in: $XDG_RUNTIME_DIR/tkshm when
+    that is set (a user's runtime directory), /run/tkshm for root, else
+    /dev/shm itself (the table's name then carries the uid).  A directory
+    tkshm makes is 0700: tables are the owner's."""
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isdir(xdg) and os.access(xdg, os.W_OK | os.X_OK):
+        return _own_dir(os.path.join(xdg, "tkshm"))
+    if os.geteuid() == 0 and os.path.isdir("/run"):
+        return _own_dir("/run/tkshm")
+    return "/dev/shm"
+
+
+def _own_dir(path):
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    if os.path.islink(path) or not os.path.isdir(path):
+        raise Error("%s is not a directory" % path)
+    return path
+
+
+def default_table_path(name):
+    """The path of the table called `name` in run_dir(): every process of
+    a user that asks for one name gets one table, however it was started
+    (no --preload needed).  The name keeps [A-Za-z0-9._-]; /dev/shm names
+    carry the uid, so that two users never share one by accident."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip(".")[:96] or "table"
+    d = run_dir()
+    if d == "/dev/shm":
+        return "/dev/shm/tkshm-%d-%s" % (os.geteuid(), safe)
+    return os.path.join(d, safe)
+
+
+def app_table_name(app):
+    """The default table name of a WSGI or ASGI application object: its
+    module and qualified name, and a digest of the module's file, so two
+    deployments of one code base on a host do not share a table."""
+    target = app if hasattr(app, "__qualname__") else type(app)
+    module = getattr(target, "__module__", None) or "app"
+    qual = getattr(target, "__qualname__", None) or "app"
+    import sys
+    where = getattr(sys.modules.get(module), "__file__", None) or os.getcwd()
+    digest = hashlib.blake2b(os.path.abspath(where).encode("utf-8", "replace"),
+                             digest_size=4).hexdigest()
+    return "%s.%s-%s" % (module, qual, digest)
 
 
 _STYLES = {True: 0, "draft": 0, False: 1, "legacy": 1, "none": 2}

@@ -1,8 +1,12 @@
 """A WSGI middleware that rate-limits requests with a tkshm table.
 
     from tkshm.wsgi import RateLimitMiddleware
-    table = tkshm.Table("/dev/shm/api.tkshm", "gcra:limit=10,periodMs=1000")
-    application = RateLimitMiddleware(application, table)
+    application = RateLimitMiddleware(application, "gcra:limit=10,periodMs=1000")
+
+A policy string gives the application its default table: a file named
+after the application in tkshm.run_dir(), which every worker process opens,
+so the limit is one across workers with or without --preload.  A
+tkshm.Table may be given instead.
 
 The key is the client address by default, an IPv6 address aggregated to its
 /64 (one host usually owns a whole /64).
@@ -10,8 +14,8 @@ The key is the client address by default, an IPv6 address aggregated to its
 
 import hashlib
 
-from . import LEASE_KEY_MAX, Error, client_key as _client_key, \
-    headers as _headers
+from . import LEASE_KEY_MAX, Error, Table, app_table_name, \
+    client_key as _client_key, default_table_path, headers as _headers
 
 _STATUS_TEXT = {429: "Too Many Requests", 503: "Service Unavailable"}
 
@@ -59,6 +63,9 @@ class RateLimitMiddleware:
     key_func(environ) returns the key (str or bytes), or None to let the
     request through unchecked; an empty or over-long key is fitted
     (fit_key), never refused.  cost is a number or a function of environ.
+    table: a tkshm.Table, or a policy string for the application's
+    default table (named `name`, default app_table_name(app), with `slots`
+    slots, in tkshm.run_dir()).
     A Redis fault never reaches here: the library decides it by the
     table's failure policy.  A table error (full, busy) fails open unless
     fail_open=False, or unless the table is a cross-host one whose policy
@@ -67,8 +74,14 @@ class RateLimitMiddleware:
     default_key = staticmethod(client_key)
 
     def __init__(self, app, table, key_func=client_key, cost=1, status=429,
-                 headers=True, policy_name=None, fail_open=True):
+                 headers=True, policy_name=None, fail_open=True, name=None,
+                 slots=65536):
         self.app = app
+        if isinstance(table, str):
+            # The application's default table: a named file that every
+            # worker opens (a changed policy or more slots change it).
+            table = Table(default_table_path(name or app_table_name(app)),
+                          table, slots=slots)
         self.table = table
         self.key_func = key_func
         self.cost = cost

@@ -662,6 +662,11 @@ TKSHM_API int tkshm_open(const char *path, const tkshm_options *opts,
  *  not written by close, so there is nothing to leave half done. */
 TKSHM_API int tkshm_close(tkshm_table *t);
 
+/** The name of a change's kind, as the bindings and tkshm-inspect show it:
+ *  "none", "create", "in_place" or "replace" ("unknown" for any other
+ *  value).  Never NULL.  Threads: safe. */
+TKSHM_API const char *tkshm_change_name(tkshm_change_kind kind);
+
 /** Says what tkshm_open(path, opts) would do to the table at `path`,
  *  changing nothing: *out is filled as opts->change would be (CREATE when
  *  there is no table).  For configuration tests ("apache2 -t", "nginx -t").

@@ -149,6 +149,22 @@ tk_change_text(const struct tkshm_table *t, const tkshm_policy *want,
 	}
 }
 
+const char *
+tkshm_change_name(tkshm_change_kind kind)
+{
+	switch (kind) {
+	case TKSHM_CHANGE_NONE:
+		return "none";
+	case TKSHM_CHANGE_CREATE:
+		return "create";
+	case TKSHM_CHANGE_IN_PLACE:
+		return "in_place";
+	case TKSHM_CHANGE_REPLACE:
+		return "replace";
+	}
+	return "unknown";
+}
+
 int
 tk_change_check_args(const tkshm_policy *policy, uint64_t slots,
 		     const tkshm_options *o)

@@ -292,22 +292,6 @@ set_paths(void)
 		 tkt_path("chained.tkshm"));
 }
 
-static void
-copy_file(const char *from, const char *to)
-{
-	char buf[65536];
-	int in = open(from, O_RDONLY | O_CLOEXEC);
-	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	ssize_t n;
-
-	if (in < 0 || out < 0)
-		fail_msg("copy %s -> %s: %s", from, to, strerror(errno));
-	while ((n = read(in, buf, sizeof buf)) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			fail_msg("copy: short write");
-	close(in);
-	close(out);
-}
 
 static tkshm_table *
 open_path(const struct scenario *s, const char *path, bool create)
@@ -408,9 +392,9 @@ enumerate(const struct scenario *s, const char *tpl)
 	long r0, r1, lo, hi;
 	uint64_t w;
 
-	copy_file(tpl, work);
+	tkt_copy_file(tpl, work);
 	r0 = inspect(s, work, 0);
-	copy_file(tpl, work);
+	tkt_copy_file(tpl, work);
 	w = run_child(s, s->op, work, 0);
 	r1 = inspect(s, work, 0);
 
@@ -419,7 +403,7 @@ enumerate(const struct scenario *s, const char *tpl)
 	if (w == 0)
 		fail_msg("%s: the operation wrote nothing", s->name);
 	for (uint64_t n = 1; n <= w; n++) {
-		copy_file(tpl, work);
+		tkt_copy_file(tpl, work);
 		run_child(s, s->op, work, n);
 		long a = inspect(s, work, n);
 		if (a < lo || a > hi)
@@ -464,11 +448,11 @@ run_chained(const struct scenario *s, double now)
 	uint64_t w;
 
 	op_now = now;
-	copy_file(make_template(s), base);
-	copy_file(base, tpl);
+	tkt_copy_file(make_template(s), base);
+	tkt_copy_file(base, tpl);
 	w = run_child(s, s->op, tpl, 0);
 	for (uint64_t n1 = 1; n1 <= w; n1++) {
-		copy_file(base, tpl);
+		tkt_copy_file(base, tpl);
 		run_child(s, s->op, tpl, n1);
 		enumerate(s, tpl);
 	}

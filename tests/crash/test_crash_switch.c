@@ -105,22 +105,6 @@ clean_dir(void)
 	closedir(d);
 }
 
-static void
-copy_file(const char *from, const char *to)
-{
-	char buf[65536];
-	int in = open(from, O_RDONLY | O_CLOEXEC);
-	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	ssize_t n;
-
-	if (in < 0 || out < 0)
-		fail_msg("copy %s -> %s: %s", from, to, strerror(errno));
-	while ((n = read(in, buf, sizeof buf)) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			fail_msg("copy: short write");
-	close(in);
-	close(out);
-}
 
 static void
 make_template(const struct change *c)
@@ -248,14 +232,14 @@ enumerate(const struct change *c)
 
 	make_template(c);
 	clean_dir();
-	copy_file(tpl, path);
+	tkt_copy_file(tpl, path);
 	w = run_child(c, 0);
 	inspect(c, 0);
 	if (w == 0)
 		fail_msg("%s: the change wrote nothing", c->name);
 	for (uint64_t n = 1; n <= w; n++) {
 		clean_dir();
-		copy_file(tpl, path);
+		tkt_copy_file(tpl, path);
 		run_child(c, n);
 		inspect(c, n);
 	}

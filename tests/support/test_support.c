@@ -575,3 +575,22 @@ tkt_comma_locale(void)
 	return setlocale(LC_ALL, "de_DE.UTF-8") &&
 	       strcmp(localeconv()->decimal_point, ",") == 0;
 }
+
+void
+tkt_copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ssize_t n;
+
+	if (in < 0 || out < 0)
+		fail_msg("copy %s -> %s: %s", from, to, strerror(errno));
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			fail_msg("copy %s -> %s: short write", from, to);
+	if (n < 0)
+		fail_msg("copy %s: %s", from, strerror(errno));
+	close(in);
+	close(out);
+}

@@ -36,6 +36,10 @@ void tkt_assert_decision(const char *what, const tkshm_decision *got,
 const char *tkt_tmpdir(void);
 /* tkt_tmpdir() + "/" + name, in a static rotating buffer. */
 const char *tkt_path(const char *name);
+
+/* Copies file `from` to `to` (created 0600, or truncated); fails the test
+ * on any error. */
+void tkt_copy_file(const char *from, const char *to);
 /* Removes the directory made by tkt_tmpdir() and everything in it. */
 void tkt_cleanup(void);
 /* tkt_cleanup() as a cmocka group teardown. */

@@ -78,22 +78,6 @@ ti_change_opt(void *ctx, const char *cmd, const char *name, const char *value)
 	return ti_table_opt(&ch->to, cmd, name, value);
 }
 
-static const char *
-ti_change_kind(tkshm_change_kind k)
-{
-	switch (k) {
-	case TKSHM_CHANGE_NONE:
-		return "none";
-	case TKSHM_CHANGE_CREATE:
-		return "create";
-	case TKSHM_CHANGE_IN_PLACE:
-		return "in_place";
-	case TKSHM_CHANGE_REPLACE:
-		return "replace";
-	}
-	return "unknown";
-}
-
 static int
 ti_change_print(const struct ti_change *ch, const char *path,
 		const tkshm_change *c)
@@ -104,7 +88,7 @@ ti_change_print(const struct ti_change *ch, const char *path,
 		ti_json_init(&j, stdout, true);
 		ti_json_begin_obj(&j, NULL);
 		ti_json_string(&j, "table", path);
-		ti_json_string(&j, "kind", ti_change_kind(c->kind));
+		ti_json_string(&j, "kind", tkshm_change_name(c->kind));
 		ti_json_bool(&j, "statesKept", c->states_kept);
 		ti_json_u64(&j, "slotsBefore", c->slots_before);
 		ti_json_u64(&j, "slotsAfter", c->slots_after);

@@ -12,30 +12,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *
-kind_name(tkshm_change_kind k)
-{
-	switch (k) {
-	case TKSHM_CHANGE_NONE:
-		return "none";
-	case TKSHM_CHANGE_CREATE:
-		return "create";
-	case TKSHM_CHANGE_IN_PLACE:
-		return "in_place";
-	case TKSHM_CHANGE_REPLACE:
-		return "replace";
-	}
-	/* A kind added to the library after this binding was written: say
-	 * so rather than pass it off as one of the four. */
-	return "unknown";
-}
-
 /* Slots are at most TKSHM_MAX_SLOTS (2^36): they fit a PHP int. */
 void
 tkshm_php_change_array(zval *out, const tkshm_change *c)
 {
 	array_init(out);
-	add_assoc_string(out, "kind", kind_name(c->kind));
+	add_assoc_string(out, "kind", tkshm_change_name(c->kind));
 	add_assoc_bool(out, "states_kept", c->states_kept);
 	add_assoc_long(out, "slots_before", (zend_long)c->slots_before);
 	add_assoc_long(out, "slots_after", (zend_long)c->slots_after);

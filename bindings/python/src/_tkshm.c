@@ -211,11 +211,8 @@ mark_forked(void)
 static PyObject *
 change_dict(const tkshm_change *c)
 {
-	static const char *const kinds[] = { "none", "create", "in_place",
-					     "replace" };
-	const char *kind = (unsigned)c->kind < 4 ? kinds[c->kind] : "none";
-
-	return Py_BuildValue("{s:s,s:O,s:K,s:K,s:s}", "kind", kind,
+	return Py_BuildValue("{s:s,s:O,s:K,s:K,s:s}", "kind",
+			     tkshm_change_name(c->kind),
 			     "states_kept", c->states_kept ? Py_True : Py_False,
 			     "slots_before",
 			     (unsigned long long)c->slots_before, "slots_after",

@@ -106,16 +106,24 @@ start(const char *name, const char *spec, uint64_t slots, uint32_t nkeys)
 	return t;
 }
 
-/* Waits until the workers have been denied `n` more times in a row of
- * the admissions count standing still: the key is spent. */
+/* Waits until the keys are spent: the admissions count stood still while
+ * the workers were denied 40 times per key (each check picks one of the
+ * keys at random, so a key with units left is picked long before), and
+ * for 20 ms at least. */
 static uint64_t
 wait_spent(void)
 {
-	for (int i = 0; i < 20000; i++) {
+	uint64_t need = 40 * (uint64_t)sh->nkeys + 100;
+
+	for (int i = 0; i < 2000; i++) {
 		uint64_t a = ld(&sh->admitted), d = ld(&sh->denied);
 
-		mp_sleep_us(1000);
-		if (ld(&sh->admitted) == a && ld(&sh->denied) > d + 100)
+		mp_sleep_us(20000);
+		for (int w = 0; w < 10000 && !mp_failed() &&
+				ld(&sh->admitted) == a && ld(&sh->denied) < d + need;
+		     w++)
+			mp_sleep_us(1000);
+		if (ld(&sh->admitted) == a)
 			return a;
 	}
 	fail_msg("the admissions never settled");

@@ -17,8 +17,10 @@ import grp
 import os
 import pwd
 import re
+import shutil
 import signal
 import socket
+import subprocess
 import time
 import unittest
 
@@ -161,6 +163,41 @@ class ChangeTest(unittest.TestCase):
         said = changes(h)
         self.assertEqual(said["api"], "limit 20 -> 40, states kept")
         self.assertEqual(said["anon"], "limit 20 -> 40, states kept")
+
+    @unittest.skipUnless(shutil.which("wrk"), "wrk is not installed")
+    def test_graceful_under_wrk(self):
+        """wrk (8 keep-alive connections) through a graceful restart that
+        raises a file table's limit from 20 to 40: no socket error and no
+        answer but 200 and 429, 40 admitted in all.  wrk waits 10 s for
+        an answer: with the event MPM and this harness's ServerLimit 2,
+        httpd starts the new generation's children at its next
+        once-a-second maintenance pass, so some answers wait 1-2 s (the
+        latency printed), which wrk's default 2 s would call timeouts."""
+        h = self.make(FIXED % {"limit": 20, "w": FOREVER}, ["api"])
+        site = FIXED + locations("api")
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              "wrk_status.lua")
+        wrk = subprocess.Popen(
+            ["wrk", "-t2", "-c8", "-d4s", "--timeout", "10s", "-s", script,
+             "http://127.0.0.1:%d/api/" % h.port],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(1.5)
+        h.write_conf(site % {"limit": 40, "w": FOREVER})
+        h.signal(signal.SIGUSR1)
+        h.wait_ready(generation=2)
+        out, _ = wrk.communicate(timeout=30)
+        self.assertEqual(wrk.returncode, 0, out)
+        self.assertNotIn("Socket errors", out, out)
+        statuses = re.search(r"statuses 200=(\d+) 429=(\d+) other=(\d+)",
+                             out)
+        self.assertIsNotNone(statuses, out)
+        ok, denied, other = map(int, statuses.groups())
+        self.assertEqual((ok, other), (40, 0), out)
+        worst = re.search(r"Latency\s+\S+\s+\S+\s+(\S+)", out)
+        print("%s, wrk through a graceful restart: %d requests, 0 socket "
+              "errors, 40 x 200, %d x 429, 0 other, slowest answer %s"
+              % (self.mpm, ok + denied, denied,
+                 worst.group(1) if worst else "?"))
 
     def test_graceful_replacement_under_load(self):
         tables = ["kind", "grow", "akind", "agrow"]

@@ -49,10 +49,15 @@ tk_sealed_words(const struct tkshm_table *p, uint64_t index, uint64_t st,
 	return false;
 }
 
+/* What tk_seal_key found when contention did not settle: the key's
+ * state in p is unknown, which is neither "absent" nor a state (reading it
+ * as absent would carry nothing while p still holds the key). */
+#define TK_SEAL_GAVE_UP (-2)
+
 /* L5 on table p for fingerprint fp: retires the key's placeholders,
  * seals its REAL slot, and finds its sealed slot.  Returns the sealed
- * slot's window position (its state in *st), or -1 when the key has no
- * state in p. */
+ * slot's window position (its state in *st), -1 when the key has no
+ * state in p, or TK_SEAL_GAVE_UP. */
 static int
 tk_seal_key(struct tkshm_table *p, uint64_t fp, bool seal, uint64_t *st_out)
 {
@@ -93,7 +98,7 @@ tk_seal_key(struct tkshm_table *p, uint64_t fp, bool seal, uint64_t *st_out)
 			return sealed;
 		tk_backoff(retries);
 	}
-	return -1;
+	return TK_SEAL_GAVE_UP;
 }
 
 /* Converts a state of table p's algorithm into one of table n's (L5,
@@ -112,7 +117,7 @@ tk_carry_converts(const struct tkshm_table *p, const struct tkshm_table *n)
 	return tk_algo_converts(&p->algo, &n->algo);
 }
 
-bool
+int
 tk_carry_fetch(struct tkshm_table *n, uint64_t fp, uint64_t *words)
 {
 	struct tkshm_table *p = n->pred;
@@ -121,11 +126,13 @@ tk_carry_fetch(struct tkshm_table *n, uint64_t fp, uint64_t *words)
 	int pos;
 
 	if (!p)
-		return false;
+		return 0;
 	/* L4: no seal before REPLACED is in p's live word. */
 	if (!n->carry_copy)
 		(void)tk_life_or(p, TK_LIFE_REPLACED);
 	pos = tk_seal_key(p, fp, !n->carry_copy, &st);
+	if (pos == TK_SEAL_GAVE_UP)
+		return TKSHM_EBUSY;
 	have = false;
 	if (pos >= 0) {
 		struct tk_where w;
@@ -145,7 +152,7 @@ tk_carry_fetch(struct tkshm_table *n, uint64_t fp, uint64_t *words)
 			have = true;
 		}
 	}
-	return have && tk_state_convert(p, from, n, words);
+	return have && tk_state_convert(p, from, n, words) ? 1 : 0;
 }
 
 /* The key bytes p keeps for slot `index` of key fp: the whole key of a
@@ -172,17 +179,28 @@ tk_drain_slot(struct tkshm_table *n, uint64_t index, double now)
 	uint64_t f, st, fp, words[TK_ALGO_MAX_WORDS];
 	unsigned char label[TKSHM_LEASE_KEY_MAX];
 	size_t len;
+	int rc;
 
 	tk_slot_read(tk_slot_at(p, index), &f, &st);
-	if (f == 0 || tk_st_is_special(st))
+	if (f == 0 || tk_st_is_dead(st))
 		return TKSHM_OK;
+	if (tk_st_is_placeholder(st)) {
+		/* L6: an insert into p that re-loaded p's live word before
+		 * REPLACED would make its placeholder REAL after the drain, an
+		 * admission the new table never sees.  Retired, its CAS to
+		 * REAL fails and it follows the path (L3).  Found by the
+		 * model (tests/model/lifecycle_replace.pml). */
+		(void)tk_cas128(tk_slot_at(p, index), f, st, f, TK_ST_DEAD);
+		return TKSHM_OK;
+	}
 	fp = f & ~TK_FP_SEAL;
 	/* Read before the seal: a label is checked against the slot's fp. */
 	len = tk_drain_label(p, index, fp, label);
 	/* Sealed already or not, the key goes through L5 like any fetch,
 	 * and into n only if n has no state of it (idempotent). */
-	if (!tk_carry_fetch(n, fp, words))
-		return TKSHM_OK;
+	rc = tk_carry_fetch(n, fp, words);
+	if (rc <= 0)
+		return rc;
 	return tk_carry_insert(n, fp, words, label, len, now);
 }
 

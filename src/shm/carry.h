@@ -12,10 +12,11 @@
 struct tkshm_table;
 
 /* L5: table n drains n->pred.  Seals key fp in the predecessor and
- * returns its state there converted to n's algorithm (words, n's word
- * count).  False: the key has no state to carry (absent, or of a kind
- * that does not convert). */
-bool tk_carry_fetch(struct tkshm_table *n, uint64_t fp, uint64_t *words);
+ * returns 1 with its state there converted to n's algorithm (words, n's
+ * word count); 0 when the key has no state to carry (absent, or of a kind
+ * that does not convert); TKSHM_EBUSY when contention on the key's window
+ * did not settle (its state is unknown: nothing may be decided). */
+int tk_carry_fetch(struct tkshm_table *n, uint64_t fp, uint64_t *words);
 
 /* Inserts key fp into n with state `words`, unless n has a state of it
  * already (table.c); `label` (len bytes) becomes its label (and its key

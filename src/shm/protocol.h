@@ -275,10 +275,14 @@
  *     (src/algorithms/convert.h).  Every process that fetches k reads the
  *     same sealed state, so I6 in N keeps one REAL slot with it.
  *
- * L6  Drain.  The replacer walks every slot of O, fetching each key as L5
- *     does and inserting it into N only where N has no state of it, merges
- *     O's debt cells into N's, unlinks the side name, clears DRAINING and
- *     releases the writer word.  A replacer killed before the end leaves N
+ * L6  Drain.  The replacer walks every slot of O, retiring each placeholder
+ *     (an insert into O that re-loaded the live word just before REPLACED
+ *     would otherwise make it REAL after the drain: an admission N never
+ *     sees) and fetching each key as L5 does, inserting it into N only
+ *     where N has no state of it; merges O's debt cells into N's, unlinks
+ *     the side name, clears DRAINING and releases the writer word.  A
+ *     fetch whose scan of O's window does not settle fails its call
+ *     (TKSHM_EBUSY) instead of reading the key as absent.  A replacer killed before the end leaves N
  *     DRAINING with a dead writer: the next process that opens N takes the
  *     writer word over and drains (idempotent: sealed slots are carried
  *     again only where N has no state).
@@ -290,8 +294,10 @@
  *     fails (L4).  A new REAL slot of k in O after REPLACED cannot appear:
  *     its claim precedes its reload of the live word (L3); if that reload
  *     missed REPLACED, the claim precedes REPLACED, which precedes every
- *     sealer's scan of k's window, which then retires the placeholder
- *     (L5), and the later CAS to REAL fails (I6 e).  In N, k starts from
+ *     sealer's scan of k's window and the drain's walk, which retire the
+ *     placeholder (L5, L6), and the later CAS to REAL fails (I6 e).  The
+ *     model tests/model/lifecycle_replace.pml checks L2-L6 with crashes
+ *     at every step; it found the two cases of L6 written above.  In N, k starts from
  *     its sealed state, the same for every fetcher.  So k's admissions in
  *     O and N are those of one state, under the old policy until the seal
  *     and the new one after.

@@ -356,17 +356,24 @@ tk_absent_writes(const struct tkshm_table *t, bool present, uint64_t st,
 
 /* The state an absent key starts from (I8, L5): its remembered debt, and
  * while this table drains a predecessor, its state there (sealed there by
- * the fetch).  *restored: the debt was used. */
-static bool
+ * the fetch).  1: *st is a state; 0: the key starts absent; TKSHM_EBUSY:
+ * its state in the predecessor could not be read (nothing may be
+ * decided).  *restored: the debt was used. */
+static int
 tk_absent_state(struct tkshm_table *t, uint64_t fp, double now, uint64_t *st,
 		bool *restored)
 {
 	bool present = tk_debt_recall(t, fp, now, st);
 	uint64_t carried;
+	int got;
 
 	*restored = present;
-	if (__builtin_expect(t->pred != NULL, 0) && !t->wide &&
-	    tk_carry_fetch(t, fp, &carried)) {
+	if (__builtin_expect(t->pred == NULL, 1) || t->wide)
+		return present;
+	got = tk_carry_fetch(t, fp, &carried);
+	if (got < 0)
+		return got;
+	if (got > 0) {
 		*st = present ? tk_algo_debt_merge(&t->algo, *st, carried) :
 				carried;
 		present = true;
@@ -434,6 +441,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 	for (;;) {
 		uint64_t nst, init_st = 0, mine_index;
 		bool present, restored;
+		int got;
 
 		tk_scan(t, &w, now, mine_st, mine_st == 0, &sc);
 
@@ -487,8 +495,13 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 			if (!all)
 				goto lost;
 			/* I6 e: make our placeholder REAL. */
-			present = tk_absent_state(t, w.fp, now, &init_st,
-						  &restored);
+			got = tk_absent_state(t, w.fp, now, &init_st,
+					      &restored);
+			if (got < 0) {
+				tk_retire(t, &w, sc.mine, mine_st);
+				return got;
+			}
+			present = got > 0;
 			if (!tk_absent_writes(t, present, init_st, now, cost,
 					      &nst, out, op)) {
 				tk_retire(t, &w, sc.mine, mine_st);
@@ -546,7 +559,10 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 
 		/* The key is absent.  Decide first: a request that would be
 		 * denied even from the absent state claims nothing (I7). */
-		present = tk_absent_state(t, w.fp, now, &init_st, &restored);
+		got = tk_absent_state(t, w.fp, now, &init_st, &restored);
+		if (got < 0)
+			return got;
+		present = got > 0;
 		if (!tk_absent_writes(t, present, init_st, now, cost, &nst, out,
 				      op)) {
 			if (op)

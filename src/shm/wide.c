@@ -239,8 +239,13 @@ tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 		/* L5: a FRESH key of a table that drains its predecessor
 		 * starts from its sealed state there; every writer of the
 		 * key fetches the same one. */
-		if (!present && __builtin_expect(t->pred != NULL, 0))
-			present = tk_carry_fetch(t, w->fp, cur);
+		if (!present && __builtin_expect(t->pred != NULL, 0)) {
+			int got = tk_carry_fetch(t, w->fp, cur);
+
+			if (got < 0)
+				return got;
+			present = got > 0;
+		}
 		/* Decided from the published state: a claim in flight has not
 		 * happened yet, so a denial never waits for it (W5, I7). */
 		what = step(ctx, t, index, ctl, present, cur, next);

@@ -31,7 +31,11 @@
 #               under a FRESH occupant, FRESH gens rebuilt across the modulus
 #
 # Each run must be a complete search ("errors: 0" and no memory cut-off).
-# Usage: run-model.sh [spin] [workdir] [slot|wide]
+# Model `lifecycle` (lifecycle_replace.pml, a table's replacement L2-L6 of
+# protocol.h), a crash possible before any step of every process; the
+# mixes and seeded bugs are listed where they are run, below.
+#
+# Usage: run-model.sh [spin] [workdir] [slot|wide|lifecycle]
 set -euo pipefail
 spin=${1:-spin}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -40,8 +44,9 @@ model=${3:-slot}
 case $model in
 slot) pml=slot_protocol.pml props=P1-P5 ;;
 wide) pml=wide_protocol.pml props=P1-P5 ;;
+lifecycle) pml=lifecycle_replace.pml props=P1-P4 ;;
 *)
-	echo "run-model.sh: unknown model '$model' (slot or wide)" >&2
+	echo "run-model.sh: unknown model '$model' (slot, wide or lifecycle)" >&2
 	exit 2
 	;;
 esac
@@ -109,7 +114,36 @@ check() {
 	esac
 }
 
-if [[ $model == slot ]]; then
+if [[ $model == lifecycle ]]; then
+	# The mixes (defaults: an O-worker and an N-worker of key 1, the
+	# replacer; 2 slots a table, limit 2):
+	#   base       the replacer publishes, seals and drains while an O-worker
+	#              and an N-worker check the same new key
+	#   old-twice  an O-worker that checks twice: its second check follows
+	#   taker      the replacer died after publishing N, before setting
+	#              REPLACED (key 1 at 1 in O): an N-worker and a taker of the
+	#              dead replacer's drain
+	#   taker-old  the same with an O-worker that has not seen REPLACED
+	taker="-DREPL=0 -DTAKER=1 -DINIT1=1 -DOW1=0 -DNW1=1"
+	# P1 (an admission from the true count, below the limit) and P4 (a
+	# key drained into N with its count), as spin prints them.
+	p1='(f==adm[k])'
+	p4='(adm[c]==0)||(n==1)'
+	# shellcheck disable=SC2086 # the mixes are lists of options
+	{
+		check base pass
+		check old-twice pass -DOC1=2 -DNW1=0
+		check taker pass $taker
+		check taker-old pass -DREPL=0 -DTAKER=1 -DINIT1=1 -DOW1=1 -DNW1=0
+		check bug-no-recheck "violation:$p4" -DBUG_NO_RECHECK
+		check bug-seal-first "violation:$p1" -DBUG_SEAL_FIRST
+		check bug-keep-o-ph "violation:$p1" -DBUG_KEEP_O_PH
+		check bug-drain-skips-ph "violation:$p4" -DDRAIN_SKIPS_PH
+		check bug-fetch-gives-absent "violation:$p1" -DFETCH_GIVES_ABSENT
+		check bug-drain-skips-sealed "violation:$p4" $taker \
+			-DBUG_DRAIN_SKIPS_SEALED
+	}
+elif [[ $model == slot ]]; then
 	duplicates="-DW1=3 -DW2=0 -DW3=0 -DROUNDS=3 -DLIMIT=2 -DDECAYS=1"
 	reclaim="-DW1=2 -DW2=1 -DW3=0 -DROUNDS=2 -DLIMIT=2 -DDECAYS=1"
 	evict="-DW1=1 -DW2=1 -DW3=1 -DCHECKS=2 -DROUNDS=2 -DLIMIT=1 -DDECAYS=0"

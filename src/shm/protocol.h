@@ -246,7 +246,11 @@
  *     that /proc says is dead; never from a live one, even stopped, so a
  *     writer never resumes into another's change.  A state written under
  *     one generation is read under the next as it is: a check is decided
- *     under the policy in force when its call loaded the live word.
+ *     under the policy in force when its call loaded the live word.  The
+ *     checksum covers the generation too: a reader of g that read the gen
+ *     word before a writer of g+2 rewrote the record cannot accept g+2's
+ *     policy as g's (tests/model/lifecycle_policy.pml checks L1 with
+ *     crashes at every step).
  *
  * L2  Replacement.  The writer-word holder of O builds N under a private
  *     name with O's seed (so every key keeps its fingerprint) and DRAINING

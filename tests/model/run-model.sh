@@ -35,7 +35,13 @@
 # protocol.h), a crash possible before any step of every process; the
 # mixes and seeded bugs are listed where they are run, below.
 #
-# Usage: run-model.sh [spin] [workdir] [slot|wide|lifecycle]
+# Model `policy` (lifecycle_policy.pml, a policy changed in place, L1):
+# two writers and two readers, or three writers and a reader, a crash
+# possible before any step; seeded bugs: a checksum that does not cover the
+# generation, a reader that does not compare it (Q1), a writer word never
+# taken from a dead holder (Q3).
+#
+# Usage: run-model.sh [spin] [workdir] [slot|wide|lifecycle|policy]
 set -euo pipefail
 spin=${1:-spin}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -45,8 +51,10 @@ case $model in
 slot) pml=slot_protocol.pml props=P1-P5 ;;
 wide) pml=wide_protocol.pml props=P1-P5 ;;
 lifecycle) pml=lifecycle_replace.pml props=P1-P4 ;;
+policy) pml=lifecycle_policy.pml props=Q1-Q3 ;;
 *)
-	echo "run-model.sh: unknown model '$model' (slot, wide or lifecycle)" >&2
+	echo "run-model.sh: unknown model '$model' (slot, wide, lifecycle" \
+		"or policy)" >&2
 	exit 2
 	;;
 esac
@@ -114,7 +122,18 @@ check() {
 	esac
 }
 
-if [[ $model == lifecycle ]]; then
+if [[ $model == policy ]]; then
+	q1='(pub[g]==(a%8))'
+	{
+		check two-two pass
+		check three-one pass -DWRITERS=3 -DREADERS=1
+		check bug-checksum-no-gen "violation:$q1" -DWRITERS=3 -DREADERS=1 \
+			-DBUG_CHECKSUM_NO_GEN
+		check bug-no-gen-check "violation:$q1" -DWRITERS=3 -DREADERS=1 \
+			-DBUG_NO_GEN_CHECK
+		check bug-no-takeover "violation:got" -DBUG_NO_TAKEOVER
+	}
+elif [[ $model == lifecycle ]]; then
 	# The mixes (defaults: an O-worker and an N-worker of key 1, the
 	# replacer; 2 slots a table, limit 2):
 	#   base       the replacer publishes, seals and drains while an O-worker

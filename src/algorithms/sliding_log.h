@@ -186,7 +186,9 @@ tk_sliding_log_check(const struct tk_sliding_log *a, bool present,
 	d->limit = tk_field(a->limit);
 	d->flags = 0;
 	if (v.count + units <= a->limit) {
-		unsigned live = v.n - v.first;
+		/* No state, no stamps (v.n is 0): said so that st is
+		 * visibly read only when it exists. */
+		unsigned live = st ? v.n - v.first : 0;
 		unsigned m = live + (unsigned)units; /* <= floor(limit) */
 		double oldest =
 			live > 0 ? tk_sliding_log_stamp(st, v.first) : v.t;

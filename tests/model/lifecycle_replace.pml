@@ -37,8 +37,10 @@
  *       retiring it and denying when the fetched state is at L);
  *   - the fetch (L5, carry.c tk_carry_fetch): OR REPLACED into O's live
  *     word, then scan k's window of O one slot per step: retire every
- *     placeholder of k (CAS -> DEAD), seal k's REAL slot; a failed CAS
- *     scans again; the state is that of k's sealed slot, else absent (0);
+ *     placeholder of k (CAS -> DEAD) and note k's REAL slot; a failed CAS
+ *     scans again; after a pass without a failure, seal the REAL slot
+ *     noted (CAS; a failure scans again); the state is that of k's sealed
+ *     slot, else absent (0);
  *   - the replacer (L2): N is built privately with DRAINING (init); it
  *     publishes N (path := N), sets REPLACED in O, drains (L6): REPLACED
  *     again (tk_carry_drain starts with it), then every O slot in turn:
@@ -92,10 +94,26 @@
  * non-REAL slots, carry.c tk_drain_slot), an O-insert that re-loaded the
  * live word just before REPLACED was set keeps its placeholder through the
  * whole drain and makes it REAL after DRAINING is cleared: an admission
- * in O that N never sees (-DDRAIN_SKIPS_PH shows it, P1).  And the fetch
+ * in O that N never sees (-DDRAIN_SKIPS_PH shows it, P4).  And the fetch
  * that runs out of rounds fails the check or the drain (EBUSY); reading it
  * as "absent", as tk_seal_key's -1 does, carries nothing while O still
- * holds the key (-DFETCH_GIVES_ABSENT shows it, P1).
+ * holds the key (-DFETCH_GIVES_ABSENT shows it, P1).  And the fetch seals
+ * k's REAL slot only at the end of a pass that retired every placeholder
+ * of k in the window: sealing it as the pass meets it (-DSEAL_IN_PASS, as
+ * carry.c tk_seal_key does) lets an O-insert of k that re-loaded the live
+ * word before REPLACED, and whose placeholder lies further on in the
+ * window, rescan after the seal, find no REAL slot (the sealed one is
+ * nobody's) and make its placeholder REAL from 0 before the pass reaches
+ * it: an admission that does not count the sealed ones (P1; two O-workers,
+ * mix race).  Retiring first, sealing last closes it: an O-insert that
+ * missed REPLACED claimed before REPLACED, so before the pass, which then
+ * retires its placeholder (its make-REAL fails) or finds it REAL already,
+ * and then (I5, no seal yet) it is the only REAL slot, the one sealed.
+ *
+ * Scale.  Tags are the process's id and the parity of its claims (one
+ * attempt at a time per process).  Rounds of a check (ROUNDS) are 3 in the
+ * small mixes and 2 in the larger ones: a check that runs out gives up
+ * (EBUSY), which leaves what a crash leaves.
  *
  * Seeded bugs, each must violate its property:
  *   -DBUG_NO_RECHECK         the O-insert does not re-load O's live word
@@ -195,7 +213,6 @@ byte owriter;		/* O's writer word: 0 or a holder's identity */
 bit dead[NIDS];		/* ghost: the process is dead (liveness) */
 bit repl_over;		/* ghost: the replacer finished or died */
 byte adm[NKEYS + 1];	/* ghost: admissions of each key, O and N */
-byte next_tag = 1;
 
 /* P2 (I5): key c has at most one REAL slot in table tt. */
 inline assert_unique(tt, c)
@@ -289,6 +306,7 @@ proctype proc(byte role; byte k0; byte nchecks; byte id)
 	byte ret = 0;		/* where a fetch returns to */
 	byte di = 0;		/* the drain's position in O */
 	byte rounds = 0, checks = 0;
+	bit tagbit = 0;
 	byte n_, s_;
 
 	atomic {
@@ -496,8 +514,12 @@ absent:
 			assert(mode == M_CHECK); /* a carry always finds room */
 			goto check /* EFULL */
 		fi;
-		tag = next_tag;
-		next_tag++;
+		/* A tag unique to the attempt: the process's id and the
+		 * parity of its claims (a process has one attempt at a time;
+		 * a placeholder a rival read stays distinguishable from the
+		 * process's next one). */
+		tagbit = 1 - tagbit;
+		tag = id + 16 * tagbit;
 		MAYBE_CRASH;
 		cas(v, vfp, vk, vv, k, PH, tag, ok);
 		if
@@ -562,7 +584,16 @@ fetch_slot:
 		sfp = fp[i]; sk = kd[i]; sv = val[i];
 		if
 		:: sfp == k + SEAL && sk == REAL -> f = sv
-		:: sfp == k && (sk == PH || sk == REAL) -> goto fetch_cas
+		:: sfp == k && sk == REAL ->
+			/* The key's REAL slot: sealed once the whole window has
+			 * been passed (the fix below). */
+			real = i; rv = sv;
+#ifdef SEAL_IN_PASS
+			goto fetch_cas
+#else
+			skip
+#endif
+		:: sfp == k && sk == PH -> goto fetch_cas
 		:: else -> skip
 		fi;
 		goto fetch_next
@@ -584,7 +615,7 @@ fetch_cas:
 		:: else ->
 			cas(i, k, REAL, sv, k + SEAL, REAL, sv, ok);
 			if
-			:: ok -> f = sv
+			:: ok -> f = sv; real = NONE; rv = 0
 			:: else -> retry = true
 			fi
 		fi
@@ -597,16 +628,30 @@ fetch_next:
 		:: i < NO && !retry -> goto fetch_slot
 		:: else -> i = 0
 		fi;
+		if
+		:: retry -> real = NONE; rv = 0; goto fetch
+		:: !retry && real != NONE -> goto fetch_seal
 #ifdef BUG_SEAL_FIRST
-		if
-		:: !retry -> goto fetch_late_or
-		:: else -> goto fetch
-		fi
+		:: else -> goto fetch_late_or
 #else
-		if
-		:: retry -> goto fetch
 		:: else -> goto fetch_done
+#endif
 		fi
+	};
+fetch_seal:
+	/* The fix: the seal comes after every placeholder of the key in the
+	 * window was retired, in a pass that met no change. */
+	atomic {
+		MAYBE_CRASH;
+		cas(real, k, REAL, rv, k + SEAL, REAL, rv, ok);
+		if
+		:: ok -> f = rv; real = NONE; rv = 0
+		:: else -> real = NONE; rv = 0; goto fetch
+		fi;
+#ifdef BUG_SEAL_FIRST
+		goto fetch_late_or
+#else
+		goto fetch_done
 #endif
 	};
 #ifdef BUG_SEAL_FIRST
@@ -757,7 +802,12 @@ drain_failed:
 	};
 
 crashed:
-	dead[id] = 1;
+	/* Liveness matters for the writer word only (whoever else dies
+	 * leaves what a finished process leaves). */
+	if
+	:: role == R_REPL || role == R_TAKER -> dead[id] = 1
+	:: else -> skip
+	fi;
 finish:
 	atomic {
 		if
@@ -765,7 +815,7 @@ finish:
 		:: else -> skip
 		fi;
 		forget();
-		k = 0; t = 0; haspred = 0; mode = 0; cst = 0; mytag = 0;
+		k = 0; t = 0; haspred = 0; mode = 0; cst = 0; mytag = 0; tagbit = 0;
 		ret = 0; di = 0; rounds = 0; checks = 0
 	}
 }

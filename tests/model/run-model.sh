@@ -138,12 +138,19 @@ elif [[ $model == lifecycle ]]; then
 	# replacer; 2 slots a table, limit 2):
 	#   base       the replacer publishes, seals and drains while an O-worker
 	#              and an N-worker check the same new key
-	#   old-twice  an O-worker that checks twice: its second check follows
-	#   taker      the replacer died after publishing N, before setting
-	#              REPLACED (key 1 at 1 in O): an N-worker and a taker of the
-	#              dead replacer's drain
+	#   old-twice  the same with an O-worker that checks twice (2 rounds a
+	#              check): mid-check when REPLACED is set, or its second
+	#              check follows the path
+	#   race       the replacer died after publishing N, before setting
+	#              REPLACED: two O-workers race an N-worker, whose fetch
+	#              sets REPLACED and seals (2 rounds a check)
+	#   taker      the same death, key 1 at 1 in O: an N-worker and a taker
+	#              of the dead replacer's drain
 	#   taker-old  the same with an O-worker that has not seen REPLACED
+	#   taker-two  the same with an O-worker of key 2 (absent from O) and
+	#              an N-worker of key 1: the drain walks two keys
 	taker="-DREPL=0 -DTAKER=1 -DINIT1=1 -DOW1=0 -DNW1=1"
+	race="-DOW1=2 -DREPL=0 -DROUNDS=2"
 	# P1 (an admission from the true count, below the limit) and P4 (a
 	# key drained into N with its count), as spin prints them.
 	p1='(f==adm[k])'
@@ -151,16 +158,27 @@ elif [[ $model == lifecycle ]]; then
 	# shellcheck disable=SC2086 # the mixes are lists of options
 	{
 		check base pass
-		check old-twice pass -DOC1=2 -DNW1=0
+		check old-twice pass -DOC1=2 -DROUNDS=2
+		check race pass $race
 		check taker pass $taker
 		check taker-old pass -DREPL=0 -DTAKER=1 -DINIT1=1 -DOW1=1 -DNW1=0
-		check bug-no-recheck "violation:$p4" -DBUG_NO_RECHECK
+		check taker-two pass -DREPL=0 -DTAKER=1 -DINIT1=1 -DOW1=0 \
+			-DOW2=1 -DROUNDS=2
+		# Seeded bugs (a)-(d) of issue 19.  (a): without a drain, P1;
+		# with the replacer's drain, P4 comes first (the REAL slot made
+		# after the drain is still in O).
+		check bug-no-recheck "violation:$p1" $race -DBUG_NO_RECHECK
+		check bug-no-recheck-drained "violation:$p4" -DBUG_NO_RECHECK
 		check bug-seal-first "violation:$p1" -DBUG_SEAL_FIRST
 		check bug-keep-o-ph "violation:$p1" -DBUG_KEEP_O_PH
-		check bug-drain-skips-ph "violation:$p4" -DDRAIN_SKIPS_PH
-		check bug-fetch-gives-absent "violation:$p1" -DFETCH_GIVES_ABSENT
 		check bug-drain-skips-sealed "violation:$p4" $taker \
 			-DBUG_DRAIN_SKIPS_SEALED
+		# The protocol as first written, three counterexamples: the drain
+		# skips placeholders, a fetch out of rounds reads "absent", the
+		# fetch seals in the pass that retires placeholders.
+		check flaw-drain-skips-ph "violation:$p4" -DDRAIN_SKIPS_PH
+		check flaw-fetch-gives-absent "violation:$p1" -DFETCH_GIVES_ABSENT
+		check flaw-seal-in-pass "violation:$p1" $race -DSEAL_IN_PASS
 	}
 elif [[ $model == slot ]]; then
 	duplicates="-DW1=3 -DW2=0 -DW3=0 -DROUNDS=3 -DLIMIT=2 -DDECAYS=1"

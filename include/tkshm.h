@@ -718,6 +718,16 @@ TKSHM_API int tkshm_plan(const char *path, const tkshm_options *opts,
 TKSHM_API int tkshm_apply(tkshm_table *t, const tkshm_policy *policy,
 			  uint64_t slots, tkshm_change *out);
 
+/** tkshm_apply() at `now_ms` (tkshm_apply reads the clock): the time, in
+ *  the time base of the table's checks, at which a replacement converts
+ *  the keys it carries to another kind (what a key owes then is owed
+ *  under the new policy, paid at its pace).  Tables checked with injected
+ *  times change with this form.
+ *  @return as tkshm_apply(); TKSHM_ENOW for a now_ms that is NaN,
+ *  negative or above TKSHM_NOW_MAX. */
+TKSHM_API int tkshm_apply_at(tkshm_table *t, const tkshm_policy *policy,
+			     uint64_t slots, double now_ms, tkshm_change *out);
+
 /* ---------------------------------------------------------------------------
  * Decisions
  * ------------------------------------------------------------------------- */
@@ -1032,6 +1042,7 @@ typedef struct tkshm_permit {
 	uint64_t seed_;	       /* private: the table's hash seed */
 	uint64_t holder_;      /* private: the holder word written */
 	uint64_t serial_;      /* private: this process's acquisition */
+	uint64_t epoch_;       /* private: the table's permit epoch */
 	double acquired_ms_;   /* private: the acquire's now */
 	double acquired_mono_; /* private: monotonic ms at acquire */
 	uint32_t cell_;	       /* private: the permit's cell */
@@ -1088,8 +1099,9 @@ TKSHM_API int tkshm_acquire(tkshm_table *t, const void *key, size_t key_len,
 
 /** Gives back a permit, exactly once: the permit is marked released and a
  *  second release (of it or of a copy) returns TKSHM_ENOTHELD, as does a
- *  permit taken back after its holder was judged dead, or acquired by
- *  another process.  For an adaptive limit, the latency now_ms minus the
+ *  permit taken back after its holder was judged dead, acquired by
+ *  another process, or acquired before the table was replaced by one
+ *  whose limit does not carry the permits held (docs/lifecycle.md).  For an adaptive limit, the latency now_ms minus the
  *  acquire's now_ms is a sample (unless `outcome` is IGNORE or it is not
  *  positive).
  *  @return TKSHM_OK; TKSHM_ENOTHELD (nothing changed); TKSHM_ENULL,

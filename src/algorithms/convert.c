@@ -50,34 +50,42 @@ tk_algo_converts(const struct tk_algo *from, const struct tk_algo *to)
 	return tk_is_window(from) && tk_is_window(to);
 }
 
-/* The units a GCRA key owed at r = TAT - tau, and r. */
+/* A GCRA key as a bucket at `now`: it owes (TAT - now) / T units then,
+ * paid at the bucket's pace from now on (as a change in place pays a debt
+ * at the new pace).  A debt beyond the capacity puts the refill's start
+ * that much later, so no unit of it is forgotten. */
 static void
 tk_gcra_to_bucket(const struct tk_gcra *g, uint64_t st,
-		  const struct tk_token_bucket *b, uint64_t *out)
+		  const struct tk_token_bucket *b, double now, uint64_t *out)
 {
 	double tat = tk_word_f64(st);
-	double r = tat - g->tau;
-	double owed = g->tau / g->T;
+	double at = fmax(now, 0);
+	double owed = fmax(0, tat - at) / g->T;
 
-	if (r < 0) {
-		/* Before the epoch: what it owed at 0. */
-		owed = tat / g->T;
-		r = 0;
+	if (owed > b->capacity) {
+		out[0] = tk_f64_word(0);
+		out[1] = tk_f64_word(at + (owed - b->capacity) /
+					      b->refill_per_ms);
+		return;
 	}
 	/* One rounding of a difference: within half an ulp of the tokens
 	 * the key had, never a whole one more. */
-	out[0] = tk_f64_word(fmax(0, b->capacity - owed));
-	out[1] = tk_f64_word(r);
+	out[0] = tk_f64_word(b->capacity - owed);
+	out[1] = tk_f64_word(at);
 }
 
+/* A bucket as a GCRA key at `now` (or at its last refill, if later): it
+ * owes what the bucket lacks then, paid at the new pace. */
 static void
 tk_bucket_to_gcra(const struct tk_token_bucket *b, const uint64_t *st,
-		  const struct tk_gcra *g, uint64_t *out)
+		  const struct tk_gcra *g, double now, uint64_t *out)
 {
-	double tokens = fmin(tk_word_f64(st[0]), b->capacity);
-	double owed = b->capacity - tokens;
+	double last = tk_word_f64(st[1]);
+	double at = fmax(now, last);
+	double tokens = fmin(b->capacity, tk_word_f64(st[0]) +
+						  (at - last) * b->refill_per_ms);
 
-	out[0] = tk_f64_word(tk_word_f64(st[1]) + owed * g->T);
+	out[0] = tk_f64_word(at + (b->capacity - tokens) * g->T);
 }
 
 /* One counted span of a window state: `n` units counted from time `at`. */
@@ -85,23 +93,40 @@ struct tk_span {
 	double at, n;
 };
 
-/* The counted spans of a window state (at most 65). */
+/* The latest time a span's units can have been admitted: its end, or
+ * `now` if earlier.  A unit placed at that time in the target expires
+ * last: the key never owes less than it did. */
+static double
+tk_span_latest(double at, double width, double now)
+{
+	double end = at + width;
+
+	/* The end itself belongs to the next span: the last instant in
+	 * this one is the double just below it. */
+	return now < end ? fmax(now, at) : nextafter(end, at);
+}
+
+/* The counted spans of a window state (at most 65), each at the latest
+ * time its units can have been admitted, not later than now. */
 static unsigned
-tk_window_spans(const struct tk_algo *a, const uint64_t *st,
+tk_window_spans(const struct tk_algo *a, const uint64_t *st, double now,
 		struct tk_span *s)
 {
 	unsigned k = 0;
 
 	if (a->kind == TKSHM_KIND_FIXED_WINDOW) {
-		s[0].at = tk_word_f64(st[0]);
+		s[0].at = tk_span_latest(tk_word_f64(st[0]),
+					 a->u.fixed_window.window_ms, now);
 		s[0].n = tk_word_f64(st[1]);
 		return s[0].n > 0 ? 1 : 0;
 	}
 	for (unsigned p = 0; p < a->u.sliding_window.slots; p++) {
+		double w = a->u.sliding_window.w;
+
 		if (st[2 * p] == 0)
 			continue;
-		s[k].at = (double)tk_sliding_window_entry_tick(st, p) *
-			  a->u.sliding_window.w;
+		s[k].at = tk_span_latest(
+			(double)tk_sliding_window_entry_tick(st, p) * w, w, now);
 		s[k].n = tk_word_f64(st[2 * p + 1]);
 		k++;
 	}
@@ -154,7 +179,7 @@ tk_spans_to_sliding(const struct tk_span *s, unsigned k,
 
 bool
 tk_algo_convert(const struct tk_algo *from, const uint64_t *st,
-		const struct tk_algo *to, uint64_t *out)
+		const struct tk_algo *to, double now, uint64_t *out)
 {
 	struct tk_span spans[TK_SLIDING_WINDOW_MAX_BUCKETS + 1];
 	unsigned k;
@@ -166,11 +191,12 @@ tk_algo_convert(const struct tk_algo *from, const uint64_t *st,
 		memcpy(out, st, sizeof(uint64_t) * to->words);
 	} else if (from->kind == TKSHM_KIND_GCRA) {
 		tk_gcra_to_bucket(&from->u.gcra, st[0], &to->u.token_bucket,
-				  out);
+				  now, out);
 	} else if (from->kind == TKSHM_KIND_TOKEN_BUCKET) {
-		tk_bucket_to_gcra(&from->u.token_bucket, st, &to->u.gcra, out);
+		tk_bucket_to_gcra(&from->u.token_bucket, st, &to->u.gcra, now,
+				  out);
 	} else {
-		k = tk_window_spans(from, st, spans);
+		k = tk_window_spans(from, st, now, spans);
 		if (to->kind == TKSHM_KIND_FIXED_WINDOW)
 			tk_spans_to_fixed(spans, k, &to->u.fixed_window, out);
 		else

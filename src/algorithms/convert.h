@@ -31,9 +31,11 @@ bool tk_algo_same_reading(const struct tk_algo *from, const struct tk_algo *to);
 /* True when states of `from` convert into states of `to`. */
 bool tk_algo_converts(const struct tk_algo *from, const struct tk_algo *to);
 
-/* Converts state st of `from` into out (to->words words).  False when the
- * pair does not convert or the result would not be a valid state. */
+/* Converts state st of `from` into out (to->words words), as the key
+ * stands at `now` (the caller's time, in the states' time base): what it
+ * owes then is owed under `to`, paid at `to`'s pace.  False when the pair
+ * does not convert or the result would not be a valid state. */
 bool tk_algo_convert(const struct tk_algo *from, const uint64_t *st,
-		     const struct tk_algo *to, uint64_t *out);
+		     const struct tk_algo *to, double now, uint64_t *out);
 
 #endif /* TKSHM_ALGORITHMS_CONVERT_H */

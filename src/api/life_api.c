@@ -31,6 +31,12 @@
 /* How long a change waits for another process's change to finish. */
 #define TK_WRITER_WAIT_MS 1000
 
+/* Serialises the changes and drains of this process's threads: a writer
+ * word names a process, so two threads of one process would both hold it
+ * and write one policy record at once.  Re-made in a forked child, which
+ * has none of the parent's other threads. */
+static pthread_mutex_t tk_change_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* What following a handle needs: the path it was opened by and its open
  * options (never a policy: a follower adopts the table's). */
 struct tk_follow {
@@ -67,6 +73,7 @@ tk_rcu_after_fork_parent(void)
 static void
 tk_rcu_after_fork_child(void)
 {
+	(void)pthread_mutex_init(&tk_change_lock, NULL);
 	urcu_bp_after_fork_child();
 	urcu_bp_call_rcu_after_fork_child();
 }
@@ -200,7 +207,9 @@ tk_path_split(const char *path, char *dir, size_t dlen, const char **base)
 }
 
 /* Attaches the predecessor a draining table names (L5), if it is still
- * there: a predecessor that is gone was drained (L6 unlinks it last). */
+ * there: a predecessor that is gone was drained (L6 unlinks it last).  A
+ * read-only handle opens it read-only and goes on without it when it may
+ * not (it only reads: a key not yet carried reads as new meanwhile). */
 static int
 tk_pred_attach(struct tkshm_table *n, const char *path)
 {
@@ -214,7 +223,7 @@ tk_pred_attach(struct tkshm_table *n, const char *path)
 	    tk_path_split(path, dir, sizeof dir, &base) != TKSHM_OK)
 		return TKSHM_OK;
 	snprintf(full, sizeof full, "%s/%s", dir, n->pred_name);
-	o.flags = 0;
+	o.flags = n->readonly ? TKSHM_O_RDONLY : 0;
 	p = calloc(1, sizeof *p);
 	if (!p)
 		return TKSHM_ENOMEM;
@@ -228,7 +237,7 @@ tk_pred_attach(struct tkshm_table *n, const char *path)
 		if (p->base)
 			tk_segment_close(p);
 		free(p);
-		return rc == TKSHM_ENOENT ? TKSHM_OK : rc;
+		return rc == TKSHM_ENOENT || n->readonly ? TKSHM_OK : rc;
 	}
 	n->pred = p;
 	return TKSHM_OK;
@@ -391,7 +400,7 @@ tk_global_inherit(struct tkshm_table *n, const struct tkshm_table *t)
  * state in a new anonymous table; processes forked before keep t. */
 static int
 tk_replace_anonymous(struct tkshm_table *h, struct tkshm_table *t,
-		     const tkshm_options *o, uint64_t slots)
+		     const tkshm_options *o, uint64_t slots, double now)
 {
 	struct tk_lineage lin;
 	struct tkshm_table *n = calloc(1, sizeof *n);
@@ -403,6 +412,7 @@ tk_replace_anonymous(struct tkshm_table *h, struct tkshm_table *t,
 	memset(&lin, 0, sizeof lin);
 	lin.seed = t->seed;
 	lin.pred_id = t->table_id;
+	lin.permit_epoch = tk_permit_epoch_after(t, o->policy);
 	rc = tk_segment_build(NULL, o, slots, &lin, n);
 	if (rc == TKSHM_OK)
 		rc = tk_map_own(n);
@@ -418,7 +428,7 @@ tk_replace_anonymous(struct tkshm_table *h, struct tkshm_table *t,
 	n->strict = t->strict;
 	n->pred = tk_instance_copy(t);
 	n->carry_copy = true; /* t stays live for others: read, never seal */
-	rc = n->pred ? tk_carry_drain(n, TK_DRAIN_NOW) : TKSHM_ENOMEM;
+	rc = n->pred ? tk_carry_drain(n, now) : TKSHM_ENOMEM;
 	tk_instance_free(n->pred);
 	n->pred = NULL;
 	n->carry_copy = false;
@@ -461,10 +471,35 @@ tk_replace_names(const char *path, const struct tkshm_table *t, char *side,
 	return TKSHM_OK;
 }
 
-/* L2 and L6 for a named table t (the caller holds t's writer word). */
+/* tk_replace_named's answer when the path names another table than t. */
+#define TK_PATH_MOVED 2
+
+/* Whether `path` names a replacement of t (a table whose predecessor is
+ * t): one its replacer published, then died before setting REPLACED in t
+ * (L2).  Any process may set it then, as every fetch does (L4). */
+static bool
+tk_path_replaces(const char *path, const struct tkshm_table *t)
+{
+	tkshm_options o = TKSHM_OPTIONS_INIT;
+	struct tkshm_table *n = calloc(1, sizeof *n);
+	bool yes;
+
+	if (!n)
+		return false;
+	o.flags = TKSHM_O_RDONLY;
+	yes = tk_segment_open(path, &o, n) == TKSHM_OK &&
+	      n->pred_id == t->table_id && n->seed == t->seed;
+	if (n->base)
+		tk_segment_close(n);
+	free(n);
+	return yes;
+}
+
+/* L2 and L6 for a named table t (the caller holds t's writer word); the
+ * keys are converted as they stand at `now`. */
 static int
 tk_replace_named(struct tkshm_table *h, struct tkshm_table *t,
-		 tkshm_options *o, uint64_t slots)
+		 tkshm_options *o, uint64_t slots, double now)
 {
 	const char *path = h->follow->path;
 	char side[4400], tmp[4400];
@@ -480,9 +515,10 @@ tk_replace_named(struct tkshm_table *h, struct tkshm_table *t,
 	if (lstat(path, &st) != 0)
 		return TKSHM_ENOENT;
 	if (st.st_ino != t->ino || st.st_dev != t->dev)
-		return TKSHM_EBUSY; /* the path names another table now */
+		return TK_PATH_MOVED;
 	lin.seed = t->seed;
 	lin.pred_id = t->table_id;
+	lin.permit_epoch = tk_permit_epoch_after(t, o->policy);
 	lin.uid = st.st_uid;
 	lin.gid = st.st_gid;
 	o->mode = st.st_mode & 0777;
@@ -517,7 +553,7 @@ tk_replace_named(struct tkshm_table *h, struct tkshm_table *t,
 	n->pred = tk_instance_copy(t);
 	rc = n->pred ? tk_map_own(n) : TKSHM_ENOMEM;
 	if (rc == TKSHM_OK)
-		rc = tk_carry_drain(n, TK_DRAIN_NOW);
+		rc = tk_carry_drain(n, now);
 	if (rc == TKSHM_OK) {
 		(void)unlink(side);
 		tk_life_clear(n, TK_LIFE_DRAINING);
@@ -531,99 +567,190 @@ unbuilt:
 	return rc;
 }
 
-/* A table left draining by a replacer that died (L6): whoever opens it
- * takes the predecessor's writer word from the dead and finishes. */
-static void
-tk_drain_orphan(struct tkshm_table *n, const char *path)
+/* Finishes the drain of table n (L6): takes its predecessor's writer word
+ * (waiting up to wait_ms for a live replacer to finish, or from a dead
+ * one), drains what is left, unlinks the predecessor's side name and
+ * clears DRAINING.  A predecessor that is gone was drained: L6 unlinks it
+ * last.  The caller holds tk_change_lock. */
+static int
+tk_drain_finish(struct tkshm_table *n, const char *path, long wait_ms,
+		double now)
 {
 	char side[4400], dir[4096];
 	const char *base;
+	int rc;
 
-	if (!n->pred || tk_writer_take(n->pred, 0) != TKSHM_OK)
-		return;
-	if (tk_carry_drain(n, TK_DRAIN_NOW) == TKSHM_OK &&
-	    tk_path_split(path, dir, sizeof dir, &base) == TKSHM_OK) {
-		snprintf(side, sizeof side, "%s/%s", dir, n->pred_name);
-		(void)unlink(side);
+	if (!n->pred) {
 		tk_life_clear(n, TK_LIFE_DRAINING);
+		return TKSHM_OK;
+	}
+	rc = tk_writer_take(n->pred, wait_ms);
+	if (rc != TKSHM_OK)
+		return rc;
+	if (tk_life_load(n) & TK_LIFE_DRAINING) {
+		rc = tk_carry_drain(n, now);
+		if (rc == TK_EMOVED)
+			rc = TKSHM_EBUSY; /* n was replaced meanwhile */
+		if (rc == TKSHM_OK && path &&
+		    tk_path_split(path, dir, sizeof dir, &base) == TKSHM_OK) {
+			snprintf(side, sizeof side, "%s/%s", dir,
+				 n->pred_name);
+			(void)unlink(side);
+		}
+		if (rc == TKSHM_OK)
+			tk_life_clear(n, TK_LIFE_DRAINING);
 	}
 	tk_writer_release(n->pred);
+	return rc;
+}
+
+/* A table left draining by a replacer that died (L6): whoever opens it
+ * takes the predecessor's writer word from the dead and finishes.  A
+ * replacer still at work is left to it. */
+static void
+tk_drain_orphan(struct tkshm_table *n, const char *path)
+{
+	if (pthread_mutex_trylock(&tk_change_lock) != 0)
+		return; /* another thread of ours is changing or draining */
+	(void)tk_drain_finish(n, path, 0, tkshm_now_ms());
+	(void)pthread_mutex_unlock(&tk_change_lock);
 }
 
 /* ------------------------------------------------------------------------
  * Changing a table
  * ---------------------------------------------------------------------- */
 
-/* Applies `want` to the table handle h is on (the caller may hold nothing;
- * the writer word is taken here).  *change says what was done. */
-static int
-tk_change_apply(struct tkshm_table *h, const tkshm_policy *policy,
-		uint64_t slots, bool refuse_shrink, tkshm_change *change)
-{
-	for (int attempt = 0; attempt < 8; attempt++) {
-		struct tkshm_table *t = tk_enter(h);
-		tkshm_options o = TKSHM_OPTIONS_INIT;
-		int rc;
+/* tk_change_once's answer when the table changed while it planned: plan
+ * again on what it is now. */
+#define TK_CHANGE_AGAIN 1
 
-		rc = tk_change_plan(t, policy, slots, change);
-		if (rc == TKSHM_OK && refuse_shrink && slots &&
-		    tk_slots_rounded(slots) < change->slots_before)
-			rc = TKSHM_EINVAL; /* tables do not shrink */
-		if (rc != TKSHM_OK || change->kind == TKSHM_CHANGE_NONE) {
-			tk_leave();
-			return rc;
-		}
-		if (t->readonly) {
-			tk_leave();
-			return TKSHM_EREADONLY;
-		}
-		rc = tk_writer_take(t, TK_WRITER_WAIT_MS);
-		if (rc != TKSHM_OK) {
-			tk_leave();
-			return rc;
-		}
-		if (tk_life_load(t) != t->life_word) {
-			/* Changed meanwhile: plan again on what it is now. */
-			tk_writer_release(t);
-			tk_leave();
-			continue;
-		}
-		o.policy = policy ? policy : &t->policy;
-		o.on_full = t->on_full;
-		if (change->kind == TKSHM_CHANGE_IN_PLACE)
-			rc = tk_life_publish(t, o.policy);
-		else if (t->anonymous || !h->follow || !h->follow->path)
-			rc = tk_replace_anonymous(h, t, &o,
-						  change->slots_after);
-		else
-			rc = tk_replace_named(h, t, &o, change->slots_after);
-		tk_writer_release(t);
+/* Applies the change planned in *change to instance t of handle h, with
+ * t's writer word held. */
+static int
+tk_change_write(struct tkshm_table *h, struct tkshm_table *t,
+		const tkshm_policy *policy, double now,
+		const tkshm_change *change)
+{
+	tkshm_options o = TKSHM_OPTIONS_INIT;
+	int rc;
+
+	o.policy = policy ? policy : &t->policy;
+	o.on_full = t->on_full;
+	if (change->kind == TKSHM_CHANGE_IN_PLACE)
+		return tk_life_publish(t, o.policy);
+	if (t->life_word & TK_LIFE_DRAINING) {
+		/* t still holds keys of its predecessor only: replaced now,
+		 * they would be lost.  Its drain finishes first. */
+		rc = tk_drain_finish(t, h->follow ? h->follow->path : NULL,
+				     TK_WRITER_WAIT_MS, now);
+		return rc == TKSHM_OK ? TK_CHANGE_AGAIN : rc;
+	}
+	if (t->anonymous || !h->follow || !h->follow->path)
+		rc = tk_replace_anonymous(h, t, &o, change->slots_after, now);
+	else
+		rc = tk_replace_named(h, t, &o, change->slots_after, now);
+	if (rc == TK_PATH_MOVED) {
+		/* Replaced already, by a replacer that died before saying so
+		 * in t: said now, the next attempt follows and finishes its
+		 * drain.  Another table under the path: not ours to change. */
+		if (!tk_path_replaces(h->follow->path, t))
+			return TKSHM_EBUSY;
+		(void)tk_life_or(t, TK_LIFE_REPLACED);
+		return TK_CHANGE_AGAIN;
+	}
+	/* The drain met a replacement of the new table (its writer word is
+	 * not ours): the change is made, its drain is the next opener's. */
+	return rc == TK_EMOVED ? TKSHM_EBUSY : rc;
+}
+
+/* One attempt of tk_change_apply, with tk_change_lock held. */
+static int
+tk_change_once(struct tkshm_table *h, const tkshm_policy *policy,
+	       uint64_t slots, bool refuse_shrink, double now,
+	       tkshm_change *change)
+{
+	struct tkshm_table *t = tk_enter(h);
+	int rc;
+
+	rc = tk_change_plan(t, policy, slots, change);
+	if (rc == TKSHM_OK && refuse_shrink && slots &&
+	    tk_slots_rounded(slots) < change->slots_before)
+		rc = TKSHM_EINVAL; /* tables do not shrink */
+	if (rc == TKSHM_OK && change->kind != TKSHM_CHANGE_NONE &&
+	    t->readonly)
+		rc = TKSHM_EREADONLY;
+	if (rc != TKSHM_OK || change->kind == TKSHM_CHANGE_NONE) {
 		tk_leave();
-		if (rc == TKSHM_OK) {
-			/* The caller's next call runs on the change. */
-			(void)tk_enter(h);
-			tk_leave();
-		}
 		return rc;
 	}
-	return TKSHM_EBUSY;
+	rc = tk_writer_take(t, TK_WRITER_WAIT_MS);
+	if (rc == TKSHM_OK) {
+		if (tk_life_load(t) != t->life_word)
+			rc = TK_CHANGE_AGAIN; /* changed meanwhile */
+		else
+			rc = tk_change_write(h, t, policy, now, change);
+		tk_writer_release(t);
+	}
+	tk_leave();
+	return rc;
+}
+
+/* Applies `policy` and `slots` to the table handle h is on (the caller
+ * may hold nothing; the writer word is taken here), converting states
+ * carried to a replacement as they stand at `now`.  *change says what
+ * was done. */
+static int
+tk_change_apply(struct tkshm_table *h, const tkshm_policy *policy,
+		uint64_t slots, bool refuse_shrink, double now,
+		tkshm_change *change)
+{
+	struct timespec until;
+	int rc = TKSHM_EBUSY;
+
+	(void)clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += TK_WRITER_WAIT_MS / 1000;
+	if (pthread_mutex_timedlock(&tk_change_lock, &until) != 0)
+		return TKSHM_EBUSY;
+	for (int attempt = 0; attempt < 8; attempt++) {
+		rc = tk_change_once(h, policy, slots, refuse_shrink, now,
+				    change);
+		if (rc != TK_CHANGE_AGAIN)
+			break;
+		rc = TKSHM_EBUSY;
+	}
+	(void)pthread_mutex_unlock(&tk_change_lock);
+	if (rc == TKSHM_OK) {
+		/* The caller's next call runs on the change. */
+		(void)tk_enter(h);
+		tk_leave();
+	}
+	return rc;
 }
 
 int
-tkshm_apply(tkshm_table *h, const tkshm_policy *policy, uint64_t slots,
-	    tkshm_change *out)
+tkshm_apply_at(tkshm_table *h, const tkshm_policy *policy, uint64_t slots,
+	       double now_ms, tkshm_change *out)
 {
 	tkshm_change scratch;
 	int rc;
 
 	if (!h)
 		return TKSHM_ENULL;
+	if (!(now_ms >= 0 && now_ms <= TKSHM_NOW_MAX))
+		return TKSHM_ENOW; /* NaN fails both */
 	if (!out)
 		out = &scratch;
 	rc = tk_change_check_args(policy, slots, NULL);
 	if (rc != TKSHM_OK)
 		return rc;
-	return tk_change_apply(h, policy, slots, true, out);
+	return tk_change_apply(h, policy, slots, true, now_ms, out);
+}
+
+int
+tkshm_apply(tkshm_table *h, const tkshm_policy *policy, uint64_t slots,
+	    tkshm_change *out)
+{
+	return tkshm_apply_at(h, policy, slots, tkshm_now_ms(), out);
 }
 
 /* ------------------------------------------------------------------------
@@ -739,7 +866,7 @@ tkshm_open(const char *path, const tkshm_options *opts, tkshm_table **out)
 			rc = TKSHM_EMISMATCH;
 		} else {
 			rc = tk_change_apply(t, opts->policy, opts->slots,
-					     false, &change);
+					     false, tkshm_now_ms(), &change);
 		}
 	} else if (rc == TKSHM_OK && (opts->flags & TKSHM_O_KEEP) &&
 		   opts->slots && tk_slots_rounded(opts->slots) !=

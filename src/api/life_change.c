@@ -269,3 +269,16 @@ tk_change_say_invalid(const tkshm_options *o, int rc)
 	if (o->errbuf && o->errbuf_len && o->errbuf[0] == '\0')
 		snprintf(o->errbuf, o->errbuf_len, "%s", tkshm_strerror(rc));
 }
+
+uint64_t
+tk_permit_epoch_after(const struct tkshm_table *t, const tkshm_policy *policy)
+{
+	struct tk_algo algo;
+	char why[8];
+
+	if (!tk_algo_is_concurrency(&t->algo) ||
+	    tk_algo_init(&algo, policy, why, sizeof why) != TKSHM_OK ||
+	    !tk_algo_same_reading(&t->algo, &algo))
+		return 0;
+	return t->permit_epoch;
+}

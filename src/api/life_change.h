@@ -28,5 +28,11 @@ int tk_change_check_args(const tkshm_policy *policy, uint64_t slots,
 void tk_change_say_mismatch(const tkshm_options *o, const struct tkshm_table *t,
 			    const tkshm_policy *want, const tkshm_change *c);
 void tk_change_say_invalid(const tkshm_options *o, int rc);
+/* The permit epoch of t's replacement under `policy`: t's when the
+ * replacement copies every concurrency state as it reads (the permits
+ * held stay releasable), else 0 (a new epoch: the permits of t are no
+ * longer held anywhere). */
+uint64_t tk_permit_epoch_after(const struct tkshm_table *t,
+			       const tkshm_policy *policy);
 
 #endif /* TKSHM_API_LIFE_CHANGE_H */

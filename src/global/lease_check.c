@@ -67,7 +67,7 @@ tk_lease_check(struct tkshm_table *t, const void *key, size_t len, double cost,
 {
 	struct tk_lease_env env;
 	struct tk_spend_ctx c = { &env, now, cost, { 0 }, 0, 0 };
-	struct tk_wide_op op = { tk_spend_step, &c };
+	struct tk_wide_op op = { tk_spend_step, &c, 0 };
 	struct tk_keyref k;
 	struct tk_global_shm *g = t->global;
 	int rc;
@@ -122,7 +122,7 @@ tk_lease_grant(struct tkshm_table *t, const void *key, size_t len, double now,
 	       const struct tk_lease_grant *g)
 {
 	struct tk_grant_ctx c = { g, now };
-	struct tk_wide_op op = { tk_grant_step, &c };
+	struct tk_wide_op op = { tk_grant_step, &c, 0 };
 	struct tk_keyref k = tk_keyref_of(t, key, len);
 	int rc = tk_table_wide_op(t, &k, now, &op);
 

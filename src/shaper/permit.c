@@ -169,7 +169,8 @@ tk_reap_slot(struct tkshm_table *t, const struct tk_where *w, int pos,
 	r.ndead = tk_dead_holders(t, words, dead);
 	if (r.ndead == 0)
 		return TKSHM_OK;
-	rc = tk_wide_transition(t, w, pos, tk_reap_step, &r, &done);
+	/* A present key only: no carried state to convert, no time. */
+	rc = tk_wide_transition(t, w, pos, 0, tk_reap_step, &r, &done);
 	if (rc == TK_WIDE_GONE)
 		return TKSHM_OK; /* reclaimed: it held no permit */
 	if (rc != TKSHM_OK)
@@ -256,7 +257,7 @@ tk_release_cell(struct tkshm_table *t, uint64_t fp, uint64_t holder,
 		uint32_t cell, double now)
 {
 	struct tk_release_ctx r;
-	struct tk_wide_op op = { tk_release_step, &r };
+	struct tk_wide_op op = { tk_release_step, &r, 0 };
 	struct tk_keyref k = { fp, NULL, 0 };
 
 	memset(&r, 0, sizeof r);
@@ -271,7 +272,7 @@ tk_api_acquire_at(tkshm_table *t, const void *key, size_t key_len, double now_ms
 		 tkshm_permit *permit, tkshm_decision *out)
 {
 	struct tk_acquire_ctx a;
-	struct tk_wide_op op = { tk_acquire_step, &a };
+	struct tk_wide_op op = { tk_acquire_step, &a, 0 };
 	struct tk_keyref k;
 	int rc;
 
@@ -316,6 +317,7 @@ tk_api_acquire_at(tkshm_table *t, const void *key, size_t key_len, double now_ms
 	permit->fp_ = k.fp;
 	permit->seed_ = t->seed;
 	permit->holder_ = a.holder;
+	permit->epoch_ = t->permit_epoch;
 	/* Relaxed: a per-process serial; only its uniqueness matters. */
 	permit->serial_ =
 		__atomic_add_fetch(&tk_permit_serial, 1, __ATOMIC_RELAXED);
@@ -347,7 +349,7 @@ tk_release(tkshm_table *t, tkshm_permit *permit, double now, double rtt,
 	   tkshm_outcome outcome)
 {
 	struct tk_release_ctx r;
-	struct tk_wide_op op = { tk_release_step, &r };
+	struct tk_wide_op op = { tk_release_step, &r, 0 };
 	struct tk_keyref k = { 0, NULL, 0 };
 	int rc;
 
@@ -365,6 +367,13 @@ tk_release(tkshm_table *t, tkshm_permit *permit, double now, double rtt,
 	/* One release per acquisition, whichever copy or thread asks. */
 	if (!tk_local_take(permit->seed_, permit->fp_, permit->cell_,
 			   permit->serial_)) {
+		permit->state_ = TK_PERMIT_RELEASED;
+		return TKSHM_ENOTHELD;
+	}
+	if (permit->epoch_ != t->permit_epoch) {
+		/* The table was replaced by one that did not carry the
+		 * permits (a new limit): this one is held nowhere now, and
+		 * its cell may be another acquisition's. */
 		permit->state_ = TK_PERMIT_RELEASED;
 		return TKSHM_ENOTHELD;
 	}

@@ -54,10 +54,47 @@ tk_sealed_words(const struct tkshm_table *p, uint64_t index, uint64_t st,
  * as absent would carry nothing while p still holds the key). */
 #define TK_SEAL_GAVE_UP (-2)
 
-/* L5 on table p for fingerprint fp: retires the key's placeholders,
- * seals its REAL slot, and finds its sealed slot.  Returns the sealed
- * slot's window position (its state in *st), -1 when the key has no
- * state in p, or TK_SEAL_GAVE_UP. */
+/* One pass of L5 over the window of fp in table p: retires the key's
+ * placeholders (when it seals) and notes its sealed slot (*sealed) and its REAL slot
+ * (*real), with their states.  False when a CAS failed (the window
+ * changed under the pass: scan again). */
+static bool
+tk_seal_pass(struct tkshm_table *p, const struct tk_where *w, uint64_t fp,
+	     bool seal, int *sealed, uint64_t *sealed_st, int *real, uint64_t *real_st)
+{
+	for (int i = 0; i < (int)TK_WINDOW; i++) {
+		struct tk_slot *s = tk_window_slot(p, w, i);
+		uint64_t f, st;
+
+		tk_slot_read(s, &f, &st);
+		if (tk_st_is_special(st) && !tk_st_is_placeholder(st))
+			continue;
+		if (f == (fp | TK_FP_SEAL) && !tk_st_is_placeholder(st)) {
+			*sealed = i;
+			*sealed_st = st;
+		} else if (f == fp && tk_st_is_placeholder(st)) {
+			/* An insert into p that has not yet seen REPLACED:
+			 * retired, it re-checks (L3).  A copy leaves p as
+			 * it is. */
+			if (seal && !tk_cas128(s, fp, st, fp, TK_ST_DEAD))
+				return false;
+		} else if (f == fp) {
+			*real = i;
+			*real_st = st;
+		}
+	}
+	return true;
+}
+
+/* L5 on table p for fingerprint fp: retires the key's placeholders, then
+ * seals its REAL slot, and finds its sealed slot.  The seal comes only
+ * after a pass that retired every placeholder without meeting a change:
+ * sealed earlier, an insert whose placeholder lies further on could find
+ * no REAL slot and make its own REAL from nothing before the pass
+ * reaches it (tests/model/lifecycle_replace.pml, -DSEAL_IN_PASS).  With
+ * seal false (a copy for an anonymous replacement) the REAL slot is read,
+ * not sealed.  Returns the slot's window position (its state in *st_out),
+ * -1 when the key has no state in p, or TK_SEAL_GAVE_UP. */
 static int
 tk_seal_key(struct tkshm_table *p, uint64_t fp, bool seal, uint64_t *st_out)
 {
@@ -65,38 +102,27 @@ tk_seal_key(struct tkshm_table *p, uint64_t fp, bool seal, uint64_t *st_out)
 
 	tk_where_of(p, fp, &w);
 	for (unsigned retries = 0; retries <= TK_MAX_RETRIES; retries++) {
-		int sealed = -1;
-		bool again = false;
+		int sealed = -1, real = -1;
+		uint64_t sealed_st = 0, real_st = 0;
 
-		for (int i = 0; i < (int)TK_WINDOW && !again; i++) {
-			struct tk_slot *s = tk_window_slot(p, &w, i);
-			uint64_t f, st;
-
-			tk_slot_read(s, &f, &st);
-			if (f == (fp | TK_FP_SEAL) && !tk_st_is_special(st)) {
-				sealed = i;
-				*st_out = st;
-			} else if (!seal && f == fp &&
-				   !tk_st_is_special(st)) {
-				/* A copy (an anonymous replacement): read. */
-				*st_out = st;
-				return i;
-			} else if (f == fp && tk_st_is_placeholder(st)) {
-				/* An insert into p that has not yet seen
-				 * REPLACED: retired, it re-checks (L3). */
-				again = !tk_cas128(s, fp, st, fp, TK_ST_DEAD);
-			} else if (f == fp && !tk_st_is_special(st)) {
-				again = !tk_cas128(s, fp, st, fp | TK_FP_SEAL,
-						   st);
-				if (!again) {
-					sealed = i;
-					*st_out = st;
-				}
-			}
-		}
-		if (!again)
+		if (retries > 0)
+			tk_backoff(retries - 1);
+		if (!tk_seal_pass(p, &w, fp, seal, &sealed, &sealed_st, &real,
+				  &real_st))
+			continue;
+		if (real < 0) {
+			*st_out = sealed_st;
 			return sealed;
-		tk_backoff(retries);
+		}
+		if (!seal) {
+			*st_out = real_st;
+			return real;
+		}
+		if (tk_cas128(tk_window_slot(p, &w, real), fp, real_st,
+			      fp | TK_FP_SEAL, real_st)) {
+			*st_out = real_st;
+			return real;
+		}
 	}
 	return TK_SEAL_GAVE_UP;
 }
@@ -106,9 +132,9 @@ tk_seal_key(struct tkshm_table *p, uint64_t fp, bool seal, uint64_t *st_out)
  * convert: the key starts absent. */
 static bool
 tk_state_convert(const struct tkshm_table *p, const uint64_t *from,
-		 const struct tkshm_table *n, uint64_t *to)
+		 const struct tkshm_table *n, double now, uint64_t *to)
 {
-	return tk_algo_convert(&p->algo, from, &n->algo, to);
+	return tk_algo_convert(&p->algo, from, &n->algo, now, to);
 }
 
 bool
@@ -118,7 +144,8 @@ tk_carry_converts(const struct tkshm_table *p, const struct tkshm_table *n)
 }
 
 int
-tk_carry_fetch(struct tkshm_table *n, uint64_t fp, uint64_t *words)
+tk_carry_fetch(struct tkshm_table *n, uint64_t fp, double now,
+	       uint64_t *words)
 {
 	struct tkshm_table *p = n->pred;
 	uint64_t st = 0, from[TK_ALGO_MAX_WORDS];
@@ -152,7 +179,7 @@ tk_carry_fetch(struct tkshm_table *n, uint64_t fp, uint64_t *words)
 			have = true;
 		}
 	}
-	return have && tk_state_convert(p, from, n, words) ? 1 : 0;
+	return have && tk_state_convert(p, from, n, now, words) ? 1 : 0;
 }
 
 /* The key bytes p keeps for slot `index` of key fp: the whole key of a
@@ -198,10 +225,10 @@ tk_drain_slot(struct tkshm_table *n, uint64_t index, double now)
 	len = tk_drain_label(p, index, fp, label);
 	/* Sealed already or not, the key goes through L5 like any fetch,
 	 * and into n only if n has no state of it (idempotent). */
-	rc = tk_carry_fetch(n, fp, words);
+	rc = tk_carry_fetch(n, fp, now, words);
 	if (rc <= 0)
 		return rc;
-	return tk_carry_insert(n, fp, words, label, len, now);
+	return tk_carry_insert(n, fp, words, label, len, TK_DRAIN_NOW, now);
 }
 
 /* Debt cells of a one-word p merged into n's (I8, I9): a key evicted
@@ -236,7 +263,6 @@ tk_carry_drain(struct tkshm_table *n, double now)
 		return TKSHM_OK;
 	if (!n->carry_copy)
 		(void)tk_life_or(p, TK_LIFE_REPLACED);
-	tk_drain_debt(n);
 	slots = p->nbuckets * TK_SLOTS_PER_BUCKET;
 	for (uint64_t i = 0; i < slots; i++) {
 		int rc = tk_drain_slot(n, i, now);
@@ -244,5 +270,8 @@ tk_carry_drain(struct tkshm_table *n, double now)
 		if (rc != TKSHM_OK && rc != TKSHM_EFULL)
 			return rc;
 	}
+	/* After the walk: a key p evicted while it was walked left its
+	 * debt in p's cell. */
+	tk_drain_debt(n);
 	return TKSHM_OK;
 }

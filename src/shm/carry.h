@@ -12,21 +12,27 @@
 struct tkshm_table;
 
 /* L5: table n drains n->pred.  Seals key fp in the predecessor and
- * returns 1 with its state there converted to n's algorithm (words, n's
- * word count); 0 when the key has no state to carry (absent, or of a kind
+ * returns 1 with its state there converted to n's algorithm as the key
+ * stands at `now` (words, n's word count); 0 when the key has no state to carry (absent, or of a kind
  * that does not convert); TKSHM_EBUSY when contention on the key's window
  * did not settle (its state is unknown: nothing may be decided). */
-int tk_carry_fetch(struct tkshm_table *n, uint64_t fp, uint64_t *words);
+int tk_carry_fetch(struct tkshm_table *n, uint64_t fp, double now,
+		   uint64_t *words);
 
 /* Inserts key fp into n with state `words`, unless n has a state of it
  * already (table.c); `label` (len bytes) becomes its label (and its key
- * record in a lease table).  TKSHM_OK, TKSHM_EFULL, TKSHM_EBUSY. */
+ * record in a lease table); it is inserted at `now`, and a state of it
+ * fetched meanwhile converts at convert_at.  TKSHM_OK, TKSHM_EFULL,
+ * TKSHM_EBUSY. */
 int tk_carry_insert(struct tkshm_table *n, uint64_t fp, const uint64_t *words,
-		    const void *label, size_t len, double now);
+		    const void *label, size_t len, double now,
+		    double convert_at);
 
-/* L6: carries every key of n->pred into n.  TKSHM_OK or an error of
- * tk_carry_insert other than TKSHM_EFULL (a key that finds its window of
- * n full is dropped: a full window refuses new keys anyway). */
+/* L6: carries every key of n->pred into n, converted as the keys stand
+ * at `now` (inserted at TK_DRAIN_NOW).  A one-word key that finds its
+ * window of n full is kept as its debt (I8); a wide one is dropped (a
+ * full window refuses new keys anyway).  TKSHM_OK or an error of
+ * tk_carry_insert other than TKSHM_EFULL. */
 int tk_carry_drain(struct tkshm_table *n, double now);
 
 /* The time a drain inserts at: 0, before every state, so that no carried

@@ -196,6 +196,10 @@ struct tk_header {
 	 * file name in this file's directory while it is drained (L6). */
 	uint64_t pred_id;
 	char pred_name[TK_PRED_NAME_MAX];
+	/* The table whose permits this one's states hold: its own id, or
+	 * its predecessor's epoch when every state was copied as it reads
+	 * (a permit is released only in a table of its epoch). */
+	uint64_t permit_epoch;
 	uint64_t checksum; /* XXH64 of every byte before this field */
 };
 

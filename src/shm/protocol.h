@@ -274,22 +274,32 @@
  * L5  Carry.  While N is DRAINING, a process of N that inserts key k
  *     (one-word: the state its placeholder becomes REAL with; wide: the
  *     first write of a FRESH state) first fetches k from O: it retires k's
- *     placeholders in O, seals k's REAL slot, and reads k's sealed state
- *     (with O's debt cell for k, I8), converted to N's algorithm
- *     (src/algorithms/convert.h).  Every process that fetches k reads the
- *     same sealed state, so I6 in N keeps one REAL slot with it.
+ *     placeholders in O in a pass over k's window, and only after a pass
+ *     that met no change (no failed CAS) seals k's REAL slot (a failed
+ *     seal passes again); then it reads k's sealed state (with O's debt
+ *     cell for k, I8), converted to N's algorithm as k stands at the
+ *     fetch's now (src/algorithms/convert.h).  Every process that fetches
+ *     k reads the same sealed state, so I6 in N keeps one REAL slot with
+ *     it.  Sealing as the pass met the REAL slot would let an insert of k
+ *     into O whose placeholder lies further on find no REAL slot after the
+ *     seal and make its own REAL from nothing before the pass retired it.
  *
  * L6  Drain.  The replacer walks every slot of O, retiring each placeholder
  *     (an insert into O that re-loaded the live word just before REPLACED
  *     would otherwise make it REAL after the drain: an admission N never
  *     sees) and fetching each key as L5 does, inserting it into N only
- *     where N has no state of it; merges O's debt cells into N's, unlinks
- *     the side name, clears DRAINING and releases the writer word.  A
- *     fetch whose scan of O's window does not settle fails its call
- *     (TKSHM_EBUSY) instead of reading the key as absent.  A replacer killed before the end leaves N
- *     DRAINING with a dead writer: the next process that opens N takes the
- *     writer word over and drains (idempotent: sealed slots are carried
- *     again only where N has no state).
+ *     where N has no state of it; then merges O's debt cells into N's,
+ *     unlinks the side name, clears DRAINING and releases O's writer word.
+ *     A fetch whose scan of O's window does not settle fails its call
+ *     (TKSHM_EBUSY) instead of reading the key as absent.  A replacer
+ *     killed before the end leaves N DRAINING with a dead writer: the next
+ *     process that opens N, or that would replace N, takes O's writer word
+ *     over and drains (idempotent: sealed slots are carried again only
+ *     where N has no state).  N is never replaced while DRAINING: its
+ *     replacer first waits for N's drain or finishes it, or the keys still
+ *     only in O would be lost.  A replacer killed after publishing N and
+ *     before setting REPLACED in O leaves it to whoever finds the path
+ *     naming N (pred_id = O's id): any process may set it (L4).
  *
  *     No admission lost or made.  An admission of k in O is a CAS on k's
  *     REAL slot of O.  If it precedes k's seal in the total order of
@@ -301,7 +311,8 @@
  *     sealer's scan of k's window and the drain's walk, which retire the
  *     placeholder (L5, L6), and the later CAS to REAL fails (I6 e).  The
  *     model tests/model/lifecycle_replace.pml checks L2-L6 with crashes
- *     at every step; it found the two cases of L6 written above.  In N, k starts from
+ *     at every step; it found the two cases of L6 written above and the
+ *     seal's order in L5.  In N, k starts from
  *     its sealed state, the same for every fetcher.  So k's admissions in
  *     O and N are those of one state, under the old policy until the seal
  *     and the new one after.

@@ -230,6 +230,7 @@ tk_handle_fill(struct tkshm_table *t, const struct tk_header *h,
 	t->seed = h->seed;
 	t->table_id = h->table_id;
 	t->pred_id = h->pred_id;
+	t->permit_epoch = h->permit_epoch;
 	memcpy(t->pred_name, h->pred_name, sizeof t->pred_name);
 	t->pred_name[TK_PRED_NAME_MAX - 1] = '\0';
 	t->life = (struct tk_life *)(base + TK_LIFE_OFF);
@@ -264,9 +265,12 @@ tk_header_build(struct tk_header *h, const struct tk_geometry *g,
 	if (lin) {
 		h->seed = lin->seed;
 		h->pred_id = lin->pred_id;
+		h->permit_epoch = lin->permit_epoch;
 		memcpy(h->pred_name, lin->pred_name, sizeof h->pred_name);
 		h->pred_name[TK_PRED_NAME_MAX - 1] = '\0';
 	}
+	if (h->permit_epoch == 0)
+		h->permit_epoch = h->table_id;
 	h->created_ms = tkshm_now_ms();
 	h->creator_pid = (uint32_t)getpid();
 	h->flags = anonymous ? TK_HDR_ANONYMOUS : 0;

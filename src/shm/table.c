@@ -332,7 +332,8 @@ tk_wide_run(struct tkshm_table *t, const struct tk_where *w, int pos,
 
 	if (!op)
 		return tk_wide_apply(t, w, pos, now, cost, out, commit);
-	return tk_wide_transition(t, w, pos, op->step, op->ctx, &done);
+	return tk_wide_transition(t, w, pos, tk_carry_at(op, now), op->step,
+				  op->ctx, &done);
 }
 
 /* Whether a key that is absent would be written: the check's decision
@@ -356,12 +357,12 @@ tk_absent_writes(const struct tkshm_table *t, bool present, uint64_t st,
 
 /* The state an absent key starts from (I8, L5): its remembered debt, and
  * while this table drains a predecessor, its state there (sealed there by
- * the fetch).  1: *st is a state; 0: the key starts absent; TKSHM_EBUSY:
+ * the fetch, converted as it stands at tk_carry_at(op, now)).  1: *st is a state; 0: the key starts absent; TKSHM_EBUSY:
  * its state in the predecessor could not be read (nothing may be
  * decided).  *restored: the debt was used. */
 static int
-tk_absent_state(struct tkshm_table *t, uint64_t fp, double now, uint64_t *st,
-		bool *restored)
+tk_absent_state(struct tkshm_table *t, uint64_t fp, double now,
+		const struct tk_wide_op *op, uint64_t *st, bool *restored)
 {
 	bool present = tk_debt_recall(t, fp, now, st);
 	uint64_t carried;
@@ -370,7 +371,7 @@ tk_absent_state(struct tkshm_table *t, uint64_t fp, double now, uint64_t *st,
 	*restored = present;
 	if (__builtin_expect(t->pred == NULL, 1) || t->wide)
 		return present;
-	got = tk_carry_fetch(t, fp, &carried);
+	got = tk_carry_fetch(t, fp, tk_carry_at(op, now), &carried);
 	if (got < 0)
 		return got;
 	if (got > 0) {
@@ -495,7 +496,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 			if (!all)
 				goto lost;
 			/* I6 e: make our placeholder REAL. */
-			got = tk_absent_state(t, w.fp, now, &init_st,
+			got = tk_absent_state(t, w.fp, now, op, &init_st,
 					      &restored);
 			if (got < 0) {
 				tk_retire(t, &w, sc.mine, mine_st);
@@ -559,7 +560,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 
 		/* The key is absent.  Decide first: a request that would be
 		 * denied even from the absent state claims nothing (I7). */
-		got = tk_absent_state(t, w.fp, now, &init_st, &restored);
+		got = tk_absent_state(t, w.fp, now, op, &init_st, &restored);
 		if (got < 0)
 			return got;
 		present = got > 0;
@@ -905,14 +906,23 @@ tk_carry_step(void *ctx, const struct tkshm_table *t, uint64_t index,
 
 int
 tk_carry_insert(struct tkshm_table *n, uint64_t fp, const uint64_t *words,
-		const void *label, size_t len, double now)
+		const void *label, size_t len, double now, double convert_at)
 {
 	struct tk_carry_ctx c = { words, n->algo.words };
-	struct tk_wide_op op = { tk_carry_step, &c };
+	struct tk_wide_op op = { tk_carry_step, &c, convert_at };
 	struct tk_keyref k = { fp, label, len };
 	struct tk_where w;
 	tkshm_decision scratch = { 0 };
 
+	int rc;
+
 	tk_where_of(n, fp, &w);
-	return tk_table_apply(n, &k, &w, 1, now, &scratch, NULL, 0, &op);
+	rc = tk_table_apply(n, &k, &w, 1, now, &scratch, NULL, 0, &op);
+	if (rc == TKSHM_EFULL && !n->wide) {
+		/* No room in its window: remembered as an evicted key's
+		 * debt is (I8), so the key does not start afresh. */
+		tk_debt_remember(n, fp, words[0]);
+		rc = TKSHM_OK;
+	}
+	return rc;
 }

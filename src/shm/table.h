@@ -54,6 +54,7 @@ struct tkshm_table {
 	uint64_t life_word;	 /* the live word this instance decides by */
 	uint64_t table_id;	 /* this segment's own id */
 	uint64_t pred_id;	 /* a replacement: its predecessor's id */
+	uint64_t permit_epoch;	 /* see struct tk_header */
 	char pred_name[TK_PRED_NAME_MAX];
 	/* While this table drains its predecessor (TK_LIFE_DRAINING): that
 	 * table, whose keys are carried on demand (L5); else NULL. */
@@ -85,6 +86,9 @@ struct tkshm_table {
 /* What a replacement inherits from the table it replaces (L2). */
 struct tk_lineage {
 	uint64_t seed, pred_id;
+	/* The predecessor's permit epoch when its states are copied as
+	 * they read (its permits stay valid), else 0 (a new epoch). */
+	uint64_t permit_epoch;
 	char pred_name[TK_PRED_NAME_MAX];
 	uid_t uid;
 	gid_t gid;

@@ -209,7 +209,7 @@ tk_wide_gave_up(double *since)
 
 int
 tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
-		   tk_step_fn step, void *ctx, struct tk_wide_done *done)
+		   double now, tk_step_fn step, void *ctx, struct tk_wide_done *done)
 {
 	uint64_t index = tk_window_index(w, (unsigned)pos);
 	struct tk_slot *s = tk_slot_at(t, index);
@@ -240,7 +240,7 @@ tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 		 * starts from its sealed state there; every writer of the
 		 * key fetches the same one. */
 		if (!present && __builtin_expect(t->pred != NULL, 0)) {
-			int got = tk_carry_fetch(t, w->fp, cur);
+			int got = tk_carry_fetch(t, w->fp, now, cur);
 
 			if (got < 0)
 				return got;
@@ -320,7 +320,8 @@ tk_wide_apply(struct tkshm_table *t, const struct tk_where *w, int pos,
 {
 	struct tk_check_ctx c = { now, cost, out };
 	struct tk_wide_done done;
-	int rc = tk_wide_transition(t, w, pos, tk_check_step, &c, &done);
+	int rc = tk_wide_transition(t, w, pos, now, tk_check_step, &c,
+				    &done);
 
 	if (rc != TKSHM_OK)
 		return rc;
@@ -358,8 +359,9 @@ tk_wide_replace(struct tkshm_table *t, const struct tk_where *w, int pos,
 {
 	struct tk_wide_done done;
 
-	return tk_wide_transition(t, w, pos, tk_replace_step, (void *)words,
-				  &done);
+	/* The step writes `words` whatever the key held: no time. */
+	return tk_wide_transition(t, w, pos, 0, tk_replace_step,
+				  (void *)words, &done);
 }
 
 /* A give-back (multi.c): exact while nobody has written the key since the
@@ -398,7 +400,8 @@ tk_wide_refund(struct tkshm_table *t, const struct tk_where *w, int pos,
 {
 	struct tk_refund_ctx r = { c, cost };
 	struct tk_wide_done done;
-	int rc = tk_wide_transition(t, w, pos, tk_refund_step, &r, &done);
+	int rc = tk_wide_transition(t, w, pos, c->now, tk_refund_step, &r,
+				    &done);
 
 	if (rc == TKSHM_OK && done.wrote)
 		tk_count(t, TK_C_REFUNDS, 1);

@@ -146,18 +146,33 @@ struct tk_wide_done {
 	uint64_t prev, next; /* control words */
 };
 
-/* Runs `step` on the key whose REAL slot is at window position `pos`.
+/* Runs `step` on the key whose REAL slot is at window position `pos`;
+ * a FRESH key of a draining table starts from its state in the
+ * predecessor, converted as it stands at `now` (L5).
  * TKSHM_OK (done->wrote says whether it published), TK_WIDE_GONE,
  * TKSHM_EBUSY or TKSHM_ECORRUPT. */
 int tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
-		       tk_step_fn step, void *ctx, struct tk_wide_done *done);
+		       double now, tk_step_fn step, void *ctx,
+		       struct tk_wide_done *done);
 
 /* A transition other than a check (permits, src/shaper/permit.c), for
  * tk_table_wide_op. */
 struct tk_wide_op {
 	tk_step_fn step;
 	void *ctx;
+	/* The time a state carried from a predecessor converts at (L5),
+	 * for an operation whose `now` is not the key's time (a drain's
+	 * insert); 0: the operation's now. */
+	double convert_at;
 };
+
+/* The time a carried state converts at, for operation op (or a check,
+ * op NULL) at `now`. */
+static inline double
+tk_carry_at(const struct tk_wide_op *op, double now)
+{
+	return op && op->convert_at > 0 ? op->convert_at : now;
+}
 
 /* One check of the key whose REAL slot is at window position `pos`: W2-W4.
  * Returns TKSHM_OK with *out decided (and counted), TK_WIDE_GONE when the

@@ -16,6 +16,13 @@
  *     change was published) minus what it spent: no admission lost or
  *     made by the crash, none stuck;
  *   - the table takes new keys.
+ * Before that, a reader of another user (tkshm-inspect run by an operator
+ * who may read the files, not write them) opens the table read-only and
+ * plans a change: a table left draining must not refuse it.  Then a
+ * handle opened before the crash (a server's worker, which
+ * runs no open's drain) grows the table again: a replacement of a table
+ * its dead replacer left draining finishes that drain first, or the keys
+ * still only in the oldest table would be lost.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -33,8 +40,12 @@
 #include "shm/crash_point.h"
 #include "test_support.h"
 
-#define T0    1700000000000.0
 #define NKEYS 12
+#define AGAIN_SLOTS 2048 /* the second growth, above every change's */
+
+/* The time of every check: the clock's at the start, as an open that
+ * finishes a drain converts the keys at the clock's now. */
+static double T0;
 
 struct change {
 	const char *name;
@@ -106,6 +117,65 @@ clean_dir(void)
 }
 
 
+/* Every file of the work directory readable by all, none writable. */
+static void
+share_dir_read_only(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char f[4400];
+
+	if (!d)
+		fail_msg("opendir %s: %s", dir, strerror(errno));
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			snprintf(f, sizeof f, "%s/%s", dir, e->d_name);
+			chmod(f, 0644);
+		}
+	closedir(d);
+	chmod(dir, 0755);
+	chmod(tkt_tmpdir(), 0711); /* mkdtemp's 0700 */
+}
+
+/* A read-only open and a plan by the user `nobody`, in a child: what
+ * they return, or 100 + a failed step. */
+static int
+read_as_nobody(const struct change *c)
+{
+	int status;
+	pid_t pid;
+
+	share_dir_read_only();
+	pid = fork();
+	if (pid < 0)
+		fail_msg("fork: %s", strerror(errno));
+	if (pid == 0) {
+		tkshm_options o = TKSHM_OPTIONS_INIT;
+		tkshm_change ch;
+		tkshm_policy p;
+		tkshm_table *t;
+		int rc;
+
+		if (getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+			_exit(100);
+		o.flags = TKSHM_O_RDONLY;
+		rc = tkshm_open(path, &o, &t);
+		if (rc != TKSHM_OK)
+			_exit(101);
+		tkshm_close(t);
+		if (c->to) {
+			p = tkt_policy(c->to);
+			o.policy = &p;
+		}
+		o.slots = AGAIN_SLOTS;
+		rc = tkshm_plan(path, &o, &ch);
+		_exit(rc == TKSHM_OK ? 0 : 102);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		fail_msg("waitpid: %s", strerror(errno));
+	return WEXITSTATUS(status);
+}
+
 static void
 make_template(const struct change *c)
 {
@@ -133,7 +203,8 @@ run_change(const struct change *c, tkshm_table *t)
 
 	if (c->to)
 		p = tkt_policy(c->to);
-	must(tkshm_apply(t, c->to ? &p : NULL, c->to_slots, NULL), "apply");
+	must(tkshm_apply_at(t, c->to ? &p : NULL, c->to_slots, T0, NULL),
+	     "apply");
 }
 
 /* The change in a child armed at n (0: no crash); returns its writes when
@@ -238,9 +309,24 @@ enumerate(const struct change *c)
 	if (w == 0)
 		fail_msg("%s: the change wrote nothing", c->name);
 	for (uint64_t n = 1; n <= w; n++) {
+		tkshm_table *before;
+		int rc;
+
 		clean_dir();
 		tkt_copy_file(tpl, path);
+		before = open_as(path, NULL, 0);
 		run_child(c, n);
+		rc = read_as_nobody(c);
+		if (rc != 0)
+			fail_msg("%s: crash at write %" PRIu64 ": a reader that "
+				 "may not write: step %d failed", c->name, n,
+				 rc - 100);
+		rc = tkshm_apply_at(before, NULL, AGAIN_SLOTS, T0, NULL);
+		if (rc != TKSHM_OK)
+			fail_msg("%s: crash at write %" PRIu64 ": the second "
+				 "growth: %s", c->name, n,
+				 tkshm_error_name(rc));
+		tkshm_close(before);
 		inspect(c, n);
 	}
 	print_message("  %-40s %" PRIu64 " crash points\n", c->name, w);
@@ -267,6 +353,7 @@ test_switches(void **state)
 	};
 
 	(void)state;
+	T0 = tkshm_now_ms();
 	snprintf(dir, sizeof dir, "%s/switch", tkt_tmpdir());
 	mkdir(dir, 0700);
 	snprintf(path, sizeof path, "%s/table.tk", dir);

@@ -4,6 +4,7 @@
  * by growing; what each open reports; and a handle opened before the
  * change follows it on its next call.  Times are explicit (`_at`).
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -262,9 +263,12 @@ converts(const char *from, const char *to)
 	tkshm_change c;
 	tkshm_table *a;
 
+	tkshm_policy p = tkt_policy(to);
+
 	a = open_with(path, from, 64, TKSHM_O_CREATE, NULL, TKSHM_OK);
 	assert_int_equal(admitted(a, "k", T0, 3), 3);
-	tkshm_close(open_with(path, to, 0, 0, &c, TKSHM_OK));
+	/* Converted as the keys stand at T0, the time of their checks. */
+	assert_rc(tkshm_apply_at(a, &p, 0, T0, &c), TKSHM_OK);
 	assert_int_equal(c.kind, TKSHM_CHANGE_REPLACE);
 	if (!c.states_kept)
 		fail_msg("%s -> %s: %s", from, to, c.text);
@@ -335,6 +339,104 @@ test_bad_changes_change_nothing(void **state)
 	unlink(path);
 }
 
+/* A bucket that refills faster than the GCRA it replaces owes, at the
+ * change, what the key owed then: not what it owed at TAT - tau, refilled
+ * at the new pace since. */
+static void
+test_gcra_to_faster_bucket_owes_at_now(void **state)
+{
+	const char *path = tkt_path("faster.tk");
+	/* T = 2e7 ms; the bucket refills ten times as fast. */
+	tkshm_policy to = tkt_policy("tokenBucket:capacity=5,"
+				     "refillPerSec=0.0005");
+	tkshm_change c;
+	tkshm_table *a;
+
+	(void)state;
+	a = open_with(path, "gcra:limit=5,periodMs=100000000", 64,
+		      TKSHM_O_CREATE, NULL, TKSHM_OK);
+	assert_int_equal(admitted(a, "k", T0, 100), 5);
+	/* 1.5e7 ms later the key has paid 0.75 of a unit: it owes 4.25. */
+	assert_rc(tkshm_apply_at(a, &to, 0, T0 + 1.5e7, &c), TKSHM_OK);
+	assert_int_equal(c.kind, TKSHM_CHANGE_REPLACE);
+	assert_true(c.states_kept);
+	assert_int_equal(admitted(a, "k", T0 + 1.5e7, 100), 0);
+	/* 0.25 of a unit is paid at the new pace in 5e5 ms. */
+	assert_int_equal(admitted(a, "k", T0 + 1.5e7 + 4.9e5, 100), 0);
+	assert_int_equal(admitted(a, "k", T0 + 1.5e7 + 5.1e5, 100), 1);
+	tkshm_close(a);
+	unlink(path);
+}
+
+/* A window's counts go where they can have been admitted last (the end of
+ * their span, or the change's now if earlier): never expiring sooner than
+ * they would have. */
+static void
+test_window_counts_move_to_their_latest_time(void **state)
+{
+	const char *path = tkt_path("latest.tk");
+	const double day = 86400000.0;
+	const double start = floor(T0 / day) * day;
+	tkshm_policy to = tkt_policy("slidingWindow:limit=5,windowMs=86400000,"
+				     "buckets=4");
+	tkshm_table *a;
+
+	(void)state;
+	a = open_with(path, "fixedWindow:limit=5,windowMs=86400000", 64,
+		      TKSHM_O_CREATE, NULL, TKSHM_OK);
+	/* Spent late in the day's window; changed at that time. */
+	assert_int_equal(admitted(a, "k", start + 0.9 * day, 100), 5);
+	assert_rc(tkshm_apply_at(a, &to, 0, start + 0.9 * day, NULL),
+		  TKSHM_OK);
+	/* Placed at the window's start, the 5 would be out of the sliding
+	 * window a day and a quarter later; they were spent at 0.9 of it. */
+	assert_int_equal(admitted(a, "k", start + 1.5 * day, 100), 0);
+	assert_int_equal(admitted(a, "k", start + 2.2 * day, 100), 5);
+	tkshm_close(a);
+	unlink(path);
+}
+
+/* A permit taken before a replacement that does not carry the permits (a
+ * new concurrency limit) is held nowhere after it: releasing it must not
+ * free a cell of the new table, which may be another acquisition's. */
+static void
+test_permits_across_a_replacement(void **state)
+{
+	const char *path = tkt_path("permits.tk");
+	tkshm_policy three = tkt_policy("concurrency:limit=3");
+	tkshm_permit old, p[4];
+	tkshm_decision d;
+	tkshm_table *a;
+
+	(void)state;
+	a = open_with(path, "concurrency:limit=2", 64, TKSHM_O_CREATE, NULL,
+		      TKSHM_OK);
+	assert_rc(tkshm_acquire_at(a, "k", 1, T0, &old, &d), TKSHM_OK);
+	assert_true(d.allowed);
+	/* More slots: the states are copied as they are, permits too. */
+	assert_rc(tkshm_apply_at(a, NULL, 256, T0, NULL), TKSHM_OK);
+	assert_rc(tkshm_release_at(a, &old, T0, TKSHM_OUTCOME_IGNORE),
+		  TKSHM_OK);
+	assert_rc(tkshm_acquire_at(a, "k", 1, T0, &old, &d), TKSHM_OK);
+	assert_true(d.allowed);
+	/* A new limit: a new table, the key starts with no permit held. */
+	assert_rc(tkshm_apply_at(a, &three, 0, T0, NULL), TKSHM_OK);
+	for (int i = 0; i < 3; i++) {
+		assert_rc(tkshm_acquire_at(a, "k", 1, T0, &p[i], &d),
+			  TKSHM_OK);
+		assert_true(d.allowed);
+	}
+	assert_rc(tkshm_release_at(a, &old, T0, TKSHM_OUTCOME_IGNORE),
+		  TKSHM_ENOTHELD);
+	assert_rc(tkshm_acquire_at(a, "k", 1, T0, &p[3], &d), TKSHM_OK);
+	assert_false(d.allowed);
+	for (int i = 0; i < 3; i++)
+		assert_rc(tkshm_release_at(a, &p[i], T0, TKSHM_OUTCOME_IGNORE),
+			  TKSHM_OK);
+	tkshm_close(a);
+	unlink(path);
+}
+
 int
 main(void)
 {
@@ -348,6 +450,9 @@ main(void)
 		cmocka_unit_test(test_kind_change_replaces),
 		cmocka_unit_test(test_shape_change_replaces),
 		cmocka_unit_test(test_conversions),
+		cmocka_unit_test(test_gcra_to_faster_bucket_owes_at_now),
+		cmocka_unit_test(test_window_counts_move_to_their_latest_time),
+		cmocka_unit_test(test_permits_across_a_replacement),
 		cmocka_unit_test(test_anonymous_changes),
 		cmocka_unit_test(test_bad_changes_change_nothing),
 	};

@@ -1,8 +1,13 @@
 /* _tkshm: the CPython binding of tkshm (the C API directly).
  *
  * tkshm/__init__.py re-exports this module's names as `tkshm`:
- *   Table(path, policy=None, slots=0, create=True, mode=0o600)
- *   Table.check / peek / reset / stats / close / policy, a context manager
+ *   Table(path, policy=None, slots=0, create=True, mode=0o600,
+ *         keep=False, private=False)
+ *   Table.check / peek / reset / stats / apply / close / policy / change,
+ *         a context manager
+ *   Change: a named tuple (kind, states_kept, slots_before, slots_after,
+ *           text): what an open, Table.apply() or plan() did or would do
+ *   plan(path, policy=None, slots=0) -> Change, changing nothing
  *   Decision: a frozen result (allowed, limit, remaining, reset_at,
  *             retry_after_ms, flags; bool(d) == d.allowed)
  *   Error(Exception): .code (the library's negative code), .name
@@ -18,15 +23,20 @@
 #include <tkshm.h>
 #include <tkshm_http.h>
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/personality.h>
+#include <unistd.h>
 
 typedef struct {
 	PyObject *error; /* tkshm.Error */
 	PyTypeObject *decision_type;
 	PyTypeObject *table_type;
+	PyTypeObject *change_type; /* tkshm.Change, a named tuple */
 } module_state;
 
 static struct PyModuleDef tkshm_module;
@@ -197,7 +207,9 @@ typedef struct {
 } TableObject;
 
 /* Set in a child after a fork() of a process that imported the module: an
- * anonymous table created there is private to that child (table_init). */
+ * anonymous table created there is private to that child (table_init).
+ * pthread_atfork rather than os.register_at_fork: it also sees the fork()s
+ * of servers written in C (uWSGI) and of C extensions. */
 static volatile sig_atomic_t forked_since_import;
 
 static void
@@ -206,19 +218,173 @@ mark_forked(void)
 	forked_since_import = 1;
 }
 
-/* The dict of a tkshm_change: kind ("none", "create", "in_place",
- * "replace"), states_kept, slots_before, slots_after and text. */
-static PyObject *
-change_dict(const tkshm_change *c)
+/* Reads up to len bytes of the auxiliary vector of pid (0: this process);
+ * returns the length, or -1 (no /proc, or the parent is another user's). */
+static ssize_t
+read_auxv(pid_t pid, unsigned char *buf, size_t len)
 {
-	return Py_BuildValue("{s:s,s:O,s:K,s:K,s:s}", "kind",
-			     tkshm_change_name(c->kind),
-			     "states_kept", c->states_kept ? Py_True : Py_False,
-			     "slots_before",
-			     (unsigned long long)c->slots_before, "slots_after",
-			     (unsigned long long)c->slots_after, "text",
-			     c->text);
+	char path[64];
+	ssize_t n, got = 0;
+	int fd;
+
+	if (pid)
+		snprintf(path, sizeof path, "/proc/%ld/auxv", (long)pid);
+	else
+		snprintf(path, sizeof path, "/proc/self/auxv");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while ((size_t)got < len &&
+	       (n = read(fd, buf + got, len - (size_t)got)) > 0)
+		got += n;
+	close(fd);
+	return got;
 }
+
+/* True when address-space randomisation is on for this process: without
+ * it, two execs of one program can have equal auxiliary vectors. */
+static int
+aslr_on(void)
+{
+	char c = '0';
+	int fd = open("/proc/sys/kernel/randomize_va_space",
+		      O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (read(fd, &c, 1) != 1)
+		c = '0';
+	close(fd);
+	return c != '0' && !(personality(0xffffffff) & ADDR_NO_RANDOMIZE);
+}
+
+/* True when this process is a fork() of its (living) parent that has not
+ * exec'd since: a gunicorn worker without --preload, a uWSGI lazy-apps
+ * worker, which import tkshm only after the fork, so mark_forked never
+ * ran.  fork() copies the auxiliary vector (the addresses exec chose at
+ * random: the stack's random bytes, the program name); exec makes a new
+ * one.  An orphan (parent 1), a parent of another user (unreadable) or no
+ * ASLR: not detected, never a false alarm. */
+static int
+forked_from_parent(void)
+{
+	unsigned char mine[1024], theirs[sizeof mine];
+	pid_t ppid = getppid();
+	ssize_t a, b;
+
+	if (ppid <= 1 || !aslr_on())
+		return 0;
+	a = read_auxv(0, mine, sizeof mine);
+	b = read_auxv(ppid, theirs, sizeof theirs);
+	return a > 0 && a == b && memcmp(mine, theirs, (size_t)a) == 0;
+}
+
+/* True when this is a child of Python's multiprocessing (uvicorn
+ * --workers spawns its workers so): multiprocessing.parent_process(). */
+static int
+multiprocessing_child(void)
+{
+	PyObject *name = PyUnicode_FromString("multiprocessing");
+	PyObject *mp, *parent;
+	int child;
+
+	if (!name) {
+		PyErr_Clear();
+		return 0;
+	}
+	mp = PyImport_GetModule(name); /* NULL: never imported, no child */
+	Py_DECREF(name);
+	PyErr_Clear();
+	if (!mp)
+		return 0;
+	parent = PyObject_CallMethod(mp, "parent_process", NULL);
+	Py_DECREF(mp);
+	if (!parent) {
+		PyErr_Clear();
+		return 0;
+	}
+	child = parent != Py_None;
+	Py_DECREF(parent);
+	return child;
+}
+
+/* Raises the error of an anonymous table created in a worker, where this
+ * process is one (-1), else 0.  An anonymous mapping is shared only with
+ * the processes forked after it: made in each worker, it is one table per
+ * worker, and a limit of N admits N times the workers. */
+static int
+refuse_private_anonymous(void)
+{
+	static const char fix[] =
+		": name a table file (tkshm.Table(path, ...), or the "
+		"middleware's default table), or create it before the "
+		"workers fork (gunicorn --preload); private=True if one "
+		"table per process is what you want";
+
+	if (forked_since_import || forked_from_parent()) {
+		PyErr_Format(PyExc_RuntimeError,
+			     "an anonymous table created after fork() is "
+			     "private to this worker process, so each worker "
+			     "would have its own limit%s",
+			     fix);
+		return -1;
+	}
+	if (multiprocessing_child()) {
+		PyErr_Format(PyExc_RuntimeError,
+			     "an anonymous table created in a multiprocessing "
+			     "child (uvicorn --workers) is private to this "
+			     "worker process, so each worker would have its "
+			     "own limit%s",
+			     fix);
+		return -1;
+	}
+	return 0;
+}
+
+/* A tkshm.Change (a named tuple) of a tkshm_change. */
+static PyObject *
+change_new(module_state *st, const tkshm_change *c)
+{
+	PyObject *o = PyStructSequence_New(st->change_type);
+	PyObject *v[5];
+	Py_ssize_t i;
+
+	if (!o)
+		return NULL;
+	v[0] = PyUnicode_FromString(tkshm_change_name(c->kind));
+	v[1] = PyBool_FromLong(c->states_kept);
+	v[2] = PyLong_FromUnsignedLongLong(c->slots_before);
+	v[3] = PyLong_FromUnsignedLongLong(c->slots_after);
+	v[4] = PyUnicode_FromString(c->text);
+	for (i = 0; i < 5; i++) {
+		if (!v[i]) {
+			Py_DECREF(o); /* frees the fields already set */
+			for (i++; i < 5; i++)
+				Py_XDECREF(v[i]);
+			return NULL;
+		}
+		PyStructSequence_SET_ITEM(o, i, v[i]);
+	}
+	return o;
+}
+
+static PyStructSequence_Field change_fields[] = {
+	{ "kind", "'none', 'create', 'in_place' or 'replace'" },
+	{ "states_kept", "every key kept (or carried over) its state" },
+	{ "slots_before", "the table's slots before (0: there was none)" },
+	{ "slots_after", "the table's slots after" },
+	{ "text", "a sentence, e.g. 'limit 20 -> 40, states kept'" },
+	{ NULL, NULL },
+};
+
+static PyStructSequence_Desc change_desc = {
+	"tkshm.Change",
+	"What opening a table, Table.apply() or tkshm.plan() did (or would "
+	"do) to it: a named tuple (kind, states_kept, slots_before, "
+	"slots_after, text).",
+	change_fields,
+	5,
+};
 
 /* An int >= 0 (OverflowError if negative or too large). */
 static int
@@ -268,17 +434,8 @@ table_init(PyObject *self, PyObject *args, PyObject *kwds)
 		return -1;
 	/* A worker that creates an anonymous table after the fork has one
 	 * of its own: a limit "shared" that way is one per worker. */
-	if (path_obj == Py_None && forked_since_import && !private_ok) {
-		PyErr_SetString(
-			PyExc_RuntimeError,
-			"an anonymous table created after fork() is private to "
-			"this worker process, so each worker would have its own "
-			"limit: name a table file (tkshm.Table(path, ...), or "
-			"the middleware's default table), or create it before "
-			"the workers fork (gunicorn --preload); private=True "
-			"if one table per process is what you want");
+	if (path_obj == Py_None && !private_ok && refuse_private_anonymous())
 		return -1;
-	}
 	/* Bits outside 0o777 (setuid, setgid, sticky) are refused here as
 	 * tkshm_open refuses them, with the mode in the message. */
 	if (mode > 0777) {
@@ -670,8 +827,10 @@ table_get_policy(PyObject *self, void *closure)
 static PyObject *
 table_get_change(PyObject *self, void *closure)
 {
+	module_state *st = state_of_type(Py_TYPE(self));
+
 	(void)closure;
-	return change_dict(&((TableObject *)self)->change);
+	return st ? change_new(st, &((TableObject *)self)->change) : NULL;
 }
 
 /* A policy string argument (None: keep the table's) parsed into *pol. */
@@ -708,22 +867,23 @@ table_apply(PyObject *self, PyObject *args, PyObject *kwds)
 	tkshm_table *t;
 	int rc;
 
-	if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "|zO&:apply",
-						kwlist, &policy_str,
-						u64_converter, &slots))
+	if (!st ||
+	    !PyArg_ParseTupleAndKeywords(args, kwds, "|zO&:apply", kwlist,
+					 &policy_str, u64_converter, &slots))
 		return NULL;
 	if (!(t = table_handle(o)) || policy_arg(st, policy_str, &pol, &want))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	/* The GIL is kept, as for every call here: released, another thread
+	 * could close() the handle while the library is using it.  A change
+	 * is an operator's rare call; a replacement copies the table once. */
 	rc = tkshm_apply(t, want, slots, &c);
-	Py_END_ALLOW_THREADS
 	if (rc != TKSHM_OK)
 		return raise_code(st, rc,
 				  rc == TKSHM_EINVAL && slots ?
 					  "a table does not shrink" :
 					  NULL);
 	o->change = c;
-	return change_dict(&c);
+	return change_new(st, &c);
 }
 
 static PyObject *
@@ -755,7 +915,7 @@ static PyMethodDef table_methods[] = {
 	{ "reset", table_reset, METH_O, "reset(key)\n\nForgets key." },
 	{ "apply", (PyCFunction)(void (*)(void))table_apply,
 	  METH_VARARGS | METH_KEYWORDS,
-	  "apply(policy=None, slots=0) -> dict\n\nChanges the live table's "
+	  "apply(policy=None, slots=0) -> Change\n\nChanges the live table's "
 	  "policy and/or size for every process using it (in place, or by a "
 	  "replacement that carries every key); says what it did, as "
 	  ".change does.  Fewer slots than the table has raise EINVAL." },
@@ -772,9 +932,9 @@ static PyGetSetDef table_getset[] = {
 	{ "policy", table_get_policy, NULL,
 	  "the canonical policy string of the table's policy now", NULL },
 	{ "change", table_get_change, NULL,
-	  "what the open (or the last apply) did: a dict of kind ('none', "
-	  "'create', 'in_place', 'replace'), states_kept, slots_before, "
-	  "slots_after and text",
+	  "what the open (or the last apply) did: a tkshm.Change (kind "
+	  "'none', 'create', 'in_place' or 'replace', states_kept, "
+	  "slots_before, slots_after, text)",
 	  NULL },
 	{ "closed", table_get_closed, NULL, "True once closed", NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
@@ -782,11 +942,17 @@ static PyGetSetDef table_getset[] = {
 
 static PyType_Slot table_slots[] = {
 	{ Py_tp_doc,
-	  "Table(path, policy=None, slots=0, create=True, mode=0o600)\n\n"
+	  "Table(path, policy=None, slots=0, create=True, mode=0o600, "
+	  "keep=False, private=False)\n\n"
 	  "Opens (or creates) the table at path; path None creates an "
 	  "anonymous table shared with the processes forked after.  mode: "
 	  "the created file's permission bits, 0 to 0o777 (0 is 0o600; "
-	  "others raise ValueError).  Open once per worker process." },
+	  "others raise ValueError).  Another policy or more slots than the "
+	  "table's are applied to the live table (.change says how); "
+	  "keep=True raises EMISMATCH instead.  An anonymous table created "
+	  "in a forked or spawned worker raises RuntimeError (it would be "
+	  "that worker's alone) unless private=True.  Open once per worker "
+	  "process." },
 	{ Py_tp_new, PyType_GenericNew },
 	{ Py_tp_init, table_init },
 	{ Py_tp_dealloc, table_dealloc },
@@ -922,7 +1088,7 @@ mod_plan(PyObject *m, PyObject *args, PyObject *kwds)
 	Py_XDECREF(path_bytes);
 	if (rc != TKSHM_OK)
 		return raise_code(st, rc, err);
-	return change_dict(&c);
+	return change_new(st, &c);
 }
 
 static PyMethodDef module_methods[] = {
@@ -937,7 +1103,7 @@ static PyMethodDef module_methods[] = {
 	  "addr is not an IP address" },
 	{ "plan", (PyCFunction)(void (*)(void))mod_plan,
 	  METH_VARARGS | METH_KEYWORDS,
-	  "plan(path, policy=None, slots=0) -> dict\n\nWhat Table(path, "
+	  "plan(path, policy=None, slots=0) -> Change\n\nWhat Table(path, "
 	  "policy, slots) would do to the table at path, changing nothing "
 	  "(as Table.change says it)." },
 	{ "http_headers", mod_http_headers, METH_VARARGS,
@@ -1004,6 +1170,9 @@ module_exec(PyObject *m)
 		(PyTypeObject *)PyType_FromModuleAndSpec(m, &table_spec, NULL);
 	if (!st->table_type || PyModule_AddType(m, st->table_type) < 0)
 		return -1;
+	st->change_type = PyStructSequence_NewType(&change_desc);
+	if (!st->change_type || PyModule_AddType(m, st->change_type) < 0)
+		return -1;
 	for (i = 0; i < sizeof(error_codes) / sizeof(error_codes[0]); i++)
 		if (PyModule_AddIntConstant(m, error_codes[i].name + 6,
 					    error_codes[i].code) < 0)
@@ -1037,6 +1206,7 @@ module_traverse(PyObject *m, visitproc visit, void *arg)
 	Py_VISIT(st->error);
 	Py_VISIT(st->decision_type);
 	Py_VISIT(st->table_type);
+	Py_VISIT(st->change_type);
 	return 0;
 }
 
@@ -1048,6 +1218,7 @@ module_clear(PyObject *m)
 	Py_CLEAR(st->error);
 	Py_CLEAR(st->decision_type);
 	Py_CLEAR(st->table_type);
+	Py_CLEAR(st->change_type);
 	return 0;
 }
 

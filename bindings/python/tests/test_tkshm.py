@@ -3,7 +3,10 @@
 import gc
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+import textwrap
 import unittest
 
 import tkshm
@@ -246,29 +249,46 @@ class LifecycleTest(unittest.TestCase):
 
     def test_changed_policy_applies_in_place(self):
         with tkshm.Table(self.path, DAY % 20, slots=64) as a:
-            self.assertEqual(a.change["kind"], "create")
+            self.assertEqual(a.change.kind, "create")
+            self.assertEqual((a.change.slots_before, a.change.slots_after),
+                             (0, 64))
             self.assertEqual(spend(a, "k"), 20)
             with tkshm.Table(self.path, DAY % 40) as b:
-                self.assertEqual(b.change["kind"], "in_place")
-                self.assertTrue(b.change["states_kept"])
-                self.assertEqual(b.change["text"],
-                                 "limit 20 -> 40, states kept")
+                self.assertEqual(b.change, tkshm.Change(
+                    ("in_place", True, 64, 64,
+                     "limit 20 -> 40, states kept")))
                 # The handle opened before follows: 20 more, not 40.
                 self.assertEqual(spend(a, "k"), 20)
                 self.assertEqual(a.policy, b.policy)
             with tkshm.Table(self.path, DAY % 40) as c:
-                self.assertEqual(c.change["kind"], "none")
+                self.assertEqual(c.change.kind, "none")
+            # keep=True: the old refusal, and nothing changed.
+            with self.assertRaises(tkshm.Error) as cm:
+                tkshm.Table(self.path, DAY % 80, keep=True)
+            self.assertEqual(cm.exception.code, tkshm.EMISMATCH)
+            self.assertEqual(a.policy, tkshm.Table(self.path).policy)
+            self.assertIn("limit=40,", a.policy)
+
+    def test_change_is_a_named_tuple(self):
+        with tkshm.Table(self.path, DAY % 5, slots=64) as a:
+            kind, kept, before, after, text = a.change
+            self.assertEqual((kind, kept, before, after),
+                             ("create", False, 0, 64))
+            self.assertEqual(a.change.text, text)
+            self.assertIn("kind='create'", repr(a.change))
+            with self.assertRaises(AttributeError):
+                a.change.kind = "none"
 
     def test_plan_and_apply(self):
         with tkshm.Table(self.path, DAY % 5, slots=64) as a:
             self.assertEqual(spend(a, "k", 3), 3)
             p = tkshm.plan(self.path, None, 1024)
-            self.assertEqual(p["kind"], "replace")
-            self.assertEqual((p["slots_before"], p["slots_after"]),
-                             (64, 1024))
+            self.assertEqual(p.kind, "replace")
+            self.assertEqual((p.slots_before, p.slots_after), (64, 1024))
             self.assertEqual(a.stats()["slots"], 64)  # plan changed nothing
             c = a.apply(slots=1024)
-            self.assertEqual(c["kind"], "replace")
+            self.assertEqual(c.kind, "replace")
+            self.assertTrue(c.states_kept)
             self.assertEqual(a.change, c)
             self.assertEqual(a.stats()["slots"], 1024)
             self.assertEqual(spend(a, "k"), 2)  # the key was carried
@@ -278,11 +298,17 @@ class LifecycleTest(unittest.TestCase):
             with self.assertRaises(tkshm.Error) as cm:
                 a.apply("gcra:limit=-1,periodMs=1")
             self.assertEqual(cm.exception.code, tkshm.EPOLICY)
+            p = tkshm.plan(self.path, DAY % 10)
+            self.assertEqual(p.kind, "in_place")
+            self.assertIn("limit=5,", a.policy)  # plan changed nothing
+            c = a.apply(DAY % 10)
+            self.assertEqual(c, p)
+            self.assertEqual(spend(a, "k"), 5)  # 5 used of 10
             c = a.apply("gcra:limit=5,periodMs=86400000")
-            self.assertEqual(c["kind"], "replace")
-            self.assertFalse(c["states_kept"])
+            self.assertEqual(c.kind, "replace")
+            self.assertFalse(c.states_kept)
         p = tkshm.plan(os.path.join(self.dir, "none"), DAY % 5)
-        self.assertEqual(p["kind"], "create")
+        self.assertEqual(p.kind, "create")
         self.assertFalse(os.path.exists(os.path.join(self.dir, "none")))
 
     def test_anonymous_after_fork_is_an_error(self):
@@ -305,22 +331,125 @@ class LifecycleTest(unittest.TestCase):
         with tkshm.Table(None, DAY % 5) as t:  # not forked: fine
             self.assertTrue(t.stats()["anonymous"])
 
-    def test_default_table_path(self):
+    def run_script(self, script):
+        """The output of `script` run by a fresh interpreter, which has
+        not imported tkshm (as a gunicorn master without --preload)."""
+        path = os.path.join(self.dir, "script.py")  # spawn re-imports it
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(script))
+        r = subprocess.run([sys.executable, path], capture_output=True,
+                           text=True, timeout=60, cwd=self.dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.split()
+
+    def test_anonymous_after_fork_detected_without_import(self):
+        # tkshm imported only after the fork: the fork is recognised by
+        # the child's auxiliary vector, a copy of its parent's.  A child
+        # that exec'd a new interpreter has its own: no error there.
+        out = self.run_script("""
+            import os, subprocess, sys
+            pid = os.fork()
+            if pid == 0:
+                import tkshm
+                try:
+                    tkshm.Table(None, "gcra:limit=5,periodMs=1000")
+                    print("forked:none")
+                except RuntimeError as e:
+                    print("forked:" + ("ok" if "after fork()" in str(e)
+                                       else "other"))
+                os._exit(0)
+            os.waitpid(pid, 0)
+            sys.stdout.flush()
+            subprocess.run([sys.executable, "-c", "import tkshm; "
+                            "tkshm.Table(None, 'gcra:limit=5,periodMs=1000');"
+                            "print('exec:ok')"], check=True)
+        """)
+        with open("/proc/sys/kernel/randomize_va_space") as f:
+            aslr = f.read().strip() != "0"
+        self.assertEqual(out, ["forked:ok" if aslr else "forked:none",
+                               "exec:ok"])
+
+    def test_anonymous_in_a_spawned_worker_is_an_error(self):
+        out = self.run_script("""
+            import multiprocessing
+
+            def worker(q):
+                import tkshm
+                try:
+                    tkshm.Table(None, "gcra:limit=5,periodMs=1000")
+                    q.put("none")
+                except RuntimeError as e:
+                    q.put("ok" if "multiprocessing child" in str(e)
+                          else "other")
+                with tkshm.Table(None, "gcra:limit=5,periodMs=1000",
+                                 private=True):
+                    q.put("private")
+
+            if __name__ == "__main__":
+                ctx = multiprocessing.get_context("spawn")
+                q = ctx.Queue()
+                p = ctx.Process(target=worker, args=(q,))
+                p.start()
+                print(q.get(timeout=30), q.get(timeout=30))
+                p.join()
+        """)
+        self.assertEqual(out, ["ok", "private"])
+
+    def with_runtime_dir(self, value):
         old = os.environ.get("XDG_RUNTIME_DIR")
-        os.environ["XDG_RUNTIME_DIR"] = self.dir
-        try:
-            path = tkshm.default_table_path("my app/v1")
-            self.assertEqual(path, os.path.join(self.dir, "tkshm",
-                                                "my_app_v1"))
-            self.assertEqual(os.stat(os.path.dirname(path)).st_mode & 0o777,
-                             0o700)
-            name = tkshm.app_table_name(spend)
-            self.assertTrue(name.startswith(__name__ + ".spend-"), name)
-        finally:
+        os.environ["XDG_RUNTIME_DIR"] = value
+
+        def restore():
             if old is None:
                 del os.environ["XDG_RUNTIME_DIR"]
             else:
                 os.environ["XDG_RUNTIME_DIR"] = old
+        self.addCleanup(restore)
+
+    def test_default_table_path(self):
+        self.with_runtime_dir(self.dir)
+        path = tkshm.default_table_path("my app/v1")
+        self.assertEqual(path, os.path.join(self.dir, "tkshm", "my_app_v1"))
+        self.assertEqual(os.stat(os.path.dirname(path)).st_mode & 0o777,
+                         0o700)
+        name = tkshm.app_table_name(spend)
+        self.assertTrue(name.startswith(__name__ + ".spend-"), name)
+        self.assertEqual(tkshm.app_table_name(spend), name)  # stable
+
+    def test_run_dir_refuses_a_symlink(self):
+        self.with_runtime_dir(self.dir)
+        os.mkdir(os.path.join(self.dir, "elsewhere"), 0o700)
+        os.symlink("elsewhere", os.path.join(self.dir, "tkshm"))
+        with self.assertRaises(tkshm.Error) as cm:
+            tkshm.run_dir()
+        self.assertEqual(cm.exception.code, tkshm.ESYMLINK)
+        self.assertIn("symbolic link", str(cm.exception))
+
+    def test_run_dir_skips_a_directory_others_can_write(self):
+        self.with_runtime_dir(self.dir)
+        os.mkdir(os.path.join(self.dir, "tkshm"), 0o700)
+        os.chmod(os.path.join(self.dir, "tkshm"), 0o777)
+        self.assertNotEqual(tkshm.run_dir(), os.path.join(self.dir, "tkshm"))
+        os.chmod(os.path.join(self.dir, "tkshm"), 0o700)
+        self.assertEqual(tkshm.run_dir(), os.path.join(self.dir, "tkshm"))
+
+    def test_run_dir_without_a_usable_runtime_dir(self):
+        # $XDG_RUNTIME_DIR absent: /run/tkshm as root, else /dev/shm with
+        # the uid in the table's name.
+        self.with_runtime_dir(os.path.join(self.dir, "absent"))
+        made = not os.path.lexists("/run/tkshm")
+        d = tkshm.run_dir()
+        if made and os.path.isdir("/run/tkshm"):
+            self.addCleanup(os.rmdir, "/run/tkshm")  # leave /run as it was
+        if os.geteuid() == 0:
+            self.assertEqual(d, "/run/tkshm")
+            self.assertFalse(os.path.islink(d))
+            self.assertEqual(os.stat(d).st_mode & 0o777, 0o700)
+        else:  # /run/tkshm only if an operator made it ours
+            self.assertIn(d, ("/run/tkshm", "/dev/shm"))
+        if d == "/dev/shm":
+            self.assertEqual(tkshm.default_table_path("a"),
+                             "/dev/shm/tkshm-%d-a" % os.geteuid())
 
 
 class HeadersTest(unittest.TestCase):

@@ -8,17 +8,23 @@
 
 Open a table once per worker process (not per request); the handle survives
 fork(), so a table opened before the fork (path=None: anonymous) is shared
-with the children.  A table file (a path) is shared by every process that
-opens it, forked or not: default_table_path(name) names one in the run
-directory.  Opening a table with another policy or more slots changes the
-live table (Table.change says how; tkshm.plan says it beforehand).
+with the children; one made in a worker would be that worker's alone, and
+raises RuntimeError where that can be told (private=True if meant).  A
+table file (a path) is shared by every process that opens it, forked or
+not: default_table_path(name) names one in the run directory.  Opening a
+table with another policy or more slots changes the live table
+(Table.change says how; tkshm.plan says it beforehand; keep=True refuses).
+See bindings/python/README.md.
 """
 
 import hashlib
 import os
 import re
+import stat
+import sys
 
 from ._tkshm import (  # noqa: F401
+    Change,
     Decision,
     Error,
     Table,
@@ -37,30 +43,48 @@ del _name
 
 __version__ = _tkshm.library_version
 
-__all__ = ["Decision", "Error", "Table", "client_key", "default_table_path",
-           "headers", "now_ms", "plan", "run_dir", "strerror"]
+__all__ = ["Change", "Decision", "Error", "Table", "app_table_name",
+           "client_key", "default_table_path", "headers", "now_ms", "plan",
+           "run_dir", "strerror"]
 
 
 def run_dir():
-    """The directory default tables live in: $XDG_RUNTIME_DIR/tkshm when
-    that is set (a user's runtime directory), /run/tkshm for root, else
-    /dev/shm itself (the table's name then carries the uid).  A directory
-    tkshm makes is 0700: tables are the owner's."""
+    """The directory default tables live in, the first that is usable:
+    $XDG_RUNTIME_DIR/tkshm (a user's runtime directory, set by a login
+    session or systemd's RuntimeDirectory), /run/tkshm (root, or a
+    directory an operator made for the server's user), else /dev/shm
+    itself (the table's name then carries the uid).  A directory tkshm
+    makes is 0700.  One that exists must be a directory owned by this
+    user that nobody else can write: anyone who can write to it could
+    put their own table (their own limit) in place.  A symbolic link is
+    never followed: Error (ESYMLINK)."""
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and os.path.isdir(xdg) and os.access(xdg, os.W_OK | os.X_OK):
-        return _own_dir(os.path.join(xdg, "tkshm"))
-    if os.geteuid() == 0 and os.path.isdir("/run"):
-        return _own_dir("/run/tkshm")
-    return "/dev/shm"
+    if xdg and os.path.isabs(xdg):
+        d = _own_dir(os.path.join(xdg, "tkshm"))
+        if d:
+            return d
+    return _own_dir("/run/tkshm") or "/dev/shm"
 
 
 def _own_dir(path):
+    """path when it is (or can now be made) a directory of ours that only
+    we can write, else None; Error if it is a symbolic link."""
     try:
         os.mkdir(path, 0o700)
+        os.chmod(path, 0o700)  # whatever the umask took away
     except FileExistsError:
         pass
-    if os.path.islink(path) or not os.path.isdir(path):
-        raise Error("%s is not a directory" % path)
+    except OSError:  # no such parent, or not ours to write: not usable
+        return None
+    st = os.lstat(path)  # a link planted there is never followed
+    if stat.S_ISLNK(st.st_mode):
+        err = Error("%s is a symbolic link: tkshm does not follow it"
+                    % path)
+        err.code, err.name = _tkshm.ESYMLINK, "TKSHM_ESYMLINK"
+        raise err
+    if (not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid()
+            or st.st_mode & 0o022 or not os.access(path, os.W_OK | os.X_OK)):
+        return None
     return path
 
 
@@ -83,7 +107,6 @@ def app_table_name(app):
     target = app if hasattr(app, "__qualname__") else type(app)
     module = getattr(target, "__module__", None) or "app"
     qual = getattr(target, "__qualname__", None) or "app"
-    import sys
     where = getattr(sys.modules.get(module), "__file__", None) or os.getcwd()
     digest = hashlib.blake2b(os.path.abspath(where).encode("utf-8", "replace"),
                              digest_size=4).hexdigest()

@@ -4,8 +4,13 @@
     application = RateLimitMiddleware(application, "gcra:limit=10,periodMs=1000")
 
 A policy string gives the application its default table: a file named
-after the application in tkshm.run_dir(), which every worker process opens,
-so the limit is one across workers with or without --preload.  A
+after the application (app_table_name(app), or name=...) in
+tkshm.run_dir(), which every worker process opens, so the limit is one
+across workers with or without --preload, and with servers that spawn
+their workers (uvicorn --workers).  Creating it is race-free: the workers
+that start together all end up on one file.  A policy edited and reloaded
+(gunicorn's SIGHUP) is applied to that live table, every key keeping its
+state where the kinds allow; table.change says what was done.  A
 tkshm.Table may be given instead.
 
 The key is the client address by default, an IPv6 address aggregated to its

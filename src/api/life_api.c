@@ -645,18 +645,20 @@ tk_change_write(struct tkshm_table *h, struct tkshm_table *t,
 				     TK_WRITER_WAIT_MS, now);
 		return rc == TKSHM_OK ? TK_CHANGE_AGAIN : rc;
 	}
-	if (t->anonymous || !h->follow || !h->follow->path)
+	if (t->anonymous || !h->follow || !h->follow->path) {
 		rc = tk_replace_anonymous(h, t, &o, change->slots_after, now);
-	else
+	} else {
 		rc = tk_replace_named(h, t, &o, change->slots_after, now);
-	if (rc == TK_PATH_MOVED) {
-		/* Replaced already, by a replacer that died before saying so
-		 * in t: said now, the next attempt follows and finishes its
-		 * drain.  Another table under the path: not ours to change. */
-		if (!tk_path_replaces(h->follow->path, t))
-			return TKSHM_EBUSY;
-		(void)tk_life_or(t, TK_LIFE_REPLACED);
-		return TK_CHANGE_AGAIN;
+		if (rc == TK_PATH_MOVED) {
+			/* Replaced already, by a replacer that died before
+			 * saying so in t: said now, the next attempt follows
+			 * and finishes its drain.  Another table under the
+			 * path: not ours to change. */
+			if (!tk_path_replaces(h->follow->path, t))
+				return TKSHM_EBUSY;
+			(void)tk_life_or(t, TK_LIFE_REPLACED);
+			return TK_CHANGE_AGAIN;
+		}
 	}
 	/* The drain met a replacement of the new table (its writer word is
 	 * not ours): the change is made, its drain is the next opener's. */

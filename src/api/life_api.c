@@ -413,6 +413,7 @@ tk_replace_anonymous(struct tkshm_table *h, struct tkshm_table *t,
 	lin.seed = t->seed;
 	lin.pred_id = t->table_id;
 	lin.permit_epoch = tk_permit_epoch_after(t, o->policy);
+	lin.change_ms = now;
 	rc = tk_segment_build(NULL, o, slots, &lin, n);
 	if (rc == TKSHM_OK)
 		rc = tk_map_own(n);
@@ -519,6 +520,7 @@ tk_replace_named(struct tkshm_table *h, struct tkshm_table *t,
 	lin.seed = t->seed;
 	lin.pred_id = t->table_id;
 	lin.permit_epoch = tk_permit_epoch_after(t, o->policy);
+	lin.change_ms = now;
 	lin.uid = st.st_uid;
 	lin.gid = st.st_gid;
 	o->mode = st.st_mode & 0777;
@@ -567,7 +569,8 @@ unbuilt:
 	return rc;
 }
 
-/* Finishes the drain of table n (L6): takes its predecessor's writer word
+/* Finishes the drain of table n (L6), converting at `now` (the time of
+ * the change that made n, recorded in it): takes its predecessor's writer word
  * (waiting up to wait_ms for a live replacer to finish, or from a dead
  * one), drains what is left, unlinks the predecessor's side name and
  * clears DRAINING.  A predecessor that is gone was drained: L6 unlinks it
@@ -612,7 +615,7 @@ tk_drain_orphan(struct tkshm_table *n, const char *path)
 {
 	if (pthread_mutex_trylock(&tk_change_lock) != 0)
 		return; /* another thread of ours is changing or draining */
-	(void)tk_drain_finish(n, path, 0, tkshm_now_ms());
+	(void)tk_drain_finish(n, path, 0, n->change_ms);
 	(void)pthread_mutex_unlock(&tk_change_lock);
 }
 
@@ -642,7 +645,7 @@ tk_change_write(struct tkshm_table *h, struct tkshm_table *t,
 		/* t still holds keys of its predecessor only: replaced now,
 		 * they would be lost.  Its drain finishes first. */
 		rc = tk_drain_finish(t, h->follow ? h->follow->path : NULL,
-				     TK_WRITER_WAIT_MS, now);
+				     TK_WRITER_WAIT_MS, t->change_ms);
 		return rc == TKSHM_OK ? TK_CHANGE_AGAIN : rc;
 	}
 	if (t->anonymous || !h->follow || !h->follow->path) {

@@ -200,6 +200,9 @@ struct tk_header {
 	 * its predecessor's epoch when every state was copied as it reads
 	 * (a permit is released only in a table of its epoch). */
 	uint64_t permit_epoch;
+	/* A replacement: the time (in its checks' time base) its keys are
+	 * converted at, by whoever drains them (L6). */
+	double change_ms;
 	uint64_t checksum; /* XXH64 of every byte before this field */
 };
 

@@ -231,6 +231,7 @@ tk_handle_fill(struct tkshm_table *t, const struct tk_header *h,
 	t->table_id = h->table_id;
 	t->pred_id = h->pred_id;
 	t->permit_epoch = h->permit_epoch;
+	t->change_ms = h->change_ms;
 	memcpy(t->pred_name, h->pred_name, sizeof t->pred_name);
 	t->pred_name[TK_PRED_NAME_MAX - 1] = '\0';
 	t->life = (struct tk_life *)(base + TK_LIFE_OFF);
@@ -266,6 +267,7 @@ tk_header_build(struct tk_header *h, const struct tk_geometry *g,
 		h->seed = lin->seed;
 		h->pred_id = lin->pred_id;
 		h->permit_epoch = lin->permit_epoch;
+		h->change_ms = lin->change_ms;
 		memcpy(h->pred_name, lin->pred_name, sizeof h->pred_name);
 		h->pred_name[TK_PRED_NAME_MAX - 1] = '\0';
 	}

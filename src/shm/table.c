@@ -382,6 +382,27 @@ tk_absent_state(struct tkshm_table *t, uint64_t fp, double now,
 	return present;
 }
 
+static enum tk_step tk_carry_step(void *ctx, const struct tkshm_table *t,
+				   uint64_t index, uint64_t ctl, bool present,
+				   const uint64_t *cur, uint64_t *next);
+
+/* Key fp of wide table t carried in from t's predecessor now (L5), its
+ * state converted at convert_at: fetched (sealed there) and inserted
+ * unless t has it already.  TKSHM_OK or an error of the fetch or the
+ * insert (a full window included). */
+static int
+tk_carry_in(struct tkshm_table *t, const struct tk_keyref *k, uint64_t fp,
+	    double convert_at)
+{
+	uint64_t words[TK_ALGO_MAX_WORDS];
+	int got = tk_carry_fetch(t, fp, convert_at, words);
+
+	if (got <= 0)
+		return got;
+	return tk_carry_insert(t, fp, words, k->label, k->label ? k->len : 0,
+			       TK_DRAIN_NOW, convert_at);
+}
+
 static int tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 			  const struct tk_where *wp, double cost, double now,
 			  tkshm_decision *out, struct tk_commit *commit,
@@ -425,6 +446,7 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 	int mine_pos = -1;
 	uint32_t flags = 0;
 	unsigned claims = 0;
+	bool carried = false; /* carried in from the predecessor (L5) */
 
 	if (retries == 0 && t->wide) {
 		uint64_t ctl;
@@ -558,8 +580,26 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 		/* Our placeholder, if we had one, was retired or reclaimed. */
 		mine_st = 0;
 
-		/* The key is absent.  Decide first: a request that would be
-		 * denied even from the absent state claims nothing (I7). */
+		/* The key is absent.  In a table replaced meanwhile, it was
+		 * sealed (L4): the call runs again on the replacement (L3),
+		 * whatever it is (a permit's release must find its cell). */
+		if (__builtin_expect(tk_life_load(t) & TK_LIFE_REPLACED, 0))
+			return TK_EMOVED;
+		if (__builtin_expect(t->pred != NULL, 0) && t->wide && op &&
+		    op->step != tk_carry_step && !carried) {
+			/* An operation that writes nothing from the absent
+			 * state (a release, a reap) would miss the key's
+			 * state still in the predecessor: carried in first
+			 * (L5), then looked up again. */
+			int rc = tk_carry_in(t, k, w.fp, tk_carry_at(op, now));
+
+			if (rc != TKSHM_OK)
+				return rc;
+			carried = true;
+			continue;
+		}
+		/* Decide first: a request that would be denied even from the
+		 * absent state claims nothing (I7). */
 		got = tk_absent_state(t, w.fp, now, op, &init_st, &restored);
 		if (got < 0)
 			return got;

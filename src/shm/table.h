@@ -55,6 +55,7 @@ struct tkshm_table {
 	uint64_t table_id;	 /* this segment's own id */
 	uint64_t pred_id;	 /* a replacement: its predecessor's id */
 	uint64_t permit_epoch;	 /* see struct tk_header */
+	double change_ms;	 /* see struct tk_header */
 	char pred_name[TK_PRED_NAME_MAX];
 	/* While this table drains its predecessor (TK_LIFE_DRAINING): that
 	 * table, whose keys are carried on demand (L5); else NULL. */
@@ -89,6 +90,7 @@ struct tk_lineage {
 	/* The predecessor's permit epoch when its states are copied as
 	 * they read (its permits stay valid), else 0 (a new epoch). */
 	uint64_t permit_epoch;
+	double change_ms; /* the change's now: its keys convert at it */
 	char pred_name[TK_PRED_NAME_MAX];
 	uid_t uid;
 	gid_t gid;

@@ -132,6 +132,12 @@ applier(void *arg)
 		int rc = tkshm_apply_at(shared, round % 2 ? &a : &b,
 					round == 100 ? 128u << i : 0, N0, NULL);
 
+		/* The growths must happen (the final size is checked): a
+		 * busy one (another thread's change held the lock for its
+		 * whole wait, a loaded machine) is asked again. */
+		while (round == 100 && rc == TKSHM_EBUSY)
+			rc = tkshm_apply_at(shared, NULL, 128u << i, N0, NULL);
+
 		/* A growth after a larger one asks to shrink: refused. */
 		if (rc != TKSHM_OK && rc != TKSHM_EBUSY &&
 		    !(round == 100 && rc == TKSHM_EINVAL))

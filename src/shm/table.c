@@ -583,7 +583,8 @@ tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
 		/* The key is absent.  In a table replaced meanwhile, it was
 		 * sealed (L4): the call runs again on the replacement (L3),
 		 * whatever it is (a permit's release must find its cell). */
-		if (__builtin_expect(tk_life_load(t) & TK_LIFE_REPLACED, 0))
+		if (__builtin_expect((tk_life_load(t) & TK_LIFE_REPLACED) != 0,
+				     0))
 			return TK_EMOVED;
 		if (__builtin_expect(t->pred != NULL, 0) && t->wide && op &&
 		    op->step != tk_carry_step && !carried) {

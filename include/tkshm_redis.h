@@ -65,19 +65,37 @@ typedef struct tkshm_redis_options {
 	 *  is sent (deterministic timelines; every host must pass the same
 	 *  clock).  Default true. */
 	bool server_time;
+	/** A Redis Cluster instead of one server: some of its nodes,
+	 *  "host:port[,host:port...]" (at most 16; "[::1]:7000" for IPv6).
+	 *  The slot map is asked of them; every call goes to the node of its
+	 *  key's slot, following MOVED and ASK.  host, port, unix_path and db
+	 *  are then ignored; AUTH and the timeouts apply to every node.  A
+	 *  multi-dimensional check's keys must share a hash tag
+	 *  ("{user42}:minute"), else TKSHM_ECROSSSLOT.  NULL: no cluster. */
+	const char *cluster;
+	/** A primary managed by Redis Sentinel: the sentinels,
+	 *  "host:port[,...]", asked in order for the address of the primary
+	 *  named sentinel_master, before connecting and again after a
+	 *  failure or a demotion (a READONLY reply).  host and port are then
+	 *  ignored; AUTH and SELECT apply to the primary.  Both or neither;
+	 *  not with cluster. */
+	const char *sentinels;
+	const char *sentinel_master;
 } tkshm_redis_options;
 
 #define TKSHM_REDIS_OPTIONS_INIT                                              \
 	{                                                                     \
 		sizeof(tkshm_redis_options), NULL, 0, NULL, NULL, NULL, 0, 0, \
-			0, 0, 0, true                                         \
+			0, 0, 0, true, NULL, NULL, NULL                       \
 	}
 
 /** Makes a connection handle.  It connects on first use, in the process
  *  that uses it, and never shares a socket across fork(): a child that
  *  uses its parent's handle gets its own connection.
  *  @return TKSHM_OK; TKSHM_ENULL; TKSHM_EINVAL (a bad option: a negative
- *  timeout, a host or path too long); TKSHM_ENOMEM.
+ *  timeout, a host or path too long, an address list that does not
+ *  parse, cluster with sentinels, sentinels without sentinel_master);
+ *  TKSHM_ENOMEM.
  *  Threads: a handle is used by one thread at a time. */
 TKSHM_API int tkshm_redis_open(const tkshm_redis_options *opts,
 			       tkshm_redis **out);
@@ -89,9 +107,9 @@ TKSHM_API void tkshm_redis_close(tkshm_redis *r);
 
 /** Attaches `r` to the strict table `t`: its checks, peeks, reservations
  *  and multi-dimensional checks go to Redis through `r`.  NULL detaches.
- *  Several tables may share one handle.
- *  @return TKSHM_OK; TKSHM_ENULL; TKSHM_ENOTSUP (the table is not
- *  strict). */
+ *  Several tables may share one handle.  Detaching always succeeds.
+ *  @return TKSHM_OK; TKSHM_ENULL; TKSHM_ENOTSUP (attaching to a table
+ *  that is not strict). */
 TKSHM_API int tkshm_redis_attach(tkshm_table *t, tkshm_redis *r);
 
 /** How a strict key is named in Redis: "prefix:key" (or the key itself

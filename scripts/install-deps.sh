@@ -15,8 +15,9 @@ export DEBIAN_FRONTEND=noninteractive
 
 # --- the package lists (the only place they are written) --------------------
 DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev liburcu-dev)
-# libhiredis-dev and redis-server: the redis-strict baseline of
-# bench/procs, and the Redis tier's tests.  The bindings (bindings/) and
+# libhiredis-dev, redis-server and redis-tools (redis-cli, which makes the
+# test clusters): the redis-strict baseline of bench/procs, and the Redis
+# tier's tests.  The bindings (bindings/) and
 # the servers their tests start: python3-dev, gunicorn and python3-uvicorn
 # (workers spawned, not forked); apache2-dev
 # (apxs) and apache2; php8.2-dev (php-config), php8.2-cli, php8.2-fpm and
@@ -25,7 +26,7 @@ DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev liburcu-dev)
 # (bindings/apache/tests/test_change.py).
 TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	libclang-rt-14-dev binutils python3 procps spin libhiredis-dev
-	redis-server python3-dev gunicorn python3-uvicorn apache2 apache2-dev php8.2-cli
+	redis-server redis-tools python3-dev gunicorn python3-uvicorn apache2 apache2-dev php8.2-cli
 	php8.2-dev php8.2-fpm libfcgi-bin clang-tidy cppcheck valgrind wrk)
 # The peers the benchmarks measure beside tkshm: nginx (limit_req) driven
 # by wrk, ab, and APCu and Symfony's RateLimiter for the PHP loop.

@@ -39,6 +39,7 @@ const ENOTHELD = -30925;
 const ENOREDIS = -30926;
 const EUNAVAILABLE = -30927;
 const EREDIS = -30928;
+const ECROSSSLOT = -30929;
 
 /** The longest key, in bytes. */
 const KEY_MAX = 1024;
@@ -92,8 +93,17 @@ final class Table
      *  (0: 65536 to create, the table's own to attach) creates or grows
      *  the table; a smaller $slots keeps its size.  $mode (permission
      *  bits, 0 to 0777; 0 is 0600) applies when this call creates it.
-     *  $keep: change nothing, throw EMISMATCH if the table differs. */
-    public function __construct(string $path, string $policy, int $slots = 0, int $mode = 0600, bool $keep = false) {}
+     *  $keep: change nothing, throw EMISMATCH if the table differs.
+     *  $redis: attached to the table (attach()); a policy that is not
+     *  strict throws ENOTSUP before anything is opened. */
+    public function __construct(string $path, string $policy, int $slots = 0, int $mode = 0600, bool $keep = false, ?Redis $redis = null) {}
+
+    /** Decides this strict table's checks and peeks on Redis through
+     *  $redis; null detaches (checks then throw ENOREDIS).  The
+     *  attachment is this process's handle's: later constructions (later
+     *  requests) find it until attach() changes it.  A table that is not
+     *  strict throws ENOTSUP. */
+    public function attach(?Redis $redis): void {}
 
     /** Checks $key, consuming $cost if admitted; $nowMs (epoch ms)
      *  defaults to the system clock. */
@@ -132,6 +142,26 @@ final class Table
      *  succeeded); handles reused across requests, or inherited over
      *  fork, do not count. */
     public static function openCount(): int {}
+}
+
+/**
+ * A connection handle for strict tables (a policy with ";mode=strict").
+ * Constructing one with the same options again in the same process (every
+ * request of a PHP-FPM worker) reuses the handle, and the connection, made
+ * the first time; it connects on first use, in the process that uses it
+ * (a forked child opens its own).
+ */
+final class Redis
+{
+    /** $options (camelCase, all optional): host (default "127.0.0.1"),
+     *  port (1 to 65535, default 6379), unixPath, username, password, db,
+     *  cluster ("host:port,host:port" or a list of "host:port"),
+     *  sentinels (the same) with sentinelMaster, connectTimeoutMs (default
+     *  200), commandTimeoutMs (100), breakerFailures (3), breakerOpenMs
+     *  (1000), serverTime (true).  A bad value, an unknown name, cluster
+     *  with sentinels or sentinels without sentinelMaster throw EINVAL; a
+     *  value of the wrong type a TypeError. */
+    public function __construct(array $options = []) {}
 }
 
 /**

@@ -45,7 +45,10 @@
 	X(TKSHM_EUNAVAILABLE,                                               \
 	  "Redis did not answer (refused, timed out, connection lost, or "  \
 	  "the circuit breaker is open)")                                   \
-	X(TKSHM_EREDIS, "Redis answered with an error")
+	X(TKSHM_EREDIS, "Redis answered with an error")                     \
+	X(TKSHM_ECROSSSLOT,                                                 \
+	  "the keys hash to different Redis Cluster slots: give them one "  \
+	  "hash tag, like {user42}")
 
 const char *
 tkshm_strerror(int err)

@@ -1,5 +1,7 @@
 /*
- * conn.h - one process's connection to Redis (hiredis 0.14, sync API).
+ * conn.h - one process's connection to Redis (hiredis 0.14, sync API): a
+ * single server, a primary named by Sentinels, or a Redis Cluster, whose
+ * calls go to the node of their keys' slot (cluster.h).
  *
  * C1  A connection belongs to the process that made it: every call checks
  *     getpid(), and a context inherited through fork() is dropped (its
@@ -20,16 +22,38 @@
  *     (conn.c); a larger one fails the exchange (C3).
  * C5  Nothing here prints, aborts or exits; replies are returned to the
  *     caller, who frees them with freeReplyObject().
+ * C6  Sentinel: the primary's address is asked of the sentinels (in their
+ *     order) before connecting, and again after a failed exchange or a
+ *     READONLY reply (a demoted primary); a server that does not say
+ *     ROLE master is not used.  Cluster: cluster.h's K1-K5.
  */
 #ifndef TKSHM_REDIS_CONN_H
 #define TKSHM_REDIS_CONN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <hiredis/hiredis.h>
 
 #include "redis/scripts.h"
+
+/* The longest list of addresses (cluster seeds, sentinels), NUL
+ * included, and the most addresses one list holds. */
+#define TK_REDIS_ADDRS_MAX 1024
+#define TK_REDIS_ADDRS_COUNT 16
+
+/* One "host:port" of a list. */
+struct tk_redis_addr {
+	char host[256];
+	int port;
+};
+
+/* Parses "host:port[,host:port...]" (an IPv6 host in brackets:
+ * "[::1]:7000") into at most TK_REDIS_ADDRS_COUNT addresses.  Returns
+ * how many, or TKSHM_EINVAL with the reason in why. */
+int tk_redis_addrs_parse(const char *list, struct tk_redis_addr *out,
+			 char *why, size_t why_len);
 
 struct tk_redis_conf {
 	char host[256];		   /* default "127.0.0.1" */
@@ -40,6 +64,15 @@ struct tk_redis_conf {
 	int db;			   /* SELECT db, when not 0 */
 	double connect_timeout_ms; /* default 200 */
 	double command_timeout_ms; /* default 100 */
+	/* A Redis Cluster: seed nodes "host:port[,host:port...]", or "".
+	 * host, port and unix_path then name nothing. */
+	char cluster[TK_REDIS_ADDRS_MAX];
+	/* Sentinels "host:port[,...]" and the primary's name they monitor,
+	 * or "" (both or neither). */
+	char sentinels[TK_REDIS_ADDRS_MAX];
+	char sentinel_master[128];
+	/* No SCRIPT LOAD at connect: a Sentinel, which knows no scripts. */
+	bool plain;
 };
 
 /* Counters of one connection (process-local), for stats. */
@@ -75,7 +108,10 @@ int tk_conn_ready(struct tk_conn *c);
 /* EVALSHA of script `id` with `keys` and `args` (C2, C3).  On TKSHM_OK,
  * *reply is the script's reply (never an error reply); TKSHM_EREDIS: Redis
  * answered with an error (*reply NULL; errbuf, if given, gets its text);
- * TKSHM_EUNAVAILABLE: no answer (the script may or may not have run). */
+ * TKSHM_EUNAVAILABLE: no answer (the script may or may not have run), or
+ * a cluster that cannot serve the slot now (TRYAGAIN, CLUSTERDOWN, too
+ * many redirections); TKSHM_ECROSSSLOT: on a cluster, keys of different
+ * slots (nothing sent; errbuf names two of them). */
 int tk_conn_eval(struct tk_conn *c, enum tk_script_id id,
 		 const struct tk_args *keys, const struct tk_args *args,
 		 redisReply **reply, char *errbuf, size_t errlen);

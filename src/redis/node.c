@@ -1,9 +1,11 @@
 /*
- * conn.c - one process's connection to Redis over hiredis 0.14's sync API.
+ * node.c - one process's connection to one Redis server over hiredis
+ * 0.14's sync API (conn.c routes a call to a node: the one server, a
+ * Sentinel's primary, or a Cluster's node of the key's slot).
  *
  * The contract is conn.h's C1-C5.  How this file keeps it:
  *
- * Fork (C1).  tk_conn records the pid its context and counters belong to;
+ * Fork (C1).  tk_node records the pid its context and counters belong to;
  * every call compares getpid() with it.  A context inherited through
  * fork() is redisFree()d in the child, which only closes the child's copy
  * of the socket (hiredis sends nothing when it frees), and the child's
@@ -52,7 +54,7 @@
  * the connections made and `noscript_reloads` the SCRIPT LOADs a NOSCRIPT
  * reply caused.
  *
- * A tk_conn is not thread-safe (neither is a redisContext): one per
+ * A tk_node is not thread-safe (neither is a redisContext): one per
  * thread.  A struct tk_args with len == NULL holds NUL-terminated strings.
  */
 #include <errno.h>
@@ -71,7 +73,7 @@
 #include <unistd.h>
 
 #include "tkshm.h"
-#include "redis/conn.h"
+#include "redis/node.h"
 #include "shm/table.h" /* tk_mono_ms */
 
 #define SHA_LEN 40
@@ -94,7 +96,7 @@ struct reply_budget {
 	bool refused; /* a bound was passed: the exchange fails */
 };
 
-struct tk_conn {
+struct tk_node {
 	struct tk_redis_conf conf;
 	redisContext *ctx; /* NULL: not connected in process `pid` */
 	pid_t pid;	   /* the process ctx and stats belong to (C1) */
@@ -107,7 +109,7 @@ struct tk_conn {
 	struct tk_conn_stats stats;
 };
 
-/* Reply slots of tk_conn_eval_many not answered yet, and answered
+/* Reply slots of tk_node_eval_many not answered yet, and answered
  * NOSCRIPT and waiting for their resend (C2); never handed to a caller. */
 static redisReply sent_mark, noscript_mark;
 
@@ -127,7 +129,7 @@ copy_text(char *buf, size_t len, const char *text, size_t text_len)
 }
 
 static void
-copy_err(const struct tk_conn *c, char *buf, size_t len)
+copy_err(const struct tk_node *c, char *buf, size_t len)
 {
 	copy_text(buf, len, c->err, strlen(c->err));
 }
@@ -213,7 +215,7 @@ guard_leave(struct pipe_guard *g, bool failed)
 static struct reply_budget *
 budget_of(const redisReadTask *task)
 {
-	struct tk_conn *c = task->privdata;
+	struct tk_node *c = task->privdata;
 
 	if (task->parent == NULL)
 		memset(&c->budget, 0, sizeof c->budget); /* a new reply */
@@ -241,7 +243,7 @@ budget_take(struct reply_budget *b, size_t objects, size_t bytes)
 static void *
 bounded_string(const redisReadTask *task, char *str, size_t len)
 {
-	struct tk_conn *c = task->privdata;
+	struct tk_node *c = task->privdata;
 
 	if (!budget_take(budget_of(task), task->parent == NULL, len))
 		return NULL;
@@ -251,7 +253,7 @@ bounded_string(const redisReadTask *task, char *str, size_t len)
 static void *
 bounded_array(const redisReadTask *task, int elements)
 {
-	struct tk_conn *c = task->privdata;
+	struct tk_node *c = task->privdata;
 	size_t n = elements > 0 ? (size_t)elements : 0;
 
 	if (!budget_take(budget_of(task), n + (task->parent == NULL), 0))
@@ -262,7 +264,7 @@ bounded_array(const redisReadTask *task, int elements)
 static void *
 bounded_integer(const redisReadTask *task, long long v)
 {
-	struct tk_conn *c = task->privdata;
+	struct tk_node *c = task->privdata;
 
 	if (!budget_take(budget_of(task), task->parent == NULL, 0))
 		return NULL;
@@ -272,7 +274,7 @@ bounded_integer(const redisReadTask *task, long long v)
 static void *
 bounded_nil(const redisReadTask *task)
 {
-	struct tk_conn *c = task->privdata;
+	struct tk_node *c = task->privdata;
 
 	if (!budget_take(budget_of(task), task->parent == NULL, 0))
 		return NULL;
@@ -282,7 +284,7 @@ bounded_nil(const redisReadTask *task)
 /* Puts the budget between the new context's reader and hiredis's reply
  * functions. */
 static void
-bound_reader(struct tk_conn *c)
+bound_reader(struct tk_node *c)
 {
 	redisReader *r = c->ctx->reader;
 
@@ -305,7 +307,7 @@ bound_reader(struct tk_conn *c)
  * a reply passed its bounds.  Set as hiredis sets its own errors, so
  * that drop() reports it. */
 static void
-fail_ctx(struct tk_conn *c, int err, const char *why)
+fail_ctx(struct tk_node *c, int err, const char *why)
 {
 	c->ctx->err = err;
 	snprintf(c->ctx->errstr, sizeof c->ctx->errstr, "%s", why);
@@ -315,7 +317,7 @@ fail_ctx(struct tk_conn *c, int err, const char *why)
  * most until the deadline.  False, with the context failed, when it
  * passed first. */
 static bool
-wait_ready(struct tk_conn *c, short events)
+wait_ready(struct tk_node *c, short events)
 {
 	for (;;) {
 		struct pollfd p = { c->ctx->fd, events, 0 };
@@ -338,7 +340,7 @@ wait_ready(struct tk_conn *c, short events)
 
 /* Writes what the context's output buffer holds. */
 static bool
-write_all(struct tk_conn *c)
+write_all(struct tk_node *c)
 {
 	int done = 0;
 
@@ -355,7 +357,7 @@ write_all(struct tk_conn *c)
 /* The next reply, read before the deadline, or NULL (the context
  * failed). */
 static redisReply *
-read_reply(struct tk_conn *c)
+read_reply(struct tk_node *c)
 {
 	void *r = NULL;
 
@@ -379,7 +381,7 @@ read_reply(struct tk_conn *c)
 }
 
 static redisReply *
-exchange(struct tk_conn *c, int argc, const char **argv, const size_t *len)
+exchange(struct tk_node *c, int argc, const char **argv, const size_t *len)
 {
 	struct pipe_guard g;
 	redisReply *r = NULL;
@@ -394,7 +396,7 @@ exchange(struct tk_conn *c, int argc, const char **argv, const size_t *len)
 
 /* The next reply of a pipeline (its first call writes the pipeline). */
 static redisReply *
-next_reply(struct tk_conn *c)
+next_reply(struct tk_node *c)
 {
 	struct pipe_guard g;
 	redisReply *r = NULL;
@@ -539,7 +541,7 @@ argv_eval(struct argv_buf *a, const char *sha, const struct tk_args *keys,
  * a new one.  TKSHM_EUNAVAILABLE, or TKSHM_ENOMEM when hiredis ran out of
  * memory. */
 static int
-drop(struct tk_conn *c, const char *what)
+drop(struct tk_node *c, const char *what)
 {
 	int rc = c->ctx->err == REDIS_ERR_OOM ? TKSHM_ENOMEM :
 						TKSHM_EUNAVAILABLE;
@@ -552,7 +554,7 @@ drop(struct tk_conn *c, const char *what)
 
 /* Redis refused a step of the handshake: the context is freed too. */
 static int
-refused(struct tk_conn *c, const char *what, const redisReply *r)
+refused(struct tk_node *c, const char *what, const redisReply *r)
 {
 	if (r->type == REDIS_REPLY_ERROR)
 		snprintf(c->err, sizeof c->err, "%s: %.*s", what,
@@ -567,7 +569,7 @@ refused(struct tk_conn *c, const char *what, const redisReply *r)
 
 /* Keeps the sha1 a SCRIPT LOAD answered, or refuses it. */
 static int
-take_sha(struct tk_conn *c, enum tk_script_id id, redisReply *r)
+take_sha(struct tk_node *c, enum tk_script_id id, redisReply *r)
 {
 	int rc = TKSHM_OK;
 
@@ -582,11 +584,11 @@ take_sha(struct tk_conn *c, enum tk_script_id id, redisReply *r)
 /* AUTH, SELECT and every SCRIPT LOAD in one round trip.  (Appending only
  * fills the output buffer; its one failure, out of memory, sets err.) */
 static int
-handshake(struct tk_conn *c)
+handshake(struct tk_node *c)
 {
 	const struct tk_redis_conf *f = &c->conf;
 	const char *step[2]; /* AUTH and SELECT, when configured */
-	int steps = 0;
+	int steps = 0, scripts = f->plain ? 0 : TK_SCRIPT_COUNT;
 	char db[24];
 
 	if (f->password[0] != '\0') {
@@ -606,7 +608,7 @@ handshake(struct tk_conn *c)
 		redisAppendCommandArgv(c->ctx, 2, select, NULL);
 		step[steps++] = "SELECT";
 	}
-	for (int id = 0; id < TK_SCRIPT_COUNT; id++) {
+	for (int id = 0; id < scripts; id++) {
 		const char *load[3] = { "SCRIPT", "LOAD",
 					tk_script_source(
 						(enum tk_script_id)id) };
@@ -615,7 +617,7 @@ handshake(struct tk_conn *c)
 	}
 	if (c->ctx->err != 0)
 		return drop(c, "connect");
-	for (int i = 0; i < steps + TK_SCRIPT_COUNT; i++) {
+	for (int i = 0; i < steps + scripts; i++) {
 		redisReply *r = next_reply(c);
 		int rc = TKSHM_OK;
 
@@ -638,7 +640,7 @@ handshake(struct tk_conn *c)
  * non-blocking, and hiredis is told so (its reads and writes then take
  * EAGAIN as "not yet"). */
 static bool
-nonblocking(struct tk_conn *c)
+nonblocking(struct tk_node *c)
 {
 	int fl = fcntl(c->ctx->fd, F_GETFL);
 
@@ -651,7 +653,7 @@ nonblocking(struct tk_conn *c)
 }
 
 static int
-connect_now(struct tk_conn *c)
+connect_now(struct tk_node *c)
 {
 	const struct tk_redis_conf *f = &c->conf;
 	struct timeval ct = timeval_of(f->connect_timeout_ms);
@@ -685,7 +687,7 @@ connect_now(struct tk_conn *c)
 
 /* C1: the connection and counters of another process are not ours. */
 static void
-claim(struct tk_conn *c)
+claim(struct tk_node *c)
 {
 	pid_t me = getpid();
 
@@ -702,7 +704,7 @@ claim(struct tk_conn *c)
 /* Connected (within the connect timeout, when it had to connect), with
  * the call's deadline set (C4): one command timeout from now. */
 static int
-ensure(struct tk_conn *c)
+ensure(struct tk_node *c)
 {
 	int rc;
 
@@ -714,7 +716,7 @@ ensure(struct tk_conn *c)
 
 /* SCRIPT LOAD after a NOSCRIPT reply (C2). */
 static int
-reload(struct tk_conn *c, enum tk_script_id id)
+reload(struct tk_node *c, enum tk_script_id id)
 {
 	const char *v[3] = { "SCRIPT", "LOAD", tk_script_source(id) };
 	redisReply *r;
@@ -740,9 +742,9 @@ tk_redis_conf_init(struct tk_redis_conf *c)
 }
 
 int
-tk_conn_new(const struct tk_redis_conf *conf, struct tk_conn **out)
+tk_node_new(const struct tk_redis_conf *conf, struct tk_node **out)
 {
-	struct tk_conn *c;
+	struct tk_node *c;
 
 	if (out == NULL)
 		return TKSHM_ENULL;
@@ -774,7 +776,7 @@ tk_conn_new(const struct tk_redis_conf *conf, struct tk_conn **out)
 }
 
 void
-tk_conn_free(struct tk_conn *c)
+tk_node_free(struct tk_node *c)
 {
 	if (c == NULL)
 		return;
@@ -786,7 +788,7 @@ tk_conn_free(struct tk_conn *c)
 }
 
 int
-tk_conn_ready(struct tk_conn *c)
+tk_node_ready(struct tk_node *c)
 {
 	if (c == NULL)
 		return TKSHM_ENULL;
@@ -794,9 +796,23 @@ tk_conn_ready(struct tk_conn *c)
 	return ensure(c);
 }
 
+/* ASKING before a command sent to the node a slot is moving to: it
+ * covers exactly the next command (Redis Cluster's ASK redirection). */
+static int
+asking(struct tk_node *c)
+{
+	const char *v[1] = { "ASKING" };
+	redisReply *r = exchange(c, 1, v, NULL);
+
+	if (r == NULL)
+		return drop(c, "ASKING");
+	freeReplyObject(r);
+	return TKSHM_OK;
+}
+
 int
-tk_conn_eval(struct tk_conn *c, enum tk_script_id id,
-	     const struct tk_args *keys, const struct tk_args *args,
+tk_node_eval(struct tk_node *c, enum tk_script_id id,
+	     const struct tk_args *keys, const struct tk_args *args, bool ask,
 	     redisReply **reply, char *errbuf, size_t errlen)
 {
 	struct argv_buf a;
@@ -819,6 +835,8 @@ tk_conn_eval(struct tk_conn *c, enum tk_script_id id,
 		goto out;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if ((rc = argv_eval(&a, c->sha[id], keys, args)) != TKSHM_OK)
+			goto out;
+		if (ask && (rc = asking(c)) != TKSHM_OK)
 			goto out;
 		if ((r = exchange(c, a.n, a.v, a.len)) == NULL) {
 			rc = drop(c, "EVALSHA");
@@ -851,7 +869,7 @@ out:
 
 /* Appends the commands whose slot in `replies` is `mark` (NULL: all). */
 static int
-append_evals(struct tk_conn *c, enum tk_script_id id, size_t n,
+append_evals(struct tk_node *c, enum tk_script_id id, size_t n,
 	     const struct tk_args *keys, const struct tk_args *args,
 	     redisReply **replies, const redisReply *mark)
 {
@@ -883,8 +901,9 @@ append_evals(struct tk_conn *c, enum tk_script_id id, size_t n,
  * NOSCRIPT one becomes &noscript_mark (when `resend`), any other error
  * reply NULL.  Stops at a failed read (the rest stays as it was). */
 static int
-read_evals(struct tk_conn *c, size_t n, redisReply **replies,
-	   const redisReply *mark, bool resend, size_t *waiting)
+read_evals(struct tk_node *c, size_t n, redisReply **replies,
+	   const redisReply *mark, bool resend, size_t *waiting,
+	   char (*errs)[TK_NODE_ERR_LEN])
 {
 	*waiting = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -902,6 +921,9 @@ read_evals(struct tk_conn *c, size_t n, redisReply **replies,
 			c->stats.errors++;
 			snprintf(c->err, sizeof c->err, "%.*s",
 				 r->len > 250 ? 250 : (int)r->len, r->str);
+			if (errs)
+				copy_text(errs[i], TK_NODE_ERR_LEN, r->str,
+					  r->len);
 		} else {
 			replies[i] = r;
 		}
@@ -913,7 +935,7 @@ read_evals(struct tk_conn *c, size_t n, redisReply **replies,
 
 /* Slots still holding `mark` got no answer: NULL, and counted. */
 static void
-unanswered(struct tk_conn *c, size_t n, redisReply **replies,
+unanswered(struct tk_node *c, size_t n, redisReply **replies,
 	   const redisReply *mark)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -925,9 +947,9 @@ unanswered(struct tk_conn *c, size_t n, redisReply **replies,
 }
 
 int
-tk_conn_eval_many(struct tk_conn *c, enum tk_script_id id, size_t n,
+tk_node_eval_many(struct tk_node *c, enum tk_script_id id, size_t n,
 		  const struct tk_args *keys, const struct tk_args *args,
-		  redisReply **replies)
+		  redisReply **replies, char (*errs)[TK_NODE_ERR_LEN])
 {
 	redisReply *const sent = &sent_mark;
 	size_t waiting;
@@ -939,6 +961,8 @@ tk_conn_eval_many(struct tk_conn *c, enum tk_script_id id, size_t n,
 		return TKSHM_EINVAL;
 	for (size_t i = 0; i < n; i++) {
 		replies[i] = NULL;
+		if (errs)
+			errs[i][0] = '\0';
 		rc = eval_check(keys ? &keys[i] : NULL, args ? &args[i] : NULL);
 		if (rc != TKSHM_OK)
 			return rc;
@@ -953,7 +977,8 @@ tk_conn_eval_many(struct tk_conn *c, enum tk_script_id id, size_t n,
 	if ((rc = ensure(c)) != TKSHM_OK ||
 	    (rc = append_evals(c, id, n, keys, args, replies, sent)) !=
 		    TKSHM_OK ||
-	    (rc = read_evals(c, n, replies, sent, true, &waiting)) != TKSHM_OK)
+	    (rc = read_evals(c, n, replies, sent, true, &waiting, errs)) !=
+		    TKSHM_OK)
 		goto out;
 	if (waiting == 0)
 		goto out;
@@ -968,7 +993,7 @@ tk_conn_eval_many(struct tk_conn *c, enum tk_script_id id, size_t n,
 	if (rc != TKSHM_OK || (rc = append_evals(c, id, n, keys, args, replies,
 						 &noscript_mark)) != TKSHM_OK)
 		goto out;
-	rc = read_evals(c, n, replies, &noscript_mark, false, &waiting);
+	rc = read_evals(c, n, replies, &noscript_mark, false, &waiting, errs);
 out:
 	unanswered(c, n, replies, sent);
 	unanswered(c, n, replies, &noscript_mark);
@@ -976,7 +1001,7 @@ out:
 }
 
 int
-tk_conn_command(struct tk_conn *c, const struct tk_args *argv,
+tk_node_command(struct tk_node *c, const struct tk_args *argv,
 		redisReply **reply, char *errbuf, size_t errlen)
 {
 	struct argv_buf a;
@@ -1019,7 +1044,7 @@ out:
 }
 
 void
-tk_conn_last_error(const struct tk_conn *c, char *buf, size_t len)
+tk_node_last_error(const struct tk_node *c, char *buf, size_t len)
 {
 	if (c == NULL || c->pid != getpid())
 		copy_text(buf, len, "", 0);
@@ -1028,7 +1053,7 @@ tk_conn_last_error(const struct tk_conn *c, char *buf, size_t len)
 }
 
 void
-tk_conn_stats_get(const struct tk_conn *c, struct tk_conn_stats *out)
+tk_node_stats_get(const struct tk_node *c, struct tk_conn_stats *out)
 {
 	if (out == NULL)
 		return;
@@ -1037,4 +1062,31 @@ tk_conn_stats_get(const struct tk_conn *c, struct tk_conn_stats *out)
 	 * counters of its own (C1). */
 	if (c != NULL && c->pid == getpid())
 		*out = c->stats;
+}
+
+int
+tk_node_retarget(struct tk_node *c, const char *host, int port)
+{
+	if (c == NULL || host == NULL)
+		return TKSHM_ENULL;
+	if (strlen(host) >= sizeof c->conf.host || port < 1 || port > 65535)
+		return TKSHM_EINVAL;
+	if (strcmp(c->conf.host, host) == 0 && c->conf.port == port)
+		return TKSHM_OK;
+	tk_node_drop(c);
+	snprintf(c->conf.host, sizeof c->conf.host, "%s", host);
+	c->conf.port = port;
+	return TKSHM_OK;
+}
+
+void
+tk_node_drop(struct tk_node *c)
+{
+	if (c == NULL)
+		return;
+	claim(c);
+	if (c->ctx != NULL) {
+		redisFree(c->ctx);
+		c->ctx = NULL;
+	}
 }

@@ -59,7 +59,12 @@ tkshm_redis_open(const tkshm_redis_options *o, tkshm_redis **out)
 	    !tk_copy_opt(r->conf.username, sizeof r->conf.username,
 			 o->username) ||
 	    !tk_copy_opt(r->conf.password, sizeof r->conf.password,
-			 o->password)) {
+			 o->password) ||
+	    !tk_copy_opt(r->conf.cluster, sizeof r->conf.cluster, o->cluster) ||
+	    !tk_copy_opt(r->conf.sentinels, sizeof r->conf.sentinels,
+			 o->sentinels) ||
+	    !tk_copy_opt(r->conf.sentinel_master, sizeof r->conf.sentinel_master,
+			 o->sentinel_master)) {
 		free(r);
 		return TKSHM_EINVAL;
 	}
@@ -99,7 +104,9 @@ tk_api_redis_attach(tkshm_table *t, tkshm_redis *r)
 {
 	if (!t)
 		return TKSHM_ENULL;
-	if (t->policy.global.mode != TKSHM_MODE_STRICT)
+	/* Detaching always works: the table's policy may have changed
+	 * away from strict since it was attached (tkshm_apply). */
+	if (r && t->policy.global.mode != TKSHM_MODE_STRICT)
 		return TKSHM_ENOTSUP;
 	t->redis = r;
 	t->strict = r ? &tk_strict_ops : NULL;
@@ -199,6 +206,8 @@ tk_redis_call(struct tkshm_table *t, enum tk_script_id id,
 		tk_breaker_success(&g->breaker);
 		return TKSHM_OK;
 	}
+	if (rc == TKSHM_ECROSSSLOT)
+		return rc; /* nothing was sent: the caller's keys */
 	/* No answer, an error reply (BUSY, LOADING, OOM, MOVED, NOSCRIPT
 	 * again after the reload...) or an invalid one: Redis did not
 	 * decide, and the breaker counts it. */

@@ -68,6 +68,9 @@ sim_agent(struct sim *s, struct sim_host *h, int index, int port)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		tk_agent_conf_init(&c);
 		c.redis.port = port;
+		if (s->redis_cluster)
+			snprintf(c.redis.cluster, sizeof c.redis.cluster, "%s",
+				 s->redis_cluster);
 		c.redis.command_timeout_ms = 100;
 		c.redis.connect_timeout_ms = 100;
 		c.heartbeat_ms =
@@ -107,6 +110,10 @@ sim_worker_run(struct sim *s, const char *path, const char *key, int gap_us,
 		tkshm_redis_options ro = TKSHM_REDIS_OPTIONS_INIT;
 
 		ro.port = redis_port;
+		if (s->redis_cluster) {
+			ro.port = 0;
+			ro.cluster = s->redis_cluster;
+		}
 		/* The worker's clock is sent, so each admission's stamp is
 		 * the time Redis decided it at. */
 		ro.server_time = false;

@@ -38,6 +38,10 @@ struct sim {
 	 * the CPU to the agents), the agents' heartbeat_ms (default 100). */
 	int worker_nice;
 	double agent_heartbeat_ms;
+	/* When set: a Redis Cluster's seeds ("h:p,h:p"), which agents and
+	 * strict workers use instead of the port they are given (a port
+	 * above 0 still says "strict" to sim_workers). */
+	const char *redis_cluster;
 	struct sim_worker w[SIM_HOSTS][SIM_WORKERS];
 };
 

@@ -29,7 +29,7 @@ static const int all_codes[] = {
 	TKSHM_ENOENT,	    TKSHM_EEXIST,    TKSHM_ENOSPC,   TKSHM_ENOMEM,
 	TKSHM_ESYSTEM,	    TKSHM_EFULL,     TKSHM_EBUSY,    TKSHM_EREADONLY,
 	TKSHM_ENOTSUP,	    TKSHM_EINTR,     TKSHM_ENOTHELD, TKSHM_ENOREDIS,
-	TKSHM_EUNAVAILABLE, TKSHM_EREDIS,
+	TKSHM_EUNAVAILABLE, TKSHM_EREDIS,    TKSHM_ECROSSSLOT,
 };
 static const char *all_names[] = {
 	"TKSHM_OK",	   "TKSHM_ENULL",	 "TKSHM_EINVAL",
@@ -42,6 +42,7 @@ static const char *all_names[] = {
 	"TKSHM_EFULL",	   "TKSHM_EBUSY",	 "TKSHM_EREADONLY",
 	"TKSHM_ENOTSUP",   "TKSHM_EINTR",	 "TKSHM_ENOTHELD",
 	"TKSHM_ENOREDIS",  "TKSHM_EUNAVAILABLE", "TKSHM_EREDIS",
+	"TKSHM_ECROSSSLOT",
 };
 #define NCODES (sizeof all_codes / sizeof all_codes[0])
 _Static_assert(sizeof all_codes / sizeof all_codes[0] ==
@@ -343,7 +344,7 @@ static void
 test_error_strings(void **state)
 {
 	static const int unknown[] = {
-		1,	-1,    -30899,		-30929,
+		1,	-1,    -30899,		-30930,
 		-30999, 30901, -2147483647 - 1, 2147483647
 	};
 
@@ -402,6 +403,8 @@ test_error_strings(void **state)
 	assert_int_equal(TKSHM_ENOREDIS, -30926);
 	assert_int_equal(TKSHM_EUNAVAILABLE, -30927);
 	assert_int_equal(TKSHM_EREDIS, -30928);
+	/* ... and Redis Cluster's. */
+	assert_int_equal(TKSHM_ECROSSSLOT, -30929);
 }
 
 static void

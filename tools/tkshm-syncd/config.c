@@ -26,6 +26,9 @@ enum sd_key {
 	SD_K_REDIS_PASSWORD,
 	SD_K_REDIS_PASSWORD_FILE,
 	SD_K_REDIS_DB,
+	SD_K_REDIS_CLUSTER,
+	SD_K_REDIS_SENTINELS,
+	SD_K_REDIS_SENTINEL_MASTER,
 	SD_K_CONNECT_TIMEOUT_MS,
 	SD_K_COMMAND_TIMEOUT_MS,
 	SD_K_POLL_MS,
@@ -49,6 +52,9 @@ static const char *const sd_key_names[SD_NKEYS] = {
 	[SD_K_REDIS_PASSWORD] = "redis_password",
 	[SD_K_REDIS_PASSWORD_FILE] = "redis_password_file",
 	[SD_K_REDIS_DB] = "redis_db",
+	[SD_K_REDIS_CLUSTER] = "redis_cluster",
+	[SD_K_REDIS_SENTINELS] = "redis_sentinels",
+	[SD_K_REDIS_SENTINEL_MASTER] = "redis_sentinel_master",
 	[SD_K_CONNECT_TIMEOUT_MS] = "connect_timeout_ms",
 	[SD_K_COMMAND_TIMEOUT_MS] = "command_timeout_ms",
 	[SD_K_POLL_MS] = "poll_ms",
@@ -207,6 +213,21 @@ sd_word(struct sd_parse *p, const char *key, const char *v, const char *chars,
 	return sd_str(p, key, v, out, cap);
 }
 
+/* A list of "host:port" (redis_cluster, redis_sentinels), as the
+ * library parses it. */
+static bool
+sd_addrs(struct sd_parse *p, const char *key, const char *v, char *out,
+	 size_t cap)
+{
+	struct tk_redis_addr addr[TK_REDIS_ADDRS_COUNT];
+	char why[160];
+
+	if (tk_redis_addrs_parse(v, addr, why, sizeof why) < 0)
+		return sd_bad(p, "%s: %s (host:port[,host:port...])", key,
+			      why);
+	return sd_str(p, key, v, out, cap);
+}
+
 /* An absolute path: the daemon runs in '/', where a relative one would
  * name something else than it did for whoever wrote the file. */
 static bool
@@ -310,6 +331,16 @@ sd_set(struct sd_parse *p, enum sd_key k, const char *v)
 			return false;
 		a->redis.db = (int)n;
 		return true;
+	case SD_K_REDIS_CLUSTER:
+		return sd_addrs(p, key, v, a->redis.cluster,
+				sizeof a->redis.cluster);
+	case SD_K_REDIS_SENTINELS:
+		return sd_addrs(p, key, v, a->redis.sentinels,
+				sizeof a->redis.sentinels);
+	case SD_K_REDIS_SENTINEL_MASTER:
+		return sd_word(p, key, v, SD_HOST_ID_CHARS, SD_HOST_ID_SAID,
+			       a->redis.sentinel_master,
+			       sizeof a->redis.sentinel_master);
 	case SD_K_CONNECT_TIMEOUT_MS:
 		return sd_ms(p, key, v, 1, SD_MAX_MS,
 			     &a->redis.connect_timeout_ms);
@@ -451,11 +482,32 @@ sd_check_whole(struct sd_parse *p)
 	unsigned net = seen[SD_K_REDIS_HOST] ? seen[SD_K_REDIS_HOST] :
 					       seen[SD_K_REDIS_PORT];
 
+	unsigned many = seen[SD_K_REDIS_CLUSTER] ? seen[SD_K_REDIS_CLUSTER] :
+						   seen[SD_K_REDIS_SENTINELS];
+
 	if (seen[SD_K_REDIS_UNIX] && net)
 		return sd_bad_at(p, seen[SD_K_REDIS_UNIX],
 				 "redis_unix and redis_host/redis_port "
 				 "(line %u) are exclusive",
 				 net);
+	if (many && (net || seen[SD_K_REDIS_UNIX]))
+		return sd_bad_at(p, many,
+				 "redis_cluster or redis_sentinels name the "
+				 "servers: without redis_host, redis_port or "
+				 "redis_unix (line %u)",
+				 net ? net : seen[SD_K_REDIS_UNIX]);
+	if (seen[SD_K_REDIS_CLUSTER] && seen[SD_K_REDIS_SENTINELS])
+		return sd_bad_at(p, seen[SD_K_REDIS_SENTINELS],
+				 "redis_sentinels and redis_cluster (line %u) "
+				 "are exclusive",
+				 seen[SD_K_REDIS_CLUSTER]);
+	if (!seen[SD_K_REDIS_SENTINELS] != !seen[SD_K_REDIS_SENTINEL_MASTER])
+		return sd_bad_at(p,
+				 seen[SD_K_REDIS_SENTINELS] ?
+					 seen[SD_K_REDIS_SENTINELS] :
+					 seen[SD_K_REDIS_SENTINEL_MASTER],
+				 "redis_sentinels and redis_sentinel_master "
+				 "go together");
 	if (seen[SD_K_REDIS_PASSWORD] && seen[SD_K_REDIS_PASSWORD_FILE])
 		return sd_bad_at(p, seen[SD_K_REDIS_PASSWORD_FILE],
 				 "redis_password_file and redis_password "
@@ -554,7 +606,12 @@ sd_conf_redis_addr(const struct sd_conf *c, char *buf, size_t len)
 {
 	const struct tk_redis_conf *r = &c->agent.redis;
 
-	if (r->unix_path[0])
+	if (r->cluster[0])
+		snprintf(buf, len, "cluster %s", r->cluster);
+	else if (r->sentinels[0])
+		snprintf(buf, len, "primary \"%s\" of sentinels %s",
+			 r->sentinel_master, r->sentinels);
+	else if (r->unix_path[0])
 		snprintf(buf, len, "unix:%s", r->unix_path);
 	else
 		snprintf(buf, len, "%s:%d", r->host, r->port);

@@ -44,7 +44,8 @@ tkap_redis_forget(void *unused)
 }
 
 /* TkshmRedis [host=H] [port=N] [socket=PATH] [user=U] [password=P] [db=N]
- *            [timeoutMs=MS] [connectTimeoutMs=MS] */
+ *            [timeoutMs=MS] [connectTimeoutMs=MS]
+ *            [cluster=H:P,H:P...] [sentinels=H:P,... master=NAME] */
 const char *
 tkap_cmd_redis(cmd_parms *cmd, void *unused, int argc, char *const argv[])
 {
@@ -64,6 +65,12 @@ tkap_cmd_redis(cmd_parms *cmd, void *unused, int argc, char *const argv[])
 
 		if ((v = tkap_option(a, "host")) && *v) {
 			o.host = apr_pstrdup(cmd->pool, v);
+		} else if ((v = tkap_option(a, "cluster")) && *v) {
+			o.cluster = apr_pstrdup(cmd->pool, v);
+		} else if ((v = tkap_option(a, "sentinels")) && *v) {
+			o.sentinels = apr_pstrdup(cmd->pool, v);
+		} else if ((v = tkap_option(a, "master")) && *v) {
+			o.sentinel_master = apr_pstrdup(cmd->pool, v);
 		} else if ((v = tkap_option(a, "socket")) && *v == '/') {
 			o.unix_path = apr_pstrdup(cmd->pool, v);
 		} else if ((v = tkap_option(a, "user")) && *v) {
@@ -86,11 +93,20 @@ tkap_cmd_redis(cmd_parms *cmd, void *unused, int argc, char *const argv[])
 			return apr_psprintf(
 				cmd->pool,
 				"TkshmRedis: bad option '%s' (host=, port=1.."
-				"65535, socket=/path, user=, password=, db=N, "
-				"timeoutMs=, connectTimeoutMs= 1..60000)",
+				"65535, socket=/path, cluster=H:P,H:P..., "
+				"sentinels=H:P,... with master=NAME, user=, "
+				"password=, db=N, timeoutMs=, connectTimeoutMs= "
+				"1..60000)",
 				a);
 		}
 	}
+	if (!o.sentinels != !o.sentinel_master)
+		return "TkshmRedis: sentinels= and master= go together";
+	if ((o.cluster || o.sentinels) && (o.host || o.port || o.unix_path))
+		return "TkshmRedis: cluster= or sentinels= name the servers: "
+		       "without host=, port= or socket=";
+	if (o.cluster && o.sentinels)
+		return "TkshmRedis: cluster= and sentinels= are exclusive";
 	/* Registered before any table is opened, so run after every table
 	 * is closed: a handle outlives the tables attached to it. */
 	apr_pool_cleanup_register(cmd->pool, NULL, tkap_redis_forget,

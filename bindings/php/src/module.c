@@ -1,5 +1,6 @@
 /* The tkshm PHP module: registers the classes, functions and constants,
- * and closes the process's tables when PHP shuts down. */
+ * and closes the process's tables and Redis handles when PHP shuts
+ * down. */
 #include "php_tkshm.h"
 #include "tkshm_arginfo.h"
 
@@ -41,6 +42,7 @@ register_constants(int module_number)
 		{ "ENOREDIS", TKSHM_ENOREDIS },
 		{ "EUNAVAILABLE", TKSHM_EUNAVAILABLE },
 		{ "EREDIS", TKSHM_EREDIS },
+		{ "ECROSSSLOT", TKSHM_ECROSSSLOT },
 		{ "KEY_MAX", TKSHM_KEY_MAX },
 		{ "DECISION_EVICTED_DEBTOR", TKSHM_DECISION_EVICTED_DEBTOR },
 		{ "DECISION_DEBT_RESTORED", TKSHM_DECISION_DEBT_RESTORED },
@@ -69,6 +71,7 @@ static PHP_MINIT_FUNCTION(tkshm)
 	tkshm_php_exception_register();
 	tkshm_php_decision_register();
 	tkshm_php_table_register();
+	tkshm_php_redis_register();
 	register_constants(module_number);
 	return SUCCESS;
 }
@@ -77,7 +80,9 @@ static PHP_MSHUTDOWN_FUNCTION(tkshm)
 {
 	(void)type;
 	(void)module_number;
+	/* The tables first: a Redis handle outlives those attached to it. */
 	tkshm_php_registry_close_all();
+	tkshm_php_redis_close_all();
 	return SUCCESS;
 }
 

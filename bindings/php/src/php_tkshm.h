@@ -9,7 +9,10 @@
  *                process, kept across requests), and policy changes
  *   change.c     what a policy or size change did, as a PHP array
  *   table.c      Tkshm\Table: check, peek, reset, stats, policy,
- *                change, apply, plan
+ *                change, apply, plan, attach
+ *   redis.c      Tkshm\Redis: the process's connection handles for
+ *                strict tables, one per set of options, kept across
+ *                requests
  *   http.c       Tkshm\headers() and Tkshm\client_key() (tkshm_http.h)
  */
 #ifndef PHP_TKSHM_H
@@ -20,6 +23,7 @@
 #include <sys/types.h>
 
 #include <tkshm.h>
+#include <tkshm_redis.h>
 
 /* The registry is one list per process with no lock: a thread-safe (ZTS)
  * PHP would have several requests' threads in it at once. */
@@ -58,6 +62,10 @@ typedef struct tkshm_php_handle {
 	tkshm_table *table;
 	char *path;   /* as the script wrote it */
 	pid_t opener; /* the process that opened it */
+	/* The Redis handle attached to the table (a strict one), or NULL.
+	 * Redis handles live until module shutdown, after the tables, so
+	 * this never outlives its handle. */
+	tkshm_redis *redis;
 } tkshm_php_handle;
 
 /* The handle of the table at `path`, opened (and created with `mode` if
@@ -89,6 +97,18 @@ uint64_t tkshm_php_slots_rounded(uint64_t slots);
  * changed it) into buf (TKSHM_POLICY_MAX bytes); returns its length or a
  * library code. */
 int tkshm_php_live_policy(tkshm_table *t, char *buf, size_t len);
+
+/* ---- redis.c ---- */
+extern zend_class_entry *tkshm_php_redis_ce;
+extern const zend_function_entry tkshm_php_redis_methods[]; /* arginfo */
+void tkshm_php_redis_register(void);
+/* The handle of a constructed Tkshm\Redis object, or NULL with an Error
+ * thrown (its constructor did not succeed). */
+tkshm_redis *tkshm_php_redis_handle(zend_object *obj);
+/* tkshm_redis_attach(), or TKSHM_ENOTSUP without the Redis tier. */
+int tkshm_php_redis_attach(tkshm_table *t, tkshm_redis *r);
+/* Closes every handle (module shutdown, after the tables). */
+void tkshm_php_redis_close_all(void);
 
 /* ---- table.c ---- */
 extern zend_class_entry *tkshm_php_table_ce;

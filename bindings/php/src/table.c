@@ -1,4 +1,6 @@
 /* Tkshm\Table: a table of this process (registry.c), and the calls on it.
+ * A strict table decides its checks and peeks on Redis through the
+ * Tkshm\Redis attached to it (redis.c).
  *
  * Bad input is the library's to refuse: an empty or too long key, a cost
  * that is NaN, infinite, <= 0 or too large, a NaN or negative now: each
@@ -18,6 +20,9 @@ typedef struct {
 	tkshm_php_handle *h; /* NULL until constructed */
 	/* What the construction, or the last apply(), did to the table. */
 	tkshm_change change;
+	/* The Tkshm\Redis attached through this object (UNDEF: none): the
+	 * reference the table keeps, as the Python binding's does. */
+	zval redis;
 	zend_object std;
 } table_object;
 
@@ -35,7 +40,67 @@ table_create(zend_class_entry *ce)
 	zend_object_std_init(&o->std, ce);
 	object_properties_init(&o->std, ce);
 	o->std.handlers = &table_handlers;
+	ZVAL_UNDEF(&o->redis);
 	return &o->std;
+}
+
+static void
+table_free(zend_object *obj)
+{
+	zval_ptr_dtor(&table_of(obj)->redis);
+	zend_object_std_dtor(obj);
+}
+
+#define NOT_STRICT                                                        \
+	"only a strict table (a policy with \";mode=strict\") takes a Redis " \
+	"connection"
+
+/* Attaches the Tkshm\Redis `redis` (NULL: detaches) to h's table and keeps
+ * it in o.  The attachment is the handle's, like its policy: later
+ * constructions in this process (later requests) find the table attached
+ * until attach(null) or another attach.  Throws and returns false when the
+ * table is not strict (ENOTSUP). */
+static bool
+attach(table_object *o, tkshm_php_handle *h, zend_object *redis)
+{
+	tkshm_redis *r = NULL;
+	int rc;
+
+	if (redis && !(r = tkshm_php_redis_handle(redis)))
+		return false;
+	/* Detaching what is not attached: nothing to do, even on a table
+	 * that is not strict. */
+	if (r || h->redis) {
+		rc = tkshm_php_redis_attach(h->table, r);
+		if (rc != TKSHM_OK) {
+			tkshm_php_throw(rc, rc == TKSHM_ENOTSUP && r ?
+						    NOT_STRICT :
+						    NULL);
+			return false;
+		}
+	}
+	h->redis = r;
+	zval_ptr_dtor(&o->redis);
+	if (redis)
+		ZVAL_OBJ_COPY(&o->redis, redis);
+	else
+		ZVAL_UNDEF(&o->redis);
+	return true;
+}
+
+/* A policy that is not strict with a Redis: refused before the table is
+ * opened or changed.  (A policy that does not parse is left to the
+ * registry, which says why.) */
+static bool
+strict_or_throw(const zend_string *policy)
+{
+	tkshm_policy pol;
+
+	if (tkshm_policy_parse(ZSTR_VAL(policy), &pol, NULL, 0) != TKSHM_OK ||
+	    pol.global.mode == TKSHM_MODE_STRICT)
+		return true;
+	tkshm_php_throw(TKSHM_ENOTSUP, NOT_STRICT);
+	return false;
 }
 
 /* The handle of $this, or NULL with an Error thrown (a Table whose
@@ -81,18 +146,20 @@ ZEND_METHOD(Tkshm_Table, __construct)
 	zend_long slots = 0;
 	zend_long mode = 0600;
 	bool keep = false;
+	zend_object *redis = NULL;
 	tkshm_php_handle *h;
 	tkshm_change change;
 	char err[TKSHM_CHANGE_TEXT_MAX + 2 * TKSHM_POLICY_MAX] = "";
 	int rc;
 
-	ZEND_PARSE_PARAMETERS_START(2, 5)
+	ZEND_PARSE_PARAMETERS_START(2, 6)
 	Z_PARAM_PATH_STR(path)
 	Z_PARAM_STR(policy)
 	Z_PARAM_OPTIONAL
 	Z_PARAM_LONG(slots)
 	Z_PARAM_LONG(mode)
 	Z_PARAM_BOOL(keep)
+	Z_PARAM_OBJ_OF_CLASS_OR_NULL(redis, tkshm_php_redis_ce)
 	ZEND_PARSE_PARAMETERS_END();
 
 	if (o->h) {
@@ -125,7 +192,8 @@ ZEND_METHOD(Tkshm_Table, __construct)
 		tkshm_php_throw(TKSHM_EINVAL, msg);
 		RETURN_THROWS();
 	}
-	if (!policy_ok(policy))
+	if (!policy_ok(policy) || (redis && !strict_or_throw(policy)) ||
+	    (redis && !tkshm_php_redis_handle(redis)))
 		RETURN_THROWS();
 	rc = tkshm_php_registry_get(ZSTR_VAL(path), ZSTR_VAL(policy),
 				    (uint64_t)slots, (uint32_t)mode, keep, &h,
@@ -134,8 +202,26 @@ ZEND_METHOD(Tkshm_Table, __construct)
 		tkshm_php_throw(rc, err);
 		RETURN_THROWS();
 	}
+	/* Only when given: a construction without one leaves the handle's
+	 * attachment (made by an earlier request) as it is. */
+	if (redis && !attach(o, h, redis))
+		RETURN_THROWS();
 	o->h = h;
 	o->change = change;
+}
+
+ZEND_METHOD(Tkshm_Table, attach)
+{
+	zend_object *redis;
+	tkshm_php_handle *h;
+
+	ZEND_PARSE_PARAMETERS_START(1, 1)
+	Z_PARAM_OBJ_OF_CLASS_OR_NULL(redis, tkshm_php_redis_ce)
+	ZEND_PARSE_PARAMETERS_END();
+
+	h = this_handle(ZEND_THIS);
+	if (!h || !attach(table_of(Z_OBJ_P(ZEND_THIS)), h, redis))
+		RETURN_THROWS();
 }
 
 /* $nowMs: null for the system clock. */
@@ -426,5 +512,6 @@ tkshm_php_table_register(void)
 	memcpy(&table_handlers, zend_get_std_object_handlers(),
 	       sizeof(table_handlers));
 	table_handlers.offset = XtOffsetOf(table_object, std);
+	table_handlers.free_obj = table_free;
 	table_handlers.clone_obj = NULL;
 }

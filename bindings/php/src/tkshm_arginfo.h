@@ -11,13 +11,26 @@
 #include <php.h>
 
 /* Tkshm\Table::__construct(string $path, string $policy, int $slots = 0,
- *                          int $mode = 0600, bool $keep = false) */
+ *                          int $mode = 0600, bool $keep = false,
+ *                          ?Redis $redis = null) */
 ZEND_BEGIN_ARG_INFO_EX(arginfo_tkshm_table___construct, 0, 0, 2)
 ZEND_ARG_TYPE_INFO(0, path, IS_STRING, 0)
 ZEND_ARG_TYPE_INFO(0, policy, IS_STRING, 0)
 ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, slots, IS_LONG, 0, "0")
 ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, mode, IS_LONG, 0, "0600")
 ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, keep, _IS_BOOL, 0, "false")
+ZEND_ARG_OBJ_INFO_WITH_DEFAULT_VALUE(0, redis, Tkshm\\Redis, 1, "null")
+ZEND_END_ARG_INFO()
+
+/* attach(?Redis $redis): void */
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_tkshm_table_attach, 0, 1,
+					IS_VOID, 0)
+ZEND_ARG_OBJ_INFO(0, redis, Tkshm\\Redis, 1)
+ZEND_END_ARG_INFO()
+
+/* Tkshm\Redis::__construct(array $options = []) */
+ZEND_BEGIN_ARG_INFO_EX(arginfo_tkshm_redis___construct, 0, 0, 0)
+ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, options, IS_ARRAY, 0, "[]")
 ZEND_END_ARG_INFO()
 
 /* check(string $key, float|int $cost = 1, ?float $nowMs = null): Decision */
@@ -93,7 +106,7 @@ ZEND_ARG_TYPE_INFO(0, addr, IS_STRING, 0)
 ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, v6Prefix, IS_LONG, 0, "64")
 ZEND_END_ARG_INFO()
 
-/* Implemented in table.c and http.c. */
+/* Implemented in table.c, redis.c and http.c. */
 ZEND_METHOD(Tkshm_Table, __construct);
 ZEND_METHOD(Tkshm_Table, check);
 ZEND_METHOD(Tkshm_Table, peek);
@@ -104,6 +117,8 @@ ZEND_METHOD(Tkshm_Table, change);
 ZEND_METHOD(Tkshm_Table, apply);
 ZEND_METHOD(Tkshm_Table, plan);
 ZEND_METHOD(Tkshm_Table, openCount);
+ZEND_METHOD(Tkshm_Table, attach);
+ZEND_METHOD(Tkshm_Redis, __construct);
 
 /* The entries are macros without separating commas, which clang-format
  * would run together. */
@@ -128,6 +143,14 @@ const zend_function_entry tkshm_php_table_methods[] = {
 		ZEND_ACC_PUBLIC | ZEND_ACC_STATIC)
 	ZEND_ME(Tkshm_Table, openCount, arginfo_tkshm_table_openCount,
 		ZEND_ACC_PUBLIC | ZEND_ACC_STATIC)
+	ZEND_ME(Tkshm_Table, attach, arginfo_tkshm_table_attach,
+		ZEND_ACC_PUBLIC)
+	ZEND_FE_END
+};
+
+const zend_function_entry tkshm_php_redis_methods[] = {
+	ZEND_ME(Tkshm_Redis, __construct, arginfo_tkshm_redis___construct,
+		ZEND_ACC_PUBLIC)
 	ZEND_FE_END
 };
 

@@ -37,7 +37,7 @@ function tkshm_api(): array
         }
     }
     ksort($api['constants']);
-    foreach (['Tkshm\\Exception', 'Tkshm\\Decision', 'Tkshm\\Table'] as $name) {
+    foreach (['Tkshm\\Exception', 'Tkshm\\Decision', 'Tkshm\\Table', 'Tkshm\\Redis'] as $name) {
         if (!class_exists($name)) {
             $api['classes'][$name] = null;
             continue;

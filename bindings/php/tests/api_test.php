@@ -43,7 +43,7 @@ $stub = null;
 
 test('the stub declares the whole API', function () use (&$stub) {
     $stub = stub_api();
-    check_same(29 + 6 + 1, count($stub['constants']), 'constants: 29 codes, KEY_MAX, 5 flags, LIBRARY_VERSION');
+    check_same(30 + 6 + 1, count($stub['constants']), 'constants: 30 codes, KEY_MAX, 5 flags, LIBRARY_VERSION');
     foreach ($stub['classes'] + $stub['functions'] as $name => $v) {
         check_true($v !== null, "$name declared");
     }
@@ -59,6 +59,7 @@ test('the constants are the library\'s codes', function () {
     check_same(-30900, Tkshm\ENULL);
     check_same(-30920, Tkshm\EFULL);
     check_same(-30928, Tkshm\EREDIS);
+    check_same(-30929, Tkshm\ECROSSSLOT);
     check_same(1024, Tkshm\KEY_MAX);
 });
 

@@ -11,19 +11,28 @@
  *   Decision: a frozen result (allowed, limit, remaining, reset_at,
  *             retry_after_ms, flags; bool(d) == d.allowed)
  *   Error(Exception): .code (the library's negative code), .name
+ *   Redis(*, host=None, port=None, ...): a connection handle for strict
+ *         tables (tkshm_redis.h); Table.attach(redis), Table(redis=...)
  *
- * The GIL is held across every library call.  A check takes ~50 ns; giving
- * up and taking back the GIL costs more than that, and would let another
- * thread close() the handle during the call.  No call here blocks: the
- * library never waits on a lock (a lost compare-and-swap is retried). */
+ * The GIL is held across every library call but one kind.  A check takes
+ * ~50 ns; giving up and taking back the GIL costs more than that, and
+ * would let another thread close() the handle during the call.  Those
+ * calls never block: the library never waits on a lock (a lost
+ * compare-and-swap is retried).  The exception: a check or peek of a table
+ * with a Redis object attached waits on the network (up to the command
+ * timeout), so it runs with the GIL released and the Redis object's lock
+ * held, which every call that could close, detach or reuse that handle
+ * takes first (a tkshm_redis serves one thread at a time). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 
 #include <tkshm.h>
 #include <tkshm_http.h>
+#include <tkshm_redis.h>
 
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -37,6 +46,7 @@ typedef struct {
 	PyTypeObject *decision_type;
 	PyTypeObject *table_type;
 	PyTypeObject *change_type; /* tkshm.Change, a named tuple */
+	PyTypeObject *redis_type;
 } module_state;
 
 static struct PyModuleDef tkshm_module;
@@ -197,14 +207,525 @@ static PyType_Spec decision_spec = {
 };
 
 /* ------------------------------------------------------------------------
- * Table
+ * Redis: a connection handle for strict tables
  * ---------------------------------------------------------------------- */
 
-typedef struct {
+/* Without the library's Redis tier (built without hiredis) the type exists
+ * but cannot be made: its constructor raises ENOTSUP saying why. */
+#ifdef TKSHM_PY_HAVE_REDIS
+#define tk_py_redis_open   tkshm_redis_open
+#define tk_py_redis_attach tkshm_redis_attach
+#define tk_py_redis_close  tkshm_redis_close
+#else
+static int
+tk_py_redis_open(const tkshm_redis_options *o, tkshm_redis **out)
+{
+	(void)o;
+	*out = NULL;
+	return TKSHM_ENOTSUP;
+}
+static int
+tk_py_redis_attach(tkshm_table *t, tkshm_redis *r)
+{
+	(void)t;
+	(void)r;
+	return TKSHM_ENOTSUP;
+}
+static void
+tk_py_redis_close(tkshm_redis *r)
+{
+	(void)r;
+}
+#endif
+
+typedef struct RedisObject RedisObject;
+
+typedef struct TableObject {
 	PyObject_HEAD tkshm_table *t;
 	PyObject *policy;    /* canonical policy string */
 	tkshm_change change; /* what the open (or the last apply) did */
+	RedisObject *redis;  /* attached (a strong reference), or NULL */
+	/* The other tables attached to the same Redis object (its list, so
+	 * that closing it can detach them all). */
+	struct TableObject *rnext, *rprev;
 } TableObject;
+
+struct RedisObject {
+	PyObject_HEAD tkshm_redis *r; /* NULL: closed (or never opened) */
+	/* Held around every use of r: a check or peek of an attached table,
+	 * an attach, a detach, a close.  Taken with the GIL released. */
+	PyThread_type_lock lock;
+	unsigned long lock_gen; /* the fork generation it was made in */
+	TableObject *tables;	/* attached: borrowed, each holds us */
+	PyObject *where;	/* "127.0.0.1:6379", "cluster=...": repr */
+	/* A table refused its detach (its policy is no longer strict, so
+	 * tkshm_redis_attach(t, NULL) says ENOTSUP) and still points at r:
+	 * r is then left open rather than freed under it. */
+	int keep_handle;
+};
+
+/* Bumped in every child of a fork() (mark_forked): a Redis object's lock
+ * made before may have been held by a thread that the child does not
+ * have, so the child makes a new one. */
+static volatile unsigned long fork_generation;
+
+/* Takes ro's lock.  The GIL is released while waiting: the holder needs it
+ * to finish.  0, or -1 with MemoryError. */
+static int
+redis_lock(RedisObject *ro)
+{
+	if (ro->lock_gen != fork_generation) {
+		PyThread_type_lock l = PyThread_allocate_lock();
+
+		if (!l) {
+			PyErr_NoMemory();
+			return -1;
+		}
+		/* Nobody waits on the old one here: this thread is the
+		 * child's only one. */
+		PyThread_free_lock(ro->lock);
+		ro->lock = l;
+		ro->lock_gen = fork_generation;
+	}
+	if (!PyThread_acquire_lock(ro->lock, NOWAIT_LOCK)) {
+		Py_BEGIN_ALLOW_THREADS
+		PyThread_acquire_lock(ro->lock, WAIT_LOCK);
+		Py_END_ALLOW_THREADS
+	}
+	return 0;
+}
+
+static void
+redis_unlock(RedisObject *ro)
+{
+	PyThread_release_lock(ro->lock);
+}
+
+/* Takes the lock of the Redis object attached to o now, and returns it
+ * with a reference (NULL: none attached; *err set on MemoryError).  Another
+ * thread may attach another one while this one waits: then it tries
+ * again. */
+static RedisObject *
+table_lock_redis(TableObject *o, int *err)
+{
+	RedisObject *ro;
+
+	*err = 0;
+	while ((ro = o->redis) != NULL) {
+		Py_INCREF(ro);
+		if (redis_lock(ro) < 0) {
+			Py_DECREF(ro);
+			*err = 1;
+			return NULL;
+		}
+		if (o->redis == ro)
+			return ro;
+		redis_unlock(ro);
+		Py_DECREF(ro);
+	}
+	return NULL;
+}
+
+static void
+table_release_redis(RedisObject *ro)
+{
+	if (ro) {
+		redis_unlock(ro);
+		Py_DECREF(ro);
+	}
+}
+
+/* Links o into ro's list, with the reference o holds. */
+static void
+redis_link(RedisObject *ro, TableObject *o)
+{
+	o->redis = (RedisObject *)Py_NewRef(ro);
+	o->rprev = NULL;
+	o->rnext = ro->tables;
+	if (ro->tables)
+		ro->tables->rprev = o;
+	ro->tables = o;
+}
+
+/* Unlinks o from its Redis object's list and drops its reference (the C
+ * table is detached, or closed, by the caller). */
+static void
+redis_unlink(TableObject *o)
+{
+	RedisObject *ro = o->redis;
+
+	if (!ro)
+		return;
+	if (o->rprev)
+		o->rprev->rnext = o->rnext;
+	else
+		ro->tables = o->rnext;
+	if (o->rnext)
+		o->rnext->rprev = o->rprev;
+	o->rnext = o->rprev = NULL;
+	o->redis = NULL;
+	Py_DECREF(ro);
+}
+
+/* An address list: None (none), a str "h:p,h:p", or a list or tuple of
+ * "h:p" strings, joined with commas into *out (a new str, or NULL).  An
+ * empty one is EINVAL: it would silently mean "no cluster". */
+static int
+address_list(module_state *st, const char *what, PyObject *v, PyObject **out)
+{
+	*out = NULL;
+	if (v == Py_None)
+		return 0;
+	if (PyList_Check(v) || PyTuple_Check(v)) {
+		PyObject *comma = PyUnicode_FromString(",");
+
+		if (!comma)
+			return -1;
+		*out = PyUnicode_Join(comma, v); /* TypeError if not str */
+		Py_DECREF(comma);
+		if (!*out)
+			return -1;
+	} else if (PyUnicode_Check(v)) {
+		*out = Py_NewRef(v);
+	} else {
+		PyErr_Format(PyExc_TypeError,
+			     "%s must be a str \"host:port,host:port\" or a "
+			     "list of \"host:port\" strings, not %.100s",
+			     what, Py_TYPE(v)->tp_name);
+		return -1;
+	}
+	if (PyUnicode_GET_LENGTH(*out) == 0) {
+		char msg[96];
+
+		Py_CLEAR(*out);
+		snprintf(msg, sizeof msg, "%s names no server", what);
+		raise_code(st, TKSHM_EINVAL, msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* The constructor's arguments that need more than PyArg's formats. */
+struct redis_args {
+	const char *host, *unix_path, *username, *password, *master;
+	PyObject *port, *cluster, *sentinels; /* borrowed */
+	PyObject *cluster_s, *sentinels_s;    /* joined, or NULL */
+	long failures;
+	int server_time;
+};
+
+/* s as UTF-8 without a NUL byte (which would cut it short in C), or NULL
+ * with ValueError. */
+static const char *
+utf8_no_nul(PyObject *s)
+{
+	Py_ssize_t n;
+	const char *p = s ? PyUnicode_AsUTF8AndSize(s, &n) : NULL;
+
+	if (p && (size_t)n != strlen(p)) {
+		PyErr_SetString(PyExc_ValueError, "embedded null character");
+		return NULL;
+	}
+	return p;
+}
+
+/* What the library would only say as EINVAL, said with the option's name
+ * (and rules the library leaves implicit: port 0 is its default 6379,
+ * which a caller who writes port=0 did not mean). */
+static const char *
+redis_args_problem(const struct redis_args *a)
+{
+	long port;
+
+	if (a->port != Py_None) {
+		port = PyLong_AsLong(a->port);
+		if (port < 1 || port > 65535)
+			return "port must be 1 to 65535";
+	}
+	if (a->cluster_s && a->sentinels_s)
+		return "cluster and sentinels are exclusive";
+	if (!a->sentinels_s != !a->master)
+		return "sentinels and sentinel_master go together";
+	if ((a->cluster_s || a->sentinels_s) &&
+	    (a->host || a->unix_path || a->port != Py_None))
+		return "cluster or sentinels name the servers: no host, port "
+		       "or unix_path with them";
+	if (a->host && a->unix_path)
+		return "host or unix_path, not both";
+	if (a->failures < 0 || (unsigned long)a->failures > UINT_MAX)
+		return "breaker_failures must be 0 (the default, 3) to "
+		       "4294967295";
+	return NULL;
+}
+
+/* How repr() names the servers (never a password). */
+static PyObject *
+redis_where(const struct redis_args *a, const tkshm_redis_options *o)
+{
+	if (a->cluster_s)
+		return PyUnicode_FromFormat("cluster=%U", a->cluster_s);
+	if (a->sentinels_s)
+		return PyUnicode_FromFormat("sentinels=%U master=%s",
+					    a->sentinels_s, a->master);
+	if (o->unix_path)
+		return PyUnicode_FromFormat("unix:%s", o->unix_path);
+	return PyUnicode_FromFormat("%s:%d", o->host ? o->host : "127.0.0.1",
+				    o->port ? o->port : 6379);
+}
+
+/* Fills *o from *a, or raises (-1). */
+static int
+redis_options_of(module_state *st, struct redis_args *a,
+		 tkshm_redis_options *o)
+{
+	const char *problem;
+
+	if (a->port != Py_None && !PyLong_Check(a->port)) {
+		PyErr_Format(PyExc_TypeError,
+			     "port must be an int or None, not %.100s",
+			     Py_TYPE(a->port)->tp_name);
+		return -1;
+	}
+	if (address_list(st, "cluster", a->cluster, &a->cluster_s) < 0 ||
+	    address_list(st, "sentinels", a->sentinels, &a->sentinels_s) < 0)
+		return -1;
+	problem = redis_args_problem(a);
+	if (PyErr_Occurred()) /* a port too large for a C long */
+		return -1;
+	if (problem) {
+		raise_code(st, TKSHM_EINVAL, problem);
+		return -1;
+	}
+	if ((a->cluster_s && !(o->cluster = utf8_no_nul(a->cluster_s))) ||
+	    (a->sentinels_s && !(o->sentinels = utf8_no_nul(a->sentinels_s))))
+		return -1;
+	o->host = a->host;
+	o->port = a->port == Py_None ? 0 : (int)PyLong_AsLong(a->port);
+	o->unix_path = a->unix_path;
+	o->username = a->username;
+	o->password = a->password;
+	o->sentinel_master = a->master;
+	o->breaker_failures = (unsigned)a->failures;
+	o->server_time = a->server_time != 0;
+	return 0;
+}
+
+static int
+redis_init(PyObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "host",
+				  "port",
+				  "unix_path",
+				  "username",
+				  "password",
+				  "db",
+				  "cluster",
+				  "sentinels",
+				  "sentinel_master",
+				  "connect_timeout_ms",
+				  "command_timeout_ms",
+				  "breaker_failures",
+				  "breaker_open_ms",
+				  "server_time",
+				  NULL };
+	RedisObject *o = (RedisObject *)self;
+	module_state *st = state_of_type(Py_TYPE(self));
+	struct redis_args a = { .port = Py_None,
+				.cluster = Py_None,
+				.sentinels = Py_None,
+				.failures = 0,
+				.server_time = 1 };
+	tkshm_redis_options ro = TKSHM_REDIS_OPTIONS_INIT;
+	tkshm_redis *r = NULL;
+	int rc = -1;
+
+	if (!st)
+		return -1;
+	if (!PyArg_ParseTupleAndKeywords(
+		    args, kwds, "|$zOzzziOOzddldp:Redis", kwlist, &a.host,
+		    &a.port, &a.unix_path, &a.username, &a.password, &ro.db,
+		    &a.cluster, &a.sentinels, &a.master, &ro.connect_timeout_ms,
+		    &ro.command_timeout_ms, &a.failures, &ro.breaker_open_ms,
+		    &a.server_time))
+		return -1;
+	if (o->r || o->where) {
+		PyErr_SetString(PyExc_RuntimeError,
+				"tkshm.Redis is already initialised");
+		return -1;
+	}
+	if (redis_options_of(st, &a, &ro) < 0)
+		goto out;
+	/* No I/O here: the handle connects on its first use, in the
+	 * process that uses it. */
+	rc = tk_py_redis_open(&ro, &r);
+	if (rc != TKSHM_OK) {
+		raise_code(st, rc,
+			   rc == TKSHM_ENOTSUP ?
+				   "tkshm was built without its Redis tier "
+				   "(build it with libhiredis-dev installed)" :
+				   NULL);
+		rc = -1;
+		goto out;
+	}
+	o->where = redis_where(&a, &ro);
+	if (!o->where) {
+		tk_py_redis_close(r);
+		rc = -1;
+		goto out;
+	}
+	o->r = r;
+	rc = 0;
+out:
+	Py_XDECREF(a.cluster_s);
+	Py_XDECREF(a.sentinels_s);
+	return rc;
+}
+
+static PyObject *
+redis_new(PyTypeObject *tp, PyObject *args, PyObject *kwds)
+{
+	RedisObject *o = (RedisObject *)PyType_GenericNew(tp, args, kwds);
+
+	if (!o)
+		return NULL;
+	o->lock = PyThread_allocate_lock();
+	if (!o->lock) {
+		Py_DECREF(o);
+		return PyErr_NoMemory();
+	}
+	o->lock_gen = fork_generation;
+	return (PyObject *)o;
+}
+
+/* Detaches every table attached (their checks then raise ENOREDIS until
+ * they are attached again), then closes the handle. */
+static PyObject *
+redis_close(PyObject *self, PyObject *unused)
+{
+	RedisObject *o = (RedisObject *)self;
+
+	(void)unused;
+	if (!o->r)
+		Py_RETURN_NONE;
+	if (redis_lock(o) < 0)
+		return NULL;
+	while (o->tables) {
+		TableObject *t = o->tables;
+
+		if (t->t && tk_py_redis_attach(t->t, NULL) != TKSHM_OK)
+			o->keep_handle = 1;
+		redis_unlink(t); /* self stays alive: the caller holds it */
+	}
+	if (o->r && !o->keep_handle)
+		tk_py_redis_close(o->r);
+	o->r = NULL;
+	redis_unlock(o);
+	Py_RETURN_NONE;
+}
+
+static void
+redis_dealloc(PyObject *self)
+{
+	RedisObject *o = (RedisObject *)self;
+	PyTypeObject *tp = Py_TYPE(self);
+
+	/* No table is attached: each holds a reference. */
+	if (o->r && !o->keep_handle)
+		tk_py_redis_close(o->r);
+	if (o->lock)
+		PyThread_free_lock(o->lock);
+	Py_CLEAR(o->where);
+	tp->tp_free(self);
+	Py_DECREF(tp);
+}
+
+static PyObject *
+redis_enter(PyObject *self, PyObject *unused)
+{
+	(void)unused;
+	if (!((RedisObject *)self)->r) {
+		PyErr_SetString(PyExc_ValueError,
+				"operation on a closed tkshm.Redis");
+		return NULL;
+	}
+	return Py_NewRef(self);
+}
+
+static PyObject *
+redis_exit(PyObject *self, PyObject *args)
+{
+	(void)args;
+	return redis_close(self, NULL);
+}
+
+static PyObject *
+redis_get_closed(PyObject *self, void *closure)
+{
+	(void)closure;
+	return PyBool_FromLong(((RedisObject *)self)->r == NULL);
+}
+
+static PyObject *
+redis_repr(PyObject *self)
+{
+	RedisObject *o = (RedisObject *)self;
+
+	if (!o->r || !o->where)
+		return PyUnicode_FromString("<tkshm.Redis closed>");
+	return PyUnicode_FromFormat("<tkshm.Redis %U>", o->where);
+}
+
+static PyMethodDef redis_methods[] = {
+	{ "close", redis_close, METH_NOARGS,
+	  "close()\n\nDetaches every table attached to it (their checks then "
+	  "raise ENOREDIS until attached again) and closes this process's "
+	  "connection.  Twice is fine." },
+	{ "__enter__", redis_enter, METH_NOARGS, NULL },
+	{ "__exit__", redis_exit, METH_VARARGS, NULL },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef redis_getset[] = {
+	{ "closed", redis_get_closed, NULL, "True once closed", NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyType_Slot redis_slots[] = {
+	{ Py_tp_doc,
+	  "Redis(*, host=None, port=None, unix_path=None, username=None, "
+	  "password=None, db=0, cluster=None, sentinels=None, "
+	  "sentinel_master=None, connect_timeout_ms=0, "
+	  "command_timeout_ms=0, breaker_failures=0, breaker_open_ms=0, "
+	  "server_time=True)\n\n"
+	  "A connection handle for strict tables (Table.attach, "
+	  "Table(redis=...)).  host None is 127.0.0.1, port None 6379; "
+	  "cluster and sentinels take \"host:port,host:port\" or a list of "
+	  "\"host:port\" strings (sentinels with sentinel_master); 0 for a "
+	  "timeout or the breaker is the library's default (200 ms, 100 ms, "
+	  "3 failures, 1000 ms).  Bad options raise tkshm.Error (EINVAL).  "
+	  "It connects on first use, in the process that uses it: a forked "
+	  "child gets its own connection.  One thread uses it at a time: "
+	  "checks of tables attached to one Redis take turns on its lock "
+	  "(other threads run meanwhile)." },
+	{ Py_tp_new, redis_new },
+	{ Py_tp_init, redis_init },
+	{ Py_tp_dealloc, redis_dealloc },
+	{ Py_tp_methods, redis_methods },
+	{ Py_tp_getset, redis_getset },
+	{ Py_tp_repr, redis_repr },
+	{ 0, NULL },
+};
+
+static PyType_Spec redis_spec = {
+	.name = "tkshm.Redis",
+	.basicsize = sizeof(RedisObject),
+	.flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+	.slots = redis_slots,
+};
+
+/* ------------------------------------------------------------------------
+ * Table
+ * ---------------------------------------------------------------------- */
 
 /* Set in a child after a fork() of a process that imported the module: an
  * anonymous table created there is private to that child (table_init).
@@ -216,6 +737,7 @@ static void
 mark_forked(void)
 {
 	forked_since_import = 1;
+	fork_generation++;
 }
 
 /* Reads up to len bytes of the auxiliary vector of pid (0: this process);
@@ -404,11 +926,95 @@ u64_converter(PyObject *o, void *out)
 	return 1;
 }
 
+#define NOT_STRICT                                                 \
+	"only a strict table (a policy with \";mode=strict\") takes a " \
+	"Redis connection"
+
+/* redis: None, or an open tkshm.Redis; else TypeError or ValueError. */
+static int
+redis_arg(module_state *st, PyObject *redis)
+{
+	if (redis == Py_None)
+		return 0;
+	if (!PyObject_TypeCheck(redis, st->redis_type)) {
+		PyErr_Format(PyExc_TypeError,
+			     "redis must be a tkshm.Redis or None, not %.100s",
+			     Py_TYPE(redis)->tp_name);
+		return -1;
+	}
+	if (!((RedisObject *)redis)->r) {
+		PyErr_SetString(PyExc_ValueError,
+				"operation on a closed tkshm.Redis");
+		return -1;
+	}
+	return 0;
+}
+
+/* Attaches redis (None: detaches) to o's open table, in the library and
+ * here, with the lock of the Redis object attached before held so that no
+ * check is using it meanwhile.  Raises (-1): ENOTSUP when the table is not
+ * strict; ValueError when o or redis was closed meanwhile. */
+static int
+table_set_redis(module_state *st, TableObject *o, PyObject *redis)
+{
+	RedisObject *nr = redis == Py_None ? NULL : (RedisObject *)redis;
+	RedisObject *old;
+	int err, rc;
+
+	old = table_lock_redis(o, &err);
+	if (err)
+		return -1;
+	/* Checked again: the GIL was released while waiting. */
+	if (!o->t || redis_arg(st, redis) < 0) {
+		if (!o->t)
+			PyErr_SetString(PyExc_ValueError,
+					"operation on a closed tkshm.Table");
+		table_release_redis(old);
+		return -1;
+	}
+	if (nr == old) { /* already so (a detach of nothing included) */
+		table_release_redis(old);
+		return 0;
+	}
+	rc = tk_py_redis_attach(o->t, nr ? nr->r : NULL);
+	if (rc == TKSHM_OK) {
+		redis_unlink(o);
+		if (nr)
+			redis_link(nr, o);
+	}
+	table_release_redis(old);
+	if (rc != TKSHM_OK) {
+		raise_code(st, rc,
+			   rc == TKSHM_ENOTSUP && nr ? NOT_STRICT : NULL);
+		return -1;
+	}
+	return 0;
+}
+
+/* o->policy: the canonical policy of o's table just opened. */
+static int
+table_read_policy(module_state *st, TableObject *o)
+{
+	char buf[TKSHM_POLICY_MAX];
+	tkshm_stats stats;
+	int rc;
+
+	rc = tkshm_stats_get(o->t, &stats);
+	if (rc == TKSHM_OK)
+		rc = tkshm_policy_format(&stats.policy, buf, sizeof(buf));
+	if (rc < 0) {
+		raise_code(st, rc, NULL);
+		return -1;
+	}
+	Py_XSETREF(o->policy, PyUnicode_FromStringAndSize(buf, rc));
+	return o->policy ? 0 : -1;
+}
+
 static int
 table_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
-	static char *kwlist[] = { "path", "policy", "slots",   "create",
-				  "mode", "keep",   "private", NULL };
+	static char *kwlist[] = { "path", "policy",  "slots", "create", "mode",
+				  "keep", "private", "redis", NULL };
 	TableObject *o = (TableObject *)self;
 	module_state *st = state_of_type(Py_TYPE(self));
 	PyObject *path_obj = Py_None;
@@ -417,20 +1023,21 @@ table_init(PyObject *self, PyObject *args, PyObject *kwds)
 	unsigned long long slots = 0;
 	int create = 1, keep = 0, private_ok = 0;
 	unsigned long long mode = 0600;
+	PyObject *redis = Py_None;
 	tkshm_options opts = TKSHM_OPTIONS_INIT;
 	tkshm_policy pol;
-	tkshm_stats stats;
 	tkshm_table *t = NULL;
 	char err[256] = "";
-	char buf[TKSHM_POLICY_MAX];
 	int rc;
 
 	if (!st)
 		return -1;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|zO&pO&pp:Table", kwlist,
-					 &path_obj, &policy_str, u64_converter,
-					 &slots, &create, u64_converter, &mode,
-					 &keep, &private_ok))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|zO&pO&pp$O:Table",
+					 kwlist, &path_obj, &policy_str,
+					 u64_converter, &slots, &create,
+					 u64_converter, &mode, &keep,
+					 &private_ok, &redis) ||
+	    redis_arg(st, redis) < 0)
 		return -1;
 	/* A worker that creates an anonymous table after the fork has one
 	 * of its own: a limit "shared" that way is one per worker. */
@@ -465,6 +1072,13 @@ table_init(PyObject *self, PyObject *args, PyObject *kwds)
 		}
 		opts.policy = &pol;
 	}
+	/* Refused before anything is created (the open would be undone). */
+	if (redis != Py_None && policy_str &&
+	    pol.global.mode != TKSHM_MODE_STRICT) {
+		Py_XDECREF(path_bytes);
+		raise_code(st, TKSHM_ENOTSUP, NOT_STRICT);
+		return -1;
+	}
 	opts.slots = slots;
 	opts.mode = (uint32_t)mode;
 	opts.flags = (create ? TKSHM_O_CREATE : 0) | (keep ? TKSHM_O_KEEP : 0);
@@ -478,20 +1092,14 @@ table_init(PyObject *self, PyObject *args, PyObject *kwds)
 		raise_code(st, rc, err);
 		return -1;
 	}
-	rc = tkshm_stats_get(t, &stats);
-	if (rc == TKSHM_OK)
-		rc = tkshm_policy_format(&stats.policy, buf, sizeof(buf));
-	if (rc < 0) {
-		tkshm_close(t);
-		raise_code(st, rc, NULL);
-		return -1;
-	}
-	o->policy = PyUnicode_FromStringAndSize(buf, rc);
-	if (!o->policy) {
-		tkshm_close(t);
-		return -1;
-	}
 	o->t = t;
+	/* A table that cannot take it (not strict: ENOTSUP) is not kept. */
+	if (table_read_policy(st, o) < 0 ||
+	    (redis != Py_None && table_set_redis(st, o, redis) < 0)) {
+		tkshm_close(t);
+		o->t = NULL;
+		return -1;
+	}
 	return 0;
 }
 
@@ -502,9 +1110,12 @@ table_dealloc(PyObject *self)
 	PyTypeObject *tp = Py_TYPE(self);
 
 	PyObject_GC_UnTrack(self);
+	/* No other thread can be checking it (none holds a reference), so
+	 * its Redis object's lock is not needed. */
 	if (o->t)
 		tkshm_close(o->t);
 	o->t = NULL;
+	redis_unlink(o);
 	Py_CLEAR(o->policy);
 	tp->tp_free(self);
 	Py_DECREF(tp);
@@ -514,7 +1125,7 @@ static int
 table_traverse(PyObject *self, visitproc visit, void *arg)
 {
 	Py_VISIT(Py_TYPE(self));
-	(void)arg;
+	Py_VISIT(((TableObject *)self)->redis);
 	return 0;
 }
 
@@ -565,6 +1176,60 @@ now_of(PyObject *now, double *out, int *given)
 	return 0;
 }
 
+/* One check or peek, as table_call runs it. */
+struct table_op {
+	int peek;
+	const char *key;
+	size_t len;
+	double cost, now;
+	int given; /* now was passed */
+	tkshm_decision d;
+};
+
+static int
+table_op_run(tkshm_table *t, struct table_op *op)
+{
+	if (op->peek)
+		return op->given ? tkshm_peek_at(t, op->key, op->len, op->now,
+						 &op->d) :
+				   tkshm_peek(t, op->key, op->len, &op->d);
+	return op->given ? tkshm_check_at(t, op->key, op->len, op->cost,
+					  op->now, &op->d) :
+			   tkshm_check(t, op->key, op->len, op->cost, &op->d);
+}
+
+/* Not a library code: table_call raised a Python exception. */
+#define TK_PY_RAISED 1
+
+/* Runs op on o's table.  No Redis object attached: under the GIL, as
+ * every other call (see the top of the file).  One attached: with its lock
+ * held (a tkshm_redis serves one thread at a time) and the GIL released,
+ * as the exchange waits on the network.  Returns the library's code, or
+ * TK_PY_RAISED. */
+static int
+table_call(TableObject *o, struct table_op *op)
+{
+	RedisObject *ro;
+	tkshm_table *t;
+	int err, rc;
+
+	ro = table_lock_redis(o, &err);
+	if (err)
+		return TK_PY_RAISED;
+	t = table_handle(o); /* closed while this thread waited? */
+	if (!t) {
+		table_release_redis(ro);
+		return TK_PY_RAISED;
+	}
+	if (!ro)
+		return table_op_run(t, op);
+	Py_BEGIN_ALLOW_THREADS
+	rc = table_op_run(t, op);
+	Py_END_ALLOW_THREADS
+	table_release_redis(ro);
+	return rc;
+}
+
 static PyObject *
 table_check(PyObject *self, PyObject *args, PyObject *kwds)
 {
@@ -574,21 +1239,17 @@ table_check(PyObject *self, PyObject *args, PyObject *kwds)
 	PyObject *cost_obj = NULL;
 	PyObject *now_obj = NULL;
 	double cost = 1.0;
-	double now = 0;
-	int given;
+	struct table_op op = { 0 };
 	const char *k;
 	Py_ssize_t klen;
-	tkshm_table *t;
-	tkshm_decision d;
 	int rc;
 
 	if (!st ||
 	    !PyArg_ParseTupleAndKeywords(args, kwds, "O|OO:check", kwlist, &key,
 					 &cost_obj, &now_obj))
 		return NULL;
-	t = table_handle((TableObject *)self);
-	if (!t || key_of(key, &k, &klen) < 0 ||
-	    now_of(now_obj, &now, &given) < 0)
+	if (!table_handle((TableObject *)self) || key_of(key, &k, &klen) < 0 ||
+	    now_of(now_obj, &op.now, &op.given) < 0)
 		return NULL;
 	if (cost_obj) {
 		if (!PyFloat_Check(cost_obj) && !PyLong_Check(cost_obj)) {
@@ -601,12 +1262,15 @@ table_check(PyObject *self, PyObject *args, PyObject *kwds)
 		if (cost == -1.0 && PyErr_Occurred())
 			return NULL;
 	}
-	/* The GIL stays held: see the comment at the top of the file. */
-	rc = given ? tkshm_check_at(t, k, (size_t)klen, cost, now, &d) :
-		     tkshm_check(t, k, (size_t)klen, cost, &d);
+	op.key = k;
+	op.len = (size_t)klen;
+	op.cost = cost;
+	rc = table_call((TableObject *)self, &op);
+	if (rc == TK_PY_RAISED)
+		return NULL;
 	if (rc != TKSHM_OK)
 		return raise_code(st, rc, NULL);
-	return decision_new(st, &d);
+	return decision_new(st, &op.d);
 }
 
 static PyObject *
@@ -616,26 +1280,25 @@ table_peek(PyObject *self, PyObject *args, PyObject *kwds)
 	module_state *st = state_of_type(Py_TYPE(self));
 	PyObject *key;
 	PyObject *now_obj = NULL;
-	double now = 0;
-	int given;
+	struct table_op op = { .peek = 1 };
 	const char *k;
 	Py_ssize_t klen;
-	tkshm_table *t;
-	tkshm_decision d;
 	int rc;
 
 	if (!st || !PyArg_ParseTupleAndKeywords(args, kwds, "O|O:peek", kwlist,
 						&key, &now_obj))
 		return NULL;
-	t = table_handle((TableObject *)self);
-	if (!t || key_of(key, &k, &klen) < 0 ||
-	    now_of(now_obj, &now, &given) < 0)
+	if (!table_handle((TableObject *)self) || key_of(key, &k, &klen) < 0 ||
+	    now_of(now_obj, &op.now, &op.given) < 0)
 		return NULL;
-	rc = given ? tkshm_peek_at(t, k, (size_t)klen, now, &d) :
-		     tkshm_peek(t, k, (size_t)klen, &d);
+	op.key = k;
+	op.len = (size_t)klen;
+	rc = table_call((TableObject *)self, &op);
+	if (rc == TK_PY_RAISED)
+		return NULL;
 	if (rc != TKSHM_OK)
 		return raise_code(st, rc, NULL);
-	return decision_new(st, &d);
+	return decision_new(st, &op.d);
 }
 
 static PyObject *
@@ -775,16 +1438,46 @@ table_stats(PyObject *self, PyObject *unused)
 	return d;
 }
 
+/* Under its Redis object's lock, if one is attached: another thread may be
+ * checking it with the GIL released. */
 static PyObject *
 table_close(PyObject *self, PyObject *unused)
 {
 	TableObject *o = (TableObject *)self;
+	RedisObject *ro;
+	int err;
 
 	(void)unused;
+	ro = table_lock_redis(o, &err);
+	if (err)
+		return NULL;
 	if (o->t)
 		tkshm_close(o->t);
 	o->t = NULL;
+	redis_unlink(o);
+	table_release_redis(ro);
 	Py_RETURN_NONE;
+}
+
+static PyObject *
+table_attach(PyObject *self, PyObject *redis)
+{
+	module_state *st = state_of_type(Py_TYPE(self));
+
+	if (!st || !table_handle((TableObject *)self) ||
+	    redis_arg(st, redis) < 0 ||
+	    table_set_redis(st, (TableObject *)self, redis) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+table_get_redis(PyObject *self, void *closure)
+{
+	RedisObject *ro = ((TableObject *)self)->redis;
+
+	(void)closure;
+	return Py_NewRef(ro ? (PyObject *)ro : Py_None);
 }
 
 static PyObject *
@@ -913,6 +1606,11 @@ static PyMethodDef table_methods[] = {
 	  "peek(key, now_ms=None) -> Decision\n\nWhat a check of cost 1 would "
 	  "decide, consuming nothing." },
 	{ "reset", table_reset, METH_O, "reset(key)\n\nForgets key." },
+	{ "attach", table_attach, METH_O,
+	  "attach(redis)\n\nDecides the checks and peeks of this strict table "
+	  "on Redis through redis (a tkshm.Redis); None detaches (checks then "
+	  "raise ENOREDIS).  The table keeps a reference to it.  A table that "
+	  "is not strict raises tkshm.Error (ENOTSUP)." },
 	{ "apply", (PyCFunction)(void (*)(void))table_apply,
 	  METH_VARARGS | METH_KEYWORDS,
 	  "apply(policy=None, slots=0) -> Change\n\nChanges the live table's "
@@ -937,13 +1635,15 @@ static PyGetSetDef table_getset[] = {
 	  "slots_before, slots_after, text)",
 	  NULL },
 	{ "closed", table_get_closed, NULL, "True once closed", NULL },
+	{ "redis", table_get_redis, NULL,
+	  "the tkshm.Redis attached (Table.attach), or None", NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
 static PyType_Slot table_slots[] = {
 	{ Py_tp_doc,
 	  "Table(path, policy=None, slots=0, create=True, mode=0o600, "
-	  "keep=False, private=False)\n\n"
+	  "keep=False, private=False, *, redis=None)\n\n"
 	  "Opens (or creates) the table at path; path None creates an "
 	  "anonymous table shared with the processes forked after.  mode: "
 	  "the created file's permission bits, 0 to 0o777 (0 is 0o600; "
@@ -951,7 +1651,8 @@ static PyType_Slot table_slots[] = {
 	  "table's are applied to the live table (.change says how); "
 	  "keep=True raises EMISMATCH instead.  An anonymous table created "
 	  "in a forked or spawned worker raises RuntimeError (it would be "
-	  "that worker's alone) unless private=True.  Open once per worker "
+	  "that worker's alone) unless private=True.  redis: a tkshm.Redis "
+	  "attached to a strict table (Table.attach).  Open once per worker "
 	  "process." },
 	{ Py_tp_new, PyType_GenericNew },
 	{ Py_tp_init, table_init },
@@ -1129,7 +1830,7 @@ static const struct {
 	E(TKSHM_ENOMEM),       E(TKSHM_ESYSTEM),   E(TKSHM_EFULL),
 	E(TKSHM_EBUSY),	       E(TKSHM_EREADONLY), E(TKSHM_ENOTSUP),
 	E(TKSHM_EINTR),	       E(TKSHM_ENOTHELD),  E(TKSHM_ENOREDIS),
-	E(TKSHM_EUNAVAILABLE), E(TKSHM_EREDIS),
+	E(TKSHM_EUNAVAILABLE), E(TKSHM_EREDIS),	   E(TKSHM_ECROSSSLOT),
 #undef E
 };
 
@@ -1173,6 +1874,10 @@ module_exec(PyObject *m)
 	st->change_type = PyStructSequence_NewType(&change_desc);
 	if (!st->change_type || PyModule_AddType(m, st->change_type) < 0)
 		return -1;
+	st->redis_type =
+		(PyTypeObject *)PyType_FromModuleAndSpec(m, &redis_spec, NULL);
+	if (!st->redis_type || PyModule_AddType(m, st->redis_type) < 0)
+		return -1;
 	for (i = 0; i < sizeof(error_codes) / sizeof(error_codes[0]); i++)
 		if (PyModule_AddIntConstant(m, error_codes[i].name + 6,
 					    error_codes[i].code) < 0)
@@ -1207,6 +1912,7 @@ module_traverse(PyObject *m, visitproc visit, void *arg)
 	Py_VISIT(st->decision_type);
 	Py_VISIT(st->table_type);
 	Py_VISIT(st->change_type);
+	Py_VISIT(st->redis_type);
 	return 0;
 }
 
@@ -1219,6 +1925,7 @@ module_clear(PyObject *m)
 	Py_CLEAR(st->decision_type);
 	Py_CLEAR(st->table_type);
 	Py_CLEAR(st->change_type);
+	Py_CLEAR(st->redis_type);
 	return 0;
 }
 

@@ -14,6 +14,8 @@ table file (a path) is shared by every process that opens it, forked or
 not: default_table_path(name) names one in the run directory.  Opening a
 table with another policy or more slots changes the live table
 (Table.change says how; tkshm.plan says it beforehand; keep=True refuses).
+A strict table (";mode=strict") decides on Redis through a tkshm.Redis
+attached to it (Table(..., redis=r) or table.attach(r)).
 See bindings/python/README.md.
 """
 
@@ -27,6 +29,7 @@ from ._tkshm import (  # noqa: F401
     Change,
     Decision,
     Error,
+    Redis,
     Table,
     client_key,
     now_ms,
@@ -43,7 +46,7 @@ del _name
 
 __version__ = _tkshm.library_version
 
-__all__ = ["Change", "Decision", "Error", "Table", "app_table_name",
+__all__ = ["Change", "Decision", "Error", "Redis", "Table", "app_table_name",
            "client_key", "default_table_path", "headers", "now_ms", "plan",
            "run_dir", "strerror"]
 

@@ -13,13 +13,20 @@ that start together all end up on one file.  A policy edited and reloaded
 state where the kinds allow; table.change says what was done.  A
 tkshm.Table may be given instead.
 
+A strict policy (";mode=strict") decides on Redis: pass redis= (a
+tkshm.Redis, or a dict of its options) and it is attached to the table:
+
+    application = RateLimitMiddleware(
+        application, "gcra:limit=5,periodMs=60000;mode=strict,prefix=login",
+        redis={"host": "10.0.0.5", "command_timeout_ms": 50})
+
 The key is the client address by default, an IPv6 address aggregated to its
 /64 (one host usually owns a whole /64).
 """
 
 import hashlib
 
-from . import LEASE_KEY_MAX, Error, Table, app_table_name, \
+from . import LEASE_KEY_MAX, Error, Redis, Table, app_table_name, \
     client_key as _client_key, default_table_path, headers as _headers
 
 _STATUS_TEXT = {429: "Too Many Requests", 503: "Service Unavailable"}
@@ -52,6 +59,12 @@ def fit_key(key):
     return key
 
 
+def is_strict(table):
+    """True when `table`'s canonical policy string says mode=strict."""
+    _, _, cross_host = getattr(table, "policy", "").partition(";")
+    return "mode=strict" in cross_host.split(",")
+
+
 def fails_closed(table):
     """True when `table` is a strict or lease table whose failure policy
     is fail-closed (its canonical policy string says so): a check it
@@ -71,6 +84,9 @@ class RateLimitMiddleware:
     table: a tkshm.Table, or a policy string for the application's
     default table (named `name`, default app_table_name(app), with `slots`
     slots, in tkshm.run_dir()).
+    redis: a tkshm.Redis, or a dict of its keyword options (a Redis is
+    then made for this middleware), attached to the table if its policy
+    is strict (ignored otherwise, so one configuration serves both).
     A Redis fault never reaches here: the library decides it by the
     table's failure policy.  A table error (full, busy) fails open unless
     fail_open=False, or unless the table is a cross-host one whose policy
@@ -80,13 +96,17 @@ class RateLimitMiddleware:
 
     def __init__(self, app, table, key_func=client_key, cost=1, status=429,
                  headers=True, policy_name=None, fail_open=True, name=None,
-                 slots=65536):
+                 slots=65536, redis=None):
         self.app = app
         if isinstance(table, str):
             # The application's default table: a named file that every
             # worker opens (a changed policy or more slots change it).
             table = Table(default_table_path(name or app_table_name(app)),
                           table, slots=slots)
+        if redis is not None and is_strict(table):
+            if isinstance(redis, dict):
+                redis = Redis(**redis)
+            table.attach(redis)
         self.table = table
         self.key_func = key_func
         self.cost = cost

@@ -1,0 +1,306 @@
+/*
+ * conn.c - which Redis server a call goes to (conn.h): the one configured
+ * (node.c), the primary the sentinels name (sentinel.c, C6), or the
+ * cluster's node of the call's keys (cluster.c).  Strict decisions, the
+ * lease agent and host registration call this file only, the same way in
+ * every deployment.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tkshm.h"
+#include "redis/cluster.h"
+#include "redis/conn.h"
+#include "redis/node.h"
+#include "redis/sentinel.h"
+
+struct tk_conn {
+	struct tk_node *node;	      /* one server, or the sentinels' primary */
+	struct tk_cluster *cluster;   /* or a cluster */
+	struct tk_sentinel *sentinel; /* with node: who names the primary */
+	bool resolved; /* node names the primary the sentinels named */
+	char err[256]; /* a resolution's failure, else "" */
+};
+
+/* One "host:port" (or "[v6]:port") of a list, len bytes at s. */
+static bool
+tk_addr_parse(const char *s, size_t len, struct tk_redis_addr *out)
+{
+	const char *colon = NULL, *host = s;
+	size_t hlen;
+	long port = 0;
+
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == ':')
+			colon = s + i;
+	if (!colon || colon == s || (size_t)(colon - s) + 1 >= len)
+		return false;
+	hlen = (size_t)(colon - s);
+	if (host[0] == '[') {
+		if (hlen < 3 || host[hlen - 1] != ']')
+			return false;
+		host++;
+		hlen -= 2;
+	}
+	if (hlen >= sizeof out->host)
+		return false;
+	for (const char *p = colon + 1; p < s + len; p++) {
+		if (*p < '0' || *p > '9' || port > 65535)
+			return false;
+		port = port * 10 + (*p - '0');
+	}
+	if (port < 1 || port > 65535)
+		return false;
+	memcpy(out->host, host, hlen);
+	out->host[hlen] = '\0';
+	out->port = (int)port;
+	return true;
+}
+
+int
+tk_redis_addrs_parse(const char *list, struct tk_redis_addr *out, char *why,
+		     size_t why_len)
+{
+	int n = 0;
+
+	if (!list || !*list) {
+		snprintf(why, why_len, "no address");
+		return TKSHM_EINVAL;
+	}
+	while (*list) {
+		size_t len = strcspn(list, ", ");
+
+		if (len > 0) {
+			if (n == TK_REDIS_ADDRS_COUNT) {
+				snprintf(why, why_len,
+					 "more than %d addresses",
+					 TK_REDIS_ADDRS_COUNT);
+				return TKSHM_EINVAL;
+			}
+			if (!tk_addr_parse(list, len, &out[n])) {
+				snprintf(why, why_len,
+					 "\"%.*s\" is not host:port",
+					 (int)(len > 80 ? 80 : len), list);
+				return TKSHM_EINVAL;
+			}
+			n++;
+		}
+		list += len;
+		list += strspn(list, ", ");
+	}
+	if (n == 0) {
+		snprintf(why, why_len, "no address");
+		return TKSHM_EINVAL;
+	}
+	return n;
+}
+
+int
+tk_conn_new(const struct tk_redis_conf *conf, struct tk_conn **out)
+{
+	struct tk_conn *c;
+	int rc;
+
+	if (out == NULL)
+		return TKSHM_ENULL;
+	*out = NULL;
+	if (conf == NULL)
+		return TKSHM_ENULL;
+	if (memchr(conf->cluster, '\0', sizeof conf->cluster) == NULL ||
+	    memchr(conf->sentinels, '\0', sizeof conf->sentinels) == NULL ||
+	    memchr(conf->sentinel_master, '\0',
+		   sizeof conf->sentinel_master) == NULL)
+		return TKSHM_EINVAL;
+	/* One of: a server, sentinels with a name, a cluster. */
+	if ((conf->cluster[0] && conf->sentinels[0]) ||
+	    (!conf->sentinels[0] != !conf->sentinel_master[0]))
+		return TKSHM_EINVAL;
+	if ((c = calloc(1, sizeof *c)) == NULL)
+		return TKSHM_ENOMEM;
+	if (conf->cluster[0]) {
+		rc = tk_cluster_new(conf, &c->cluster);
+	} else {
+		rc = tk_node_new(conf, &c->node);
+		if (rc == TKSHM_OK && conf->sentinels[0])
+			rc = tk_sentinel_new(conf, &c->sentinel);
+	}
+	if (rc != TKSHM_OK) {
+		tk_conn_free(c);
+		return rc;
+	}
+	*out = c;
+	return TKSHM_OK;
+}
+
+void
+tk_conn_free(struct tk_conn *c)
+{
+	if (c == NULL)
+		return;
+	tk_node_free(c->node);
+	tk_cluster_free(c->cluster);
+	tk_sentinel_free(c->sentinel);
+	free(c);
+}
+
+/* C6: the node names the primary before a call goes to it. */
+static int
+tk_primary(struct tk_conn *c)
+{
+	int rc;
+
+	c->err[0] = '\0';
+	if (!c->sentinel || c->resolved)
+		return TKSHM_OK;
+	rc = tk_sentinel_resolve(c->sentinel, c->node, c->err, sizeof c->err);
+	c->resolved = rc == TKSHM_OK;
+	return rc;
+}
+
+/* C6: after a failed exchange, or a write refused by a replica (the
+ * primary demoted under us), the sentinels are asked again. */
+static int
+tk_after(struct tk_conn *c, int rc, const char *text)
+{
+	if (!c->sentinel)
+		return rc;
+	if (rc == TKSHM_EUNAVAILABLE)
+		c->resolved = false;
+	if (rc == TKSHM_EREDIS && strncmp(text, "READONLY", 8) == 0) {
+		c->resolved = false;
+		tk_node_drop(c->node);
+		rc = TKSHM_EUNAVAILABLE; /* the primary is elsewhere now */
+	}
+	return rc;
+}
+
+static void
+tk_say(const struct tk_conn *c, char *errbuf, size_t errlen)
+{
+	if (errbuf && errlen)
+		snprintf(errbuf, errlen, "%s", c->err);
+}
+
+int
+tk_conn_ready(struct tk_conn *c)
+{
+	int rc;
+
+	if (c == NULL)
+		return TKSHM_ENULL;
+	if (c->cluster)
+		return tk_cluster_ready(c->cluster);
+	if ((rc = tk_primary(c)) != TKSHM_OK)
+		return rc;
+	return tk_after(c, tk_node_ready(c->node), "");
+}
+
+int
+tk_conn_eval(struct tk_conn *c, enum tk_script_id id,
+	     const struct tk_args *keys, const struct tk_args *args,
+	     redisReply **reply, char *errbuf, size_t errlen)
+{
+	char text[TK_NODE_ERR_LEN];
+	int rc;
+
+	if (reply != NULL)
+		*reply = NULL;
+	if (c == NULL || reply == NULL)
+		return TKSHM_ENULL;
+	if (c->cluster)
+		return tk_cluster_eval(c->cluster, id, keys, args, reply,
+				       errbuf, errlen);
+	if ((rc = tk_primary(c)) != TKSHM_OK) {
+		tk_say(c, errbuf, errlen);
+		return rc;
+	}
+	text[0] = '\0';
+	rc = tk_node_eval(c->node, id, keys, args, false, reply, text,
+			  sizeof text);
+	if (errbuf && errlen)
+		snprintf(errbuf, errlen, "%s", text);
+	return tk_after(c, rc, text);
+}
+
+int
+tk_conn_eval_many(struct tk_conn *c, enum tk_script_id id, size_t n,
+		  const struct tk_args *keys, const struct tk_args *args,
+		  redisReply **replies)
+{
+	char(*errs)[TK_NODE_ERR_LEN] = NULL;
+	int rc;
+
+	if (c == NULL || (replies == NULL && n > 0))
+		return TKSHM_ENULL;
+	if (c->cluster)
+		return tk_cluster_eval_many(c->cluster, id, n, keys, args,
+					    replies);
+	if ((rc = tk_primary(c)) != TKSHM_OK) {
+		for (size_t i = 0; i < n; i++)
+			replies[i] = NULL;
+		return rc;
+	}
+	if (c->sentinel && n > 0 && (errs = calloc(n, TK_NODE_ERR_LEN)) == NULL)
+		return TKSHM_ENOMEM;
+	rc = tk_node_eval_many(c->node, id, n, keys, args, replies, errs);
+	for (size_t i = 0; errs && i < n; i++)
+		if (tk_after(c, TKSHM_EREDIS, errs[i]) == TKSHM_EUNAVAILABLE)
+			rc = TKSHM_EUNAVAILABLE;
+	free(errs);
+	return tk_after(c, rc, "");
+}
+
+int
+tk_conn_command(struct tk_conn *c, const struct tk_args *argv,
+		redisReply **reply, char *errbuf, size_t errlen)
+{
+	char text[TK_NODE_ERR_LEN];
+	int rc;
+
+	if (reply != NULL)
+		*reply = NULL;
+	if (c == NULL || argv == NULL || reply == NULL)
+		return TKSHM_ENULL;
+	if (c->cluster)
+		return tk_cluster_command(c->cluster, argv, reply, errbuf,
+					  errlen);
+	if ((rc = tk_primary(c)) != TKSHM_OK) {
+		tk_say(c, errbuf, errlen);
+		return rc;
+	}
+	text[0] = '\0';
+	rc = tk_node_command(c->node, argv, reply, text, sizeof text);
+	if (errbuf && errlen)
+		snprintf(errbuf, errlen, "%s", text);
+	return tk_after(c, rc, text);
+}
+
+void
+tk_conn_last_error(const struct tk_conn *c, char *buf, size_t len)
+{
+	if (c == NULL) {
+		if (buf && len)
+			buf[0] = '\0';
+	} else if (c->cluster) {
+		tk_cluster_last_error(c->cluster, buf, len);
+	} else if (c->err[0]) {
+		snprintf(buf, len, "%s", c->err);
+	} else {
+		tk_node_last_error(c->node, buf, len);
+	}
+}
+
+void
+tk_conn_stats_get(const struct tk_conn *c, struct tk_conn_stats *out)
+{
+	if (out == NULL)
+		return;
+	if (c && c->cluster)
+		tk_cluster_stats_get(c->cluster, out);
+	else if (c)
+		tk_node_stats_get(c->node, out);
+	else
+		memset(out, 0, sizeof *out);
+}

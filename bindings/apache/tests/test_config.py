@@ -66,6 +66,12 @@ REFUSED = [
     ("TkshmRedis port=0", "TkshmRedis: bad option 'port=0'"),
     ("TkshmRedis host=h timeoutMs=0", "bad option 'timeoutMs=0'"),
     ("TkshmRedis hots=h", "bad option 'hots=h'"),
+    ("TkshmRedis sentinels=127.0.0.1:26379",
+     "TkshmRedis: sentinels= and master= go together"),
+    ("TkshmRedis cluster=127.0.0.1:7000 host=h",
+     "cluster= or sentinels= name the servers"),
+    ("TkshmRedis cluster=127.0.0.1:7000 sentinels=h:1 master=m",
+     "cluster= and sentinels= are exclusive"),
     ("TkshmRedis\nTkshmRedis port=7000", "TkshmRedis is already set at"),
     ("TkshmRedis\nTkshmTable s {dir}/s.tk %s;mode=strict\n" % GOOD + TABLE +
      "<Location /x>\nTkshmLimit s\nTkshmLimit api\n</Location>",

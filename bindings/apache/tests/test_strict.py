@@ -164,6 +164,116 @@ class FailClosedTest(unittest.TestCase):
         self.assertEqual(codes, [429] * 4)
 
 
+REDIS_CLI = "/usr/bin/redis-cli"
+CLUSTER_SITE = """
+TkshmRedis cluster=%s timeoutMs=2000
+TkshmTable login {dir}/login.tk \
+    gcra:limit=%d,periodMs=86400000;mode=strict,prefix=%s
+<Location /login>
+    TkshmLimit login
+</Location>
+"""
+
+
+class ClusterTest(unittest.TestCase):
+    """The two hosts of StrictTest on a Redis Cluster of 3 masters
+    (TkshmRedis cluster=): the key's slot is on one of them, found
+    through the slot map, and the limit is exact."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="tkshm-cluster-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.nodes, self.ports = [], []
+        for i in range(3):
+            port = free_cluster_port()
+            d = os.path.join(self.dir, str(port))
+            os.mkdir(d)
+            self.nodes.append(subprocess.Popen(
+                [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
+                 "--cluster-enabled", "yes", "--cluster-config-file",
+                 "nodes.conf", "--cluster-node-timeout", "1000", "--dir", d,
+                 "--save", "", "--appendonly", "no", "--loglevel",
+                 "warning"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+            self.ports.append(port)
+        self.addCleanup(self.stop_nodes)
+        for port in self.ports:
+            wait_for(lambda: redis_command(port, "PING") == "+PONG")
+        subprocess.run([REDIS_CLI, "--cluster", "create"] +
+                       ["127.0.0.1:%d" % p for p in self.ports] +
+                       ["--cluster-yes"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        for port in self.ports:
+            wait_for(lambda: "cluster_state:ok" in
+                     redis_info(port, "CLUSTER", "INFO"))
+
+    def stop_nodes(self):
+        for n in self.nodes:
+            n.kill()
+            n.wait()
+
+    def test_two_hosts_share_one_limit(self):
+        seeds = ",".join("127.0.0.1:%d" % p for p in self.ports)
+        hosts = []
+        for _ in range(2):
+            h = httpd.Httpd(CLUSTER_SITE % (seeds, LIMIT, PREFIX),
+                            mpm="prefork",
+                            files={"login/index.html": "login\n"})
+            self.addCleanup(h.cleanup)
+            h.start()
+            hosts.append(h)
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda i: hosts[i % 2].get("/login/"),
+                                    range(REQUESTS)))
+        codes = [s for s, _, _ in results]
+        self.assertEqual(codes.count(200), LIMIT, codes)
+        self.assertEqual(codes.count(429), REQUESTS - LIMIT, codes)
+        print("strict on a 3-master cluster: %d x 200, %d x 429"
+              % (codes.count(200), codes.count(429)), file=sys.stderr)
+
+
+def free_cluster_port():
+    """A free port whose bus port (+10000) is free too, below 45536."""
+    while True:
+        p = httpd.free_port()
+        if p >= 45536:
+            continue
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", p + 10000))
+            return p
+        except OSError:
+            continue
+
+
+def wait_for(ready, seconds=15):
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if ready():
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError("not ready in %d s" % seconds)
+        time.sleep(0.05)
+
+
+def redis_info(port, *args):
+    """A bulk reply's text (CLUSTER INFO)."""
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a.encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    with socket.create_connection(("127.0.0.1", port), 5) as s:
+        s.sendall(out)
+        f = s.makefile("rb")
+        head = f.readline()
+        if not head.startswith(b"$"):
+            return head.decode()
+        return f.read(int(head[1:])).decode()
+
+
 if __name__ == "__main__":
     httpd.skip_without_httpd()
     if not os.access(REDIS_SERVER, os.X_OK):

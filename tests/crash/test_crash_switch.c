@@ -97,42 +97,43 @@ spend(tkshm_table *t, const char *key, int n)
 	return got;
 }
 
+/* Calls fn on the path of every file of the work directory. */
+static void
+each_file(int (*fn)(const char *))
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char f[4400];
+
+	if (!d)
+		fail_msg("opendir %s: %s", dir, strerror(errno));
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			snprintf(f, sizeof f, "%s/%s", dir, e->d_name);
+			(void)fn(f);
+		}
+	closedir(d);
+}
+
 /* Removes every file of the work directory: a crashed replacement may
  * leave its new table's or its side name there. */
 static void
 clean_dir(void)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char f[4400];
-
-	if (!d)
-		fail_msg("opendir %s: %s", dir, strerror(errno));
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.') {
-			snprintf(f, sizeof f, "%s/%s", dir, e->d_name);
-			unlink(f);
-		}
-	closedir(d);
+	each_file(unlink);
 }
 
+static int
+readable_by_all(const char *f)
+{
+	return chmod(f, 0644);
+}
 
 /* Every file of the work directory readable by all, none writable. */
 static void
 share_dir_read_only(void)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char f[4400];
-
-	if (!d)
-		fail_msg("opendir %s: %s", dir, strerror(errno));
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.') {
-			snprintf(f, sizeof f, "%s/%s", dir, e->d_name);
-			chmod(f, 0644);
-		}
-	closedir(d);
+	each_file(readable_by_all);
 	chmod(dir, 0755);
 	chmod(tkt_tmpdir(), 0711); /* mkdtemp's 0700 */
 }

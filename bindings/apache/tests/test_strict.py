@@ -35,14 +35,19 @@ TkshmTable login {dir}/login.tk \
 """
 
 
-def redis_command(port, *args):
-    """One RESP command; the reply's first line."""
+def resp(args):
+    """A command in RESP."""
     out = b"*%d\r\n" % len(args)
     for a in args:
         a = a.encode()
         out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def redis_command(port, *args):
+    """One RESP command; the reply's first line."""
     with socket.create_connection(("127.0.0.1", port), 5) as s:
-        s.sendall(out)
+        s.sendall(resp(args))
         return s.makefile("rb").readline().decode().strip()
 
 
@@ -261,12 +266,8 @@ def wait_for(ready, seconds=15):
 
 def redis_info(port, *args):
     """A bulk reply's text (CLUSTER INFO)."""
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a.encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
     with socket.create_connection(("127.0.0.1", port), 5) as s:
-        s.sendall(out)
+        s.sendall(resp(args))
         f = s.makefile("rb")
         head = f.readline()
         if not head.startswith(b"$"):

@@ -15,12 +15,21 @@
 #include "redis/conn.h"
 #include "redis/node.h"
 #include "redis/sentinel.h"
+#include "shm/table.h" /* tk_mono_ms */
+
+/* How long a primary the sentinels named is used before they are asked
+ * again.  A failover the sentinels make leaves the old primary writable
+ * until they convert it (about 10 s in Redis 7.0), answering every
+ * script: without asking, a host would go on counting there, in counts
+ * the new primary never sees. */
+#define TK_SENTINEL_RECHECK_MS 1000.0
 
 struct tk_conn {
 	struct tk_node *node;	      /* one server, or the sentinels' primary */
 	struct tk_cluster *cluster;   /* or a cluster */
 	struct tk_sentinel *sentinel; /* with node: who names the primary */
 	bool resolved; /* node names the primary the sentinels named */
+	double resolved_at; /* monotonic ms of that answer */
 	char err[256]; /* a resolution's failure, else "" */
 };
 
@@ -152,10 +161,13 @@ tk_primary(struct tk_conn *c)
 	int rc;
 
 	c->err[0] = '\0';
-	if (!c->sentinel || c->resolved)
+	if (!c->sentinel ||
+	    (c->resolved &&
+	     tk_mono_ms() - c->resolved_at < TK_SENTINEL_RECHECK_MS))
 		return TKSHM_OK;
 	rc = tk_sentinel_resolve(c->sentinel, c->node, c->err, sizeof c->err);
 	c->resolved = rc == TKSHM_OK;
+	c->resolved_at = tk_mono_ms();
 	return rc;
 }
 

@@ -23,9 +23,9 @@
  * C5  Nothing here prints, aborts or exits; replies are returned to the
  *     caller, who frees them with freeReplyObject().
  * C6  Sentinel: the primary's address is asked of the sentinels (in their
- *     order) before connecting, and again after a failed exchange or a
- *     READONLY reply (a demoted primary); a server that does not say
- *     ROLE master is not used.  Cluster: cluster.h's K1-K5.
+ *     order) before connecting, again after a failed exchange or a
+ *     READONLY reply (a demoted primary), and at least once a second; a
+ *     server that does not say ROLE master is not used.  Cluster: cluster.h's K1-K5.
  */
 #ifndef TKSHM_REDIS_CONN_H
 #define TKSHM_REDIS_CONN_H

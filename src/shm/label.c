@@ -83,7 +83,8 @@ tk_label_write(struct tkshm_table *t, uint64_t index, uint64_t fp,
 
 	memset(bytes, 0, sizeof bytes);
 	bytes[0] = (unsigned char)(len < 255 ? len : 255);
-	memcpy(bytes + 1, key, n);
+	if (key != NULL) /* a key carried in by its fingerprint has none */
+		memcpy(bytes + 1, key, n);
 	memcpy(w, bytes, sizeof w);
 
 	/* Relaxed, then a release fence: readers that see any new word also

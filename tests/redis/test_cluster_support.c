@@ -178,6 +178,40 @@ check_key_slots(void)
 	freeReplyObject(r);
 }
 
+/* A connection over the unix socket `path`, or to 127.0.0.1:port. */
+static redisContext *
+connect_to(const char *path, int port)
+{
+	const struct timeval tv = { 5, 0 };
+	redisContext *c =
+		path != NULL ? redisConnectUnixWithTimeout(path, tv) :
+			       redisConnectWithTimeout("127.0.0.1", port, tv);
+
+	if (c == NULL || c->err != 0 || redisSetTimeout(c, tv) != 0)
+		fail_msg("connecting to %s:%d: %s", path ? path : "127.0.0.1",
+			 port, c != NULL ? c->errstr : "out of memory");
+	return c;
+}
+
+/* SET, then WAIT for the replica on the same connection (WAIT counts the
+ * writes of its own connection: on a new one it waits for nothing), so
+ * the key survives a failover.  Frees c. */
+static void
+set_acked(redisContext *c, const char *key, const char *value)
+{
+	redisReply *r = redisCommand(c, "SET %s %s", key, value);
+
+	if (r == NULL)
+		fail_msg("SET %s: %s", key, c->errstr);
+	expect_ok(r, "SET");
+	if ((r = redisCommand(c, "WAIT 1 5000")) == NULL)
+		fail_msg("WAIT: %s", c->errstr);
+	assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+	assert_int_equal(r->integer, 1);
+	freeReplyObject(r);
+	redisFree(c);
+}
+
 /* A key served by master m: "key:N" for the first N that lands there. */
 static void
 key_on(int m, char *key, size_t size)
@@ -189,24 +223,22 @@ key_on(int m, char *key, size_t size)
 	}
 }
 
-/* SET on the key's master; MOVED from another master. */
+/* SET on the key's master (acknowledged by its replica); MOVED from
+ * another master. */
 static void
 set_on_each_master(char keys[][32])
 {
 	for (int m = 0; m < TKT_CLUSTER_NODES; m++) {
 		int other = (m + 1) % TKT_CLUSTER_NODES;
+		char value[16];
 		redisReply *r;
 
 		if (!cluster.master[m])
 			continue;
 		key_on(m, keys[m], 32);
-		expect_ok(
-			tkt_cluster_cmd(&cluster, m, "SET %s v%d", keys[m], m),
-			"SET on its master");
-		/* Acknowledged by the replica: it survives a failover. */
-		r = tkt_cluster_cmd(&cluster, m, "WAIT 1 5000");
-		assert_int_equal(r->integer, 1);
-		freeReplyObject(r);
+		snprintf(value, sizeof value, "v%d", m);
+		set_acked(connect_to(cluster.node[m].unix_path, 0), keys[m],
+			  value);
 		while (!cluster.master[other] || other == m)
 			other = (other + 1) % TKT_CLUSTER_NODES;
 		r = tkt_cluster_cmd(&cluster, other, "GET %s", keys[m]);
@@ -287,9 +319,12 @@ static void
 check_failover(char keys[][32])
 {
 	int dead = other_master(-1), r = cluster.replica[dead];
-	int slot = slot_of(keys[dead]);
+	int slot = slot_of(keys[dead]), mig = slot_of("{mig}");
+	bool imported = tkt_cluster_master_of_slot(&cluster, mig) == dead;
 	char want[16];
 
+	/* The keys it imported (MIGRATE) on its replica too. */
+	tkt_cluster_wait_replicated(&cluster, dead);
 	tkt_cluster_kill_master(&cluster, dead);
 	tkt_cluster_wait_promoted(&cluster, dead);
 	assert_true(cluster.master[r]);
@@ -302,6 +337,9 @@ check_failover(char keys[][32])
 		expect_str(tkt_cluster_cmd(&cluster, i, "GET %s", keys[i]),
 			   want, "GET on a live master");
 	}
+	if (imported)
+		assert_int_equal(
+			cluster_int(r, "CLUSTER COUNTKEYSINSLOT %d", mig), 250);
 	snprintf(want, sizeof want, "v%d", dead);
 	expect_str(tkt_cluster_cmd(&cluster, r, "GET %s", keys[dead]), want,
 		   "GET on the promoted replica");
@@ -329,13 +367,10 @@ test_cluster(void **state)
 static redisReply *
 tcp_cmd(int port, const char *fmt, ...)
 {
-	const struct timeval tv = { 5, 0 };
-	redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+	redisContext *c = connect_to(NULL, port);
 	redisReply *r;
 	va_list ap;
 
-	if (c == NULL || c->err != 0 || redisSetTimeout(c, tv) != 0)
-		fail_msg("connecting to port %d", port);
 	va_start(ap, fmt);
 	r = redisvCommand(c, fmt, ap);
 	va_end(ap);
@@ -374,15 +409,11 @@ static void
 test_sentinel_failover(void **state)
 {
 	int replica = sentinels.server[1].port;
-	redisReply *r;
 
 	(void)state;
 	check_addrs();
-	expect_ok(tcp_cmd(tkt_sentinel_primary_port(&sentinels), "SET k v"),
-		  "SET on the primary");
-	r = tcp_cmd(tkt_sentinel_primary_port(&sentinels), "WAIT 1 5000");
-	assert_int_equal(r->integer, 1);
-	freeReplyObject(r);
+	set_acked(connect_to(NULL, tkt_sentinel_primary_port(&sentinels)), "k",
+		  "v");
 	tkt_sentinel_failover(&sentinels);
 	assert_int_equal(tkt_sentinel_primary_port(&sentinels), replica);
 	expect_role(replica, "master");

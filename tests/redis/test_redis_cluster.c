@@ -355,7 +355,6 @@ test_master_killed(void **state)
 	pid_t pids[HOSTS];
 	struct tally *y;
 	int slot, master;
-	redisReply *rep;
 
 	(void)state;
 	for (int m = 0; m < NKEYS; m++)
@@ -367,10 +366,9 @@ test_master_killed(void **state)
 		      "prefix=cl,failure=fail-closed",
 		      keys, 5000, pids);
 	usleep(500000);
-	/* Every write so far on the replica: the loss of async replication
-	 * is not what this test measures. */
-	rep = tkt_cluster_cmd(&cl, master, "WAIT 1 1000");
-	freeReplyObject(rep);
+	/* Every write so far on the replica: the loss of asynchronous
+	 * replication is not what this test measures. */
+	tkt_cluster_wait_replicated(&cl, master);
 	tkt_cluster_kill_master(&cl, master);
 	tkt_cluster_wait_promoted(&cl, master);
 	usleep(1000000);

@@ -29,7 +29,7 @@ struct tally {
 };
 
 static pid_t
-host(struct tally *y, int h, const char *spec)
+host(struct tally *y, int h, const char *spec, int gap_us)
 {
 	pid_t pid = fork();
 
@@ -63,7 +63,7 @@ host(struct tally *y, int h, const char *spec)
 				y->fallback[h]++;
 			else if (d.allowed)
 				y->admitted[h]++;
-			usleep(2000);
+			usleep((useconds_t)gap_us);
 		}
 		_exit(0);
 	}
@@ -92,7 +92,8 @@ test_failover_under_load(void **state)
 	for (int h = 0; h < HOSTS; h++)
 		pids[h] = host(y, h,
 			       "gcra:limit=100000,periodMs=4000000000;"
-			       "mode=strict,prefix=sn,failure=fail-closed");
+			       "mode=strict,prefix=sn,failure=fail-closed",
+			       2000);
 	usleep(700000);
 	before = sum(y->admitted);
 	tkt_sentinel_failover(&ss);
@@ -120,30 +121,45 @@ test_failover_under_load(void **state)
 	tkt_sentinel_stop(&ss);
 }
 
-/* A limit a failover must not pass: 300, spent across it. */
+/* A limit spent across a failover.  The old primary stays writable
+ * until the sentinels convert it (about 10 s): a host that has not asked
+ * the sentinels again since the switch goes on counting there, in counts
+ * the new primary never sees.  Hosts ask at least once a second (conn.h
+ * C6), so the extra admissions are those of at most about a second of
+ * checks after the switch: stated, and measured here. */
 static void
-test_limit_held_across_failover(void **state)
+test_limit_across_failover(void **state)
 {
 	struct tally *y = tkt_shared(sizeof *y);
+	const double rate = HOSTS * 1000.0 / 12; /* checks/s, all hosts */
 	pid_t pids[HOSTS];
+	uint64_t n;
 
 	(void)state;
 	tkt_sentinel_start(&ss);
 	for (int h = 0; h < HOSTS; h++)
 		pids[h] = host(y, h,
-			       "gcra:limit=300,periodMs=4000000000;"
-			       "mode=strict,prefix=sl,failure=fail-closed");
-	usleep(300000);
+			       "gcra:limit=600,periodMs=4000000000;"
+			       "mode=strict,prefix=sl,failure=fail-closed",
+			       10000);
+	usleep(500000);
 	tkt_sentinel_failover(&ss);
-	usleep(3000000);
+	usleep(3500000);
 	y->stop = 1;
 	for (int h = 0; h < HOSTS; h++)
 		assert_int_equal(waitpid(pids[h], NULL, 0), pids[h]);
-	print_message("  limit 300 across a failover: %llu admitted\n",
-		      (unsigned long long)sum(y->admitted));
-	/* SENTINEL FAILOVER waits for the replica to catch up: no write
-	 * is lost, so the key admits its limit, no more. */
-	assert_int_equal(sum(y->admitted), 300);
+	n = sum(y->admitted);
+	print_message("  limit 600 across a failover: %llu admitted (%+lld), "
+		      "%llu fail-closed denials, at about %.0f checks/s\n",
+		      (unsigned long long)n, (long long)n - 600,
+		      (unsigned long long)sum(y->fallback), rate);
+	assert_int_equal(sum(y->errors), 0);
+	/* The limit was reached (the key spans the switch), and passed by
+	 * the checks of the switch (the sentinels name the new primary
+	 * about a second after promoting it) and of the recheck period (a
+	 * second): bounded here with room for a loaded machine. */
+	assert_true(n >= 600);
+	assert_true((double)n <= 600 + 3 * rate);
 	tkt_shared_free(y, sizeof *y);
 	tkt_sentinel_stop(&ss);
 }
@@ -153,7 +169,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_failover_under_load),
-		cmocka_unit_test(test_limit_held_across_failover),
+		cmocka_unit_test(test_limit_across_failover),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, tkt_teardown);

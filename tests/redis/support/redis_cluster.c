@@ -596,26 +596,41 @@ node_argv(const struct tkt_node *n, int argc, const char **argv,
 	return r;
 }
 
-/* True when an INFO-like text reply has the line `field:want`. */
+/* The value of the line `field:value` of an INFO-like text reply, or
+ * NULL. */
+static const char *
+info_value(const redisReply *r, const char *field)
+{
+	size_t fl = strlen(field);
+
+	if (r == NULL || r->type != REDIS_REPLY_STRING)
+		return NULL;
+	for (const char *p = r->str; p != NULL; p = strchr(p, '\n')) {
+		if (*p == '\n')
+			p++;
+		if (strncmp(p, field, fl) == 0 && p[fl] == ':')
+			return p + fl + 1;
+	}
+	return NULL;
+}
+
 static bool
 info_is(const redisReply *r, const char *field, const char *want)
 {
-	size_t fl = strlen(field), wl = strlen(want);
+	const char *v = info_value(r, field);
+	size_t wl = strlen(want);
 
-	if (r == NULL || r->type != REDIS_REPLY_STRING)
-		return false;
-	for (const char *p = r->str; p != NULL; p = strchr(p, '\n')) {
-		const char *v;
+	return v != NULL && strncmp(v, want, wl) == 0 &&
+	       (v[wl] == '\r' || v[wl] == '\n' || v[wl] == '\0');
+}
 
-		if (*p == '\n')
-			p++;
-		if (strncmp(p, field, fl) != 0 || p[fl] != ':')
-			continue;
-		v = p + fl + 1;
-		return strncmp(v, want, wl) == 0 &&
-		       (v[wl] == '\r' || v[wl] == '\n' || v[wl] == '\0');
-	}
-	return false;
+/* The number of the line `field:N`; -1 when there is none. */
+static long long
+info_number(const redisReply *r, const char *field)
+{
+	const char *v = info_value(r, field);
+
+	return v != NULL ? strtoll(v, NULL, 10) : -1;
 }
 
 /* The node answers `cmd` (no arguments to format) with field:want. */
@@ -1061,10 +1076,12 @@ void
 tkt_cluster_wait_promoted(struct tkt_cluster *c, int dead_node)
 {
 	double deadline = tkt_seconds() + FAILOVER_WAIT_S;
-	int r;
+	int r = -1;
 
-	if (dead_node < 0 || dead_node >= TKT_CLUSTER_NODES ||
-	    !c->master[dead_node] || (r = c->replica[dead_node]) < 0)
+	if (dead_node >= 0 && dead_node < TKT_CLUSTER_NODES &&
+	    c->master[dead_node])
+		r = c->replica[dead_node];
+	if (r < 0)
 		fail_msg("cluster node %d is no master with a replica",
 			 dead_node);
 	while (!promoted(c, dead_node, r)) {
@@ -1077,6 +1094,34 @@ tkt_cluster_wait_promoted(struct tkt_cluster *c, int dead_node)
 	}
 	while (!read_topology(c, r))
 		sleep_ms(POLL_EVERY_MS);
+}
+
+void
+tkt_cluster_wait_replicated(struct tkt_cluster *c, int node)
+{
+	double deadline = tkt_seconds() + AGREE_WAIT_S;
+	redisReply *r = tkt_cluster_cmd(c, node, "INFO replication");
+	long long want = info_number(r, "master_repl_offset"), got = -1;
+	int rep = c->replica[node];
+
+	freeReplyObject(r);
+	if (want < 0 || rep < 0 || c->node[rep].pid == 0)
+		fail_msg("cluster node %d is no master with a live replica",
+			 node);
+	/* The replica's own count of what it applied: the master's view of
+	 * it (slave0:...offset=) is only refreshed by its ACK each second. */
+	while (got < want) {
+		if (tkt_seconds() > deadline)
+			fail_msg("node %d: its replica at %lld of %lld", node,
+				 got, want);
+		r = node_try(&c->node[rep], POLL_TIMEOUT_MS,
+			     "INFO replication");
+		got = info_number(r, "slave_repl_offset");
+		if (r != NULL)
+			freeReplyObject(r);
+		if (got < want)
+			sleep_ms(POLL_EVERY_MS);
+	}
 }
 
 /* ------------------------------------------------------------------------

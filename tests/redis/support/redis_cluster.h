@@ -84,6 +84,11 @@ const char *tkt_cluster_seeds(struct tkt_cluster *c);
 /* The node serving `slot` now, as CLUSTER SLOTS of the first live node
  * says; -1 when no node serves it (during a failover). */
 int tkt_cluster_master_of_slot(struct tkt_cluster *c, int slot);
+/* Returns once the replica of master `node` has applied every write the
+ * master had made when called (its replication offset); fails the test
+ * after 10 s.  Before a kill, so that no write is lost to asynchronous
+ * replication. */
+void tkt_cluster_wait_replicated(struct tkt_cluster *c, int node);
 /* kill -9 of a master (and reaped); its directory is kept. */
 void tkt_cluster_kill_master(struct tkt_cluster *c, int node);
 /* Waits until the replica of `dead_node` (a killed master) is a master
@@ -111,7 +116,9 @@ void tkt_cluster_migrate_end(struct tkt_cluster *c);
 /* One command (hiredis's printf-style format) to one node over a new
  * connection (its unix socket, 5 s timeout) closed afterwards.  Returns
  * the reply (an error reply too: MOVED, ASK), which the caller frees
- * with freeReplyObject(); fails the test when the node does not answer. */
+ * with freeReplyObject(); fails the test when the node does not answer.
+ * (WAIT counts the writes of its own connection: sent this way it waits
+ * for none.  node[i].unix_path is there for a connection of one's own.) */
 redisReply *tkt_cluster_cmd(struct tkt_cluster *c, int node, const char *fmt,
 			    ...);
 /* The cluster's hash slot of a key: CRC16-XMODEM of its hash tag (the

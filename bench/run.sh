@@ -2,8 +2,8 @@
 # The whole benchmark suite in one command:
 #
 #   bench/run.sh [--quick] [--out-dir DIR] [--skip-core] [--skip-procs]
-#                [--skip-redis-tier] [--skip-servers] [--report-only]
-#                [--benchmark_*=...]... [-- DRIVER_ARGS...]
+#                [--skip-redis-tier] [--skip-cluster] [--skip-servers]
+#                [--report-only] [--benchmark_*=...]... [-- DRIVER_ARGS...]
 #
 # 1. installs what is missing (scripts/install-deps.sh bench);
 # 2. builds Release in build/bench: tkshm_bench_check (Google Benchmark),
@@ -12,8 +12,12 @@
 #    when the library has its Redis tier, i.e. hiredis was found);
 # 3. runs tkshm_bench_check, 3 repetitions, JSON in DIR/core.json;
 # 4. runs tkshm_bench_procs, JSON Lines in DIR/procs.jsonl;
-# 5. runs tkshm_bench_redis_tier (about 30 s), JSON Lines in
-#    DIR/redis_tier.jsonl;
+# 5. runs tkshm_bench_redis_tier, JSON Lines in DIR/redis_tier.jsonl:
+#    strict and lease tables on a redis-server of their own per case
+#    (about 30 s), then their key sets again on a Redis Cluster of 3
+#    masters and 3 replicas that it starts on 127.0.0.1 with redis-server
+#    and redis-cli --cluster create and stops at the end (about 15 s
+#    more; its records say "topology": "cluster");
 # 6. runs the server benchmarks of the bindings: bench/apache/run.sh
 #    (Apache with and without mod_tkshm, nginx limit_req; DIR/apache.jsonl)
 #    and bench/php/run.sh (a PHP loop beside APCu and Symfony;
@@ -29,6 +33,8 @@
 #
 #   --skip-core / --skip-procs / --skip-redis-tier / --skip-servers
 #                                keep that step's previous output in DIR
+#   --skip-cluster               step 5 without the Redis Cluster cases
+#                                (tkshm_bench_redis_tier --skip-cluster)
 #   --report-only                only step 7, on what DIR holds
 #   --benchmark_*                passed to tkshm_bench_check, e.g.
 #                                --benchmark_filter=BM_algo
@@ -56,6 +62,7 @@ run_core=1
 run_procs=1
 run_tier=1
 run_servers=1
+tier_cluster=1
 build_only_report=0
 procs_args=()
 core_args=()
@@ -71,6 +78,7 @@ while [[ $# -gt 0 ]]; do
 	--skip-core) run_core=0 ;;
 	--skip-procs) run_procs=0 ;;
 	--skip-redis-tier) run_tier=0 ;;
+	--skip-cluster) tier_cluster=0 ;;
 	--skip-servers) run_servers=0 ;;
 	--report-only)
 		run_core=0
@@ -193,10 +201,11 @@ if [[ $run_tier -eq 1 ]]; then
 		echo "run.sh: $tier_bin is not built (no hiredis?);" \
 			"the Redis tier is not measured" >&2
 	else
-		quick_arg=()
-		[[ $quick -eq 1 ]] && quick_arg=(--quick)
+		tier_args=()
+		[[ $quick -eq 1 ]] && tier_args=(--quick)
+		[[ $tier_cluster -eq 0 ]] && tier_args+=(--skip-cluster)
 		if ! "$tier_bin" --out "$out_dir/redis_tier.jsonl" \
-			${quick_arg[@]+"${quick_arg[@]}"}; then
+			${tier_args[@]+"${tier_args[@]}"}; then
 			echo "run.sh: tkshm_bench_redis_tier failed" >&2
 			failed=1
 		fi

@@ -11,7 +11,8 @@
  *   killed with SIGKILL (the failure policy, safe-share, then decides).
  *
  *   tkshm_bench_redis_tier [--quick] [--seconds S] [--procs LIST]
- *                          [--keys N] [--mode LIST] [--out FILE]
+ *                          [--keys N] [--mode LIST] [--skip-cluster]
+ *                          [--out FILE]
  *
  * Every case gets a fresh table file, and a Redis case its own
  * redis-server on 127.0.0.1 and a free port (baseline_redis.c), so no case
@@ -32,11 +33,22 @@
  *            lease only): leased credit is spent first, then the failure
  *            policy decides; what a worker pays meanwhile is the point.
  *
+ * Then the key-set cases of strict and lease run again on a Redis Cluster
+ * (tier_cluster.c: 3 masters and 3 replicas on 127.0.0.1, started once
+ * for them all, FLUSHALL on every master before each case), the workers'
+ * handles and the agent given its masters as seeds: the same figures with
+ * the keys spread over every master (their count per master is
+ * reported), healthy phase only (no node is killed; the hot key, one
+ * slot, would load one master).  Their records say "topology":
+ * "cluster", the others' Redis records "single".  --skip-cluster leaves
+ * them out.
+ *
  * Prints a table on stdout and writes JSON lines to FILE (default
  * bench/results/redis_tier.jsonl in the source tree): first one machine
  * record, then one record per case and phase (fields in README.md).
- * Exit 0 when every case ran (or was skipped for want of redis-server),
- * 1 when one failed, 2 on a usage error.
+ * Exit 0 when every case ran (or was skipped for want of redis-server,
+ * or redis-cli for the cluster), 1 when one failed (the cluster failing
+ * to start too), 2 on a usage error.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -60,6 +72,8 @@
 #include "cleanup.h"
 #include "keys.h"
 #include "redis/agent.h"
+#include "redis/cluster.h"
+#include "tier_cluster.h"
 #include "tkshm.h"
 #include "tkshm_redis.h"
 #include "tsc.h"
@@ -170,6 +184,9 @@ struct rt_run {
 	double ns_per_tick;
 	char base[64]; /* table files are base-N.tk */
 	FILE *json;
+	bool skip_cluster;
+	/* The cluster the cases run on now, NULL: one redis-server each. */
+	const struct tier_cluster *cluster;
 };
 
 /* What the parent reads at a phase boundary. */
@@ -190,6 +207,8 @@ struct rt_result {
 	uint64_t table_decisions; /* the table's allowed + denied */
 	uint64_t redis_calls, round_trips, leases, leases_total;
 	bool redis_up;
+	/* On the cluster: how many of the case's keys each master serves. */
+	uint64_t keys_per_master[TC_MASTERS];
 };
 
 /* ------------------------------------------------------------------------
@@ -284,12 +303,16 @@ rt_worker(const struct rt_case *c, const struct rt_run *run, const char *path,
 	rc = rt_open(path, &t, err, sizeof err);
 	if (rc != TKSHM_OK)
 		rt_fail(me, "open %s: %s %s", path, tkshm_error_name(rc), err);
-	if (port > 0 && strcmp(c->mode, "strict") == 0) {
+	if ((port > 0 || run->cluster) && strcmp(c->mode, "strict") == 0) {
 		tkshm_redis_options ro = TKSHM_REDIS_OPTIONS_INIT;
 
-		/* Each worker its own handle: one connection per process,
-		 * as an application's workers would have. */
-		ro.port = port;
+		/* Each worker its own handle: one connection per process
+		 * (per node on the cluster), as an application's workers
+		 * would have. */
+		if (run->cluster)
+			ro.cluster = run->cluster->seeds;
+		else
+			ro.port = port;
 		rc = tkshm_redis_open(&ro, &r);
 		if (rc == TKSHM_OK)
 			rc = tkshm_redis_attach(t, r);
@@ -368,7 +391,8 @@ rt_worker(const struct rt_case *c, const struct rt_run *run, const char *path,
  * (tools/tkshm-syncd/run.c), so a slow round does not stretch the next
  * period. */
 static _Noreturn void
-rt_agent(const char *path, int port, struct rt_ctl *ctl, pid_t parent)
+rt_agent(const char *path, int port, const struct tier_cluster *cl,
+	 struct rt_ctl *ctl, pid_t parent)
 {
 	struct tk_agent_conf conf;
 	struct tk_agent *a;
@@ -377,7 +401,11 @@ rt_agent(const char *path, int port, struct rt_ctl *ctl, pid_t parent)
 
 	cleanup_child(parent);
 	tk_agent_conf_init(&conf);
-	conf.redis.port = port;
+	if (cl)
+		snprintf(conf.redis.cluster, sizeof conf.redis.cluster, "%s",
+			 cl->seeds);
+	else
+		conf.redis.port = port;
 	conf.poll_ms = 1;
 	snprintf(conf.host_id, sizeof conf.host_id, "tkshm-bench-%d",
 		 (int)parent);
@@ -456,13 +484,58 @@ rt_reap(pid_t *pid, double timeout, const char *who, const char *why, char *err,
 	return -1;
 }
 
+/* Redis's CPU seconds: redis-server's, or the sum over the cluster's
+ * nodes (replicas included: they apply every write); -1 when one is
+ * gone. */
+static double
+rt_redis_cpu(pid_t redis, const struct tier_cluster *cl)
+{
+	double sum = 0;
+
+	if (!cl)
+		return cpu_seconds_of(redis);
+	for (int i = 0; i < TC_NODES; i++) {
+		double x = cpu_seconds_of(cl->pid[i]);
+
+		if (x < 0)
+			return -1;
+		sum += x;
+	}
+	return sum;
+}
+
 static void
-rt_snap(struct rt_snap *s, tkshm_table *t, pid_t redis, pid_t agent)
+rt_snap(struct rt_snap *s, tkshm_table *t, pid_t redis,
+	const struct tier_cluster *cl, pid_t agent)
 {
 	s->t = mono_seconds();
 	tkshm_stats_get(t, &s->st);
-	s->redis_cpu = cpu_seconds_of(redis);
+	s->redis_cpu = rt_redis_cpu(redis, cl);
 	s->agent_cpu = cpu_seconds_of(agent);
+}
+
+/* How many of the case's keys (their Redis names, "prefix:user:N") each
+ * master of the cluster serves. */
+static void
+rt_keys_per_master(const struct rt_run *run, const struct rt_case *c,
+		   tkshm_table *t, uint64_t out[TC_MASTERS])
+{
+	struct keywalk w;
+	size_t n = c->hot ? 1 : run->keys;
+
+	memset(out, 0, TC_MASTERS * sizeof *out);
+	if (keys_walk_init(&w, n, 0) != 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		char key[KEYS_MAX_LEN],
+			name[TKSHM_PREFIX_MAX + 2 + KEYS_MAX_LEN];
+		size_t len = keys_walk_next(&w, key);
+		int rlen = tkshm_redis_key(t, key, len, name, sizeof name);
+
+		if (rlen > 0)
+			out[run->cluster->slot_master[tk_cluster_slot(
+				name, (size_t)rlen)]]++;
+	}
 }
 
 /* Waits up to `secs` for the agent's first lease (it leases nothing until
@@ -624,9 +697,9 @@ json_num(FILE *f, const char *name, double v, int decimals)
 static void
 report_header(void)
 {
-	printf("%-6s %-11s %5s %5s %-10s %11s %7s %9s %9s %9s %9s %8s %7s "
-	       "%5s %5s %5s\n",
-	       "mode", "algo", "keys", "procs", "phase", "per worker",
+	printf("%-6s %-7s %-11s %5s %5s %-10s %11s %7s %9s %9s %9s %9s %8s "
+	       "%7s %5s %5s %5s\n",
+	       "mode", "redis", "algo", "keys", "procs", "phase", "per worker",
 	       "allowed", "p50", "p99", "p99.9", "calls/1k", "rt/1k", "fallbk",
 	       "cpu", "redis", "agent");
 }
@@ -638,6 +711,7 @@ report_row(const struct rt_run *run, const struct rt_case *c, int procs,
 	size_t keys = c->hot ? 1 : run->keys;
 	bool lease = strcmp(c->mode, "lease") == 0;
 	bool redis = strcmp(c->mode, "local") != 0;
+	const char *topo = !redis ? "-" : run->cluster ? "cluster" : "single";
 	FILE *f = run->json;
 
 	fprintf(f, "{\"suite\":\"redis_tier\",\"record\":\"case\"");
@@ -645,11 +719,19 @@ report_row(const struct rt_run *run, const struct rt_case *c, int procs,
 	json_str(f, "algo", c->algo);
 	json_str(f, "policy", c->spec);
 	fprintf(f, ",\"keys\":%zu,\"procs\":%d", keys, procs);
+	/* Where Redis ran: one redis-server ("single", also the meaning of
+	 * a Redis record without the field, written before the cluster
+	 * cases) or the cluster. */
+	if (redis)
+		json_str(f, "topology", topo);
+	if (redis && run->cluster)
+		fprintf(f, ",\"cluster_masters\":%d,\"cluster_replicas\":%d",
+			TC_MASTERS, TC_NODES - TC_MASTERS);
 	if (skipped) {
 		json_str(f, "skipped", skipped);
 		fprintf(f, "}\n");
-		printf("%-6s %-11s %5zu %5d skipped: %s\n", c->mode, c->algo,
-		       keys, procs, skipped);
+		printf("%-6s %-7s %-11s %5zu %5d skipped: %s\n", c->mode, topo,
+		       c->algo, keys, procs, skipped);
 		return;
 	}
 	{
@@ -695,6 +777,13 @@ report_row(const struct rt_run *run, const struct rt_case *c, int procs,
 			fprintf(f, ",\"redis_up\":%s",
 				r->redis_up ? "true" : "false");
 		}
+		if (redis && run->cluster) {
+			fprintf(f, ",\"keys_per_master\":[");
+			for (int k = 0; k < TC_MASTERS; k++)
+				fprintf(f, "%s%" PRIu64, k ? "," : "",
+					r->keys_per_master[k]);
+			fprintf(f, "]");
+		}
 		if (lease) {
 			fprintf(f,
 				",\"lease_round_trips\":%" PRIu64
@@ -714,10 +803,10 @@ report_row(const struct rt_run *run, const struct rt_case *c, int procs,
 		fmt_ns(p999, sizeof p999, r->p999_ns);
 		snprintf(cs, sizeof cs, redis ? "%.4g" : "-", calls);
 		snprintf(rs, sizeof rs, lease ? "%.4g" : "-", rt);
-		printf("%-6s %-11s %5zu %5d %-10s %11s %6.2f%% %9s %9s %9s "
-		       "%9s %8s %6.1f%% %5.2f ",
-		       c->mode, c->algo, keys, procs, rt_phase_names[r->phase],
-		       rate,
+		printf("%-6s %-7s %-11s %5zu %5d %-10s %11s %6.2f%% %9s %9s "
+		       "%9s %9s %8s %6.1f%% %5.2f ",
+		       c->mode, topo, c->algo, keys, procs,
+		       rt_phase_names[r->phase], rate,
 		       r->sum.decisions ? 100.0 * (double)r->sum.allowed /
 						  (double)r->sum.decisions :
 					  0.0,
@@ -769,19 +858,24 @@ rt_table(const struct rt_run *run, const struct rt_case *c, const char *path,
 }
 
 /* Runs one case with `procs` workers and reports its phases.  Returns 0
- * (also when skipped) or -1 with err. */
+ * (also when skipped) or -1 with err.  On the cluster (run->cluster) the
+ * case uses it as it is (the caller flushed it) and has no redis_down
+ * phase. */
 static int
 rt_case_run(const struct rt_run *run, const struct rt_case *c, int procs,
 	    int index, char *err, size_t err_len)
 {
+	const struct tier_cluster *cl = run->cluster;
 	bool redis = strcmp(c->mode, "local") != 0;
 	bool lease = strcmp(c->mode, "lease") == 0;
+	bool down = redis && !cl;
 	size_t bytes = sizeof(struct rt_ctl) +
 		       (size_t)procs * 2 * RT_SAMPLES * sizeof(uint64_t);
 	pid_t pids[RT_MAX_PROCS] = { 0 }, agent = 0, parent = getpid();
 	struct redis_server srv;
 	struct rt_snap s0, s1, s2;
 	struct rt_result res;
+	uint64_t keys_per_master[TC_MASTERS] = { 0 };
 	tkshm_table *t = NULL;
 	struct rt_ctl *ctl;
 	uint64_t *samples;
@@ -790,7 +884,7 @@ rt_case_run(const struct rt_run *run, const struct rt_case *c, int procs,
 	int rc = -1, want_ready = procs + (lease ? 1 : 0);
 
 	memset(&srv, 0, sizeof srv);
-	if (redis) {
+	if (redis && !cl) {
 		int started = redis_server_start(&srv, why, sizeof why);
 
 		if (started == 1) {
@@ -813,6 +907,14 @@ rt_case_run(const struct rt_run *run, const struct rt_case *c, int procs,
 	samples = (uint64_t *)(ctl + 1);
 	if (rt_table(run, c, path, &t, err, err_len) != 0)
 		goto out;
+	if (cl) {
+		rt_keys_per_master(run, c, t, keys_per_master);
+		for (int k = 0; k < TC_MASTERS; k++)
+			if (keys_per_master[k] == 0)
+				printf("# warning: the master on port %d serves "
+				       "none of the %zu keys\n",
+				       cl->master_port[k], run->keys);
+	}
 	fflush(NULL); /* nothing buffered is duplicated into the children */
 	if (lease) {
 		agent = fork();
@@ -822,7 +924,7 @@ rt_case_run(const struct rt_run *run, const struct rt_case *c, int procs,
 			goto out;
 		}
 		if (agent == 0)
-			rt_agent(path, srv.port, ctl, parent);
+			rt_agent(path, srv.port, cl, ctl, parent);
 		cleanup_add_pid(agent);
 	}
 	for (int i = 0; i < procs; i++) {
@@ -877,18 +979,18 @@ rt_case_run(const struct rt_run *run, const struct rt_case *c, int procs,
 	if (lease)
 		rt_wait_leasing(t, 10);
 	sleep_seconds(run->quick ? c->quick_warm_s : c->warm_s);
-	rt_snap(&s0, t, srv.pid, agent);
+	rt_snap(&s0, t, srv.pid, cl, agent);
 	atomic_store_explicit(&ctl->phase, PH_HEALTHY, memory_order_relaxed);
 	sleep_seconds(run->seconds);
-	rt_snap(&s1, t, srv.pid, agent);
-	if (redis) {
+	rt_snap(&s1, t, srv.pid, cl, agent);
+	if (down) {
 		atomic_store_explicit(&ctl->phase, PH_DOWN,
 				      memory_order_relaxed);
 		/* SIGKILL: no goodbye on the sockets, as a crash or a lost
 		 * host would leave them. */
 		rt_kill(&srv.pid);
 		sleep_seconds(run->seconds);
-		rt_snap(&s2, t, srv.pid, agent);
+		rt_snap(&s2, t, srv.pid, cl, agent);
 	}
 	atomic_store_explicit(&ctl->phase, PH_STOP, memory_order_relaxed);
 	for (int i = 0; i < procs; i++) {
@@ -908,8 +1010,9 @@ rt_case_run(const struct rt_run *run, const struct rt_case *c, int procs,
 	}
 	rt_result_of(ctl, samples, procs, run->ns_per_tick, PH_HEALTHY, &s0,
 		     &s1, &res);
+	memcpy(res.keys_per_master, keys_per_master, sizeof keys_per_master);
 	report_row(run, c, procs, &res, NULL);
-	if (redis) {
+	if (down) {
 		rt_result_of(ctl, samples, procs, run->ns_per_tick, PH_DOWN,
 			     &s1, &s2, &res);
 		report_row(run, c, procs, &res, NULL);
@@ -1015,15 +1118,22 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: tkshm_bench_redis_tier [--quick] [--seconds S] "
-		"[--procs LIST] [--keys N] [--mode LIST] [--out FILE]\n"
-		"  --quick       a smoke run: 0.1 s phases, 2 workers\n"
-		"  --seconds S   seconds per timed phase (default 1)\n"
-		"  --procs LIST  worker counts (default 1,2)\n"
-		"  --keys N      the key set (default 1000; the hot-key cases "
+		"[--procs LIST] [--keys N] [--mode LIST] [--skip-cluster] "
+		"[--out FILE]\n"
+		"  --quick         a smoke run: 0.1 s phases, 2 workers\n"
+		"  --seconds S     seconds per timed phase (default 1)\n"
+		"  --procs LIST    worker counts (default 1,2)\n"
+		"  --keys N        the key set (default 1000; the hot-key cases "
 		"use one)\n"
-		"  --mode LIST   local, strict, lease, separated by commas "
+		"  --mode LIST     local, strict, lease, separated by commas "
 		"(default all)\n"
-		"  --out FILE    JSON lines (default %s)\n",
+		"  --skip-cluster  no Redis Cluster cases (by default the "
+		"strict and\n"
+		"                  lease key sets run again on a cluster of 3 "
+		"masters\n"
+		"                  and 3 replicas the benchmark starts: about "
+		"15 s more)\n"
+		"  --out FILE      JSON lines (default %s)\n",
 		TKSHM_TIER_DEFAULT_OUT);
 }
 
@@ -1101,6 +1211,68 @@ table_base(struct rt_run *run)
 		 (int)getpid());
 }
 
+/* The cluster's cases: the key sets of strict and lease (the modes asked
+ * for), every worker count, on one cluster started here and stopped by
+ * pid whatever happens (a signal: cleanup.c kills its nodes).  Without
+ * redis-server or redis-cli they are reported as skipped.  0, or -1 once
+ * one failed (printed). */
+static int
+rt_cluster_cases(struct rt_run *run, int *index)
+{
+	struct tier_cluster cl;
+	char err[512], why[320] = "";
+	bool any = false;
+	double t0 = mono_seconds();
+	int started, rc = 0;
+
+	for (size_t c = 0; c < RT_NCASES; c++)
+		any |= strcmp(rt_cases[c].mode, "local") != 0 &&
+		       !rt_cases[c].hot &&
+		       run->modes[mode_index(rt_cases[c].mode)];
+	if (!any)
+		return 0;
+	started = tier_cluster_start(&cl, why, sizeof why);
+	if (started < 0) {
+		fprintf(stderr, "tkshm_bench_redis_tier: Redis Cluster: %s\n",
+			why);
+		return -1;
+	}
+	run->cluster = &cl;
+	if (started == 0)
+		printf("# Redis Cluster: masters %s, 3 replicas, ready in %.1f "
+		       "s\n",
+		       cl.seeds, mono_seconds() - t0);
+	for (size_t c = 0; c < RT_NCASES && rc == 0; c++) {
+		const struct rt_case *k = &rt_cases[c];
+
+		if (strcmp(k->mode, "local") == 0 || k->hot ||
+		    !run->modes[mode_index(k->mode)])
+			continue;
+		for (int p = 0; p < run->nprocs && rc == 0; p++) {
+			if (started == 1) {
+				report_row(run, k, run->procs[p], NULL, why);
+				continue;
+			}
+			if (tier_cluster_flush(&cl, err, sizeof err) != 0 ||
+			    rt_case_run(run, k, run->procs[p], (*index)++, err,
+					sizeof err) != 0) {
+				fprintf(stderr,
+					"tkshm_bench_redis_tier: cluster %s "
+					"%s, %d workers: %s\n",
+					k->mode, k->algo, run->procs[p], err);
+				rc = -1;
+			}
+		}
+	}
+	run->cluster = NULL;
+	tier_cluster_stop(&cl);
+	if (started == 0)
+		printf("# Redis Cluster cases in %.1f s (its start and stop "
+		       "included)\n",
+		       mono_seconds() - t0);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1154,6 +1326,8 @@ main(int argc, char **argv)
 				return 2;
 			}
 			run.keys = (size_t)k;
+		} else if (strcmp(a, "--skip-cluster") == 0) {
+			run.skip_cluster = true;
 		} else if (strcmp(a, "--out") == 0 && i + 1 < argc) {
 			out = argv[++i];
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -1204,6 +1378,8 @@ main(int argc, char **argv)
 					run.procs[p], err);
 				rc = 1;
 			}
+	if (rc == 0 && !run.skip_cluster && rt_cluster_cases(&run, &index) != 0)
+		rc = 1;
 	cleanup_all();
 	if (fclose(run.json) != 0) {
 		fprintf(stderr, "tkshm_bench_redis_tier: %s: %s\n", out,

@@ -10,6 +10,12 @@ into DIR/RESULTS.md between the lines <!-- bench:redis-tier:begin --> and
 the end.  Nothing else in the file is touched.  Every figure comes from
 the JSON lines; without them the section says "not measured".
 
+Records of strict and lease cases say where Redis ran: "topology" is
+"single" (one redis-server per case) or "cluster" (the Redis Cluster the
+benchmark starts); a record without it, as written before the cluster
+cases, is "single".  The healthy and down tables are the single rows; a
+third table puts the cluster's rows beside them.
+
 Standard library only.
 """
 
@@ -53,8 +59,20 @@ def fmt_cores(x):
     return "-" if x is None else "%.2f" % x
 
 
+def topology(r):
+    """Where Redis ran: "single" or "cluster" (no field: "single")."""
+    return r.get("topology") or "single"
+
+
 def case_key(r):
-    return (r.get("mode"), r.get("algo"), r.get("keys"), r.get("procs"))
+    return (r.get("mode"), r.get("algo"), r.get("keys"), r.get("procs"),
+            topology(r))
+
+
+def pair_key(r):
+    """A case with its topology left out: its single and cluster rows
+    share it."""
+    return case_key(r)[:4]
 
 
 def case_label(r):
@@ -95,6 +113,79 @@ def machine_line(m):
         else ""))
 
 
+def cluster_table(healthy_single, healthy_cluster, cpus, marks):
+    """The key sets of strict and lease on one redis-server and on the
+    cluster, side by side (markdown lines)."""
+    def redis_case(r):
+        return r.get("mode") in ("strict", "lease") and r.get("keys", 0) > 1
+
+    single = {pair_key(r): r for r in healthy_single if redis_case(r)}
+    cluster = {pair_key(r): r for r in healthy_cluster if redis_case(r)}
+    order = [k for k in single] + [k for k in cluster if k not in single]
+
+    def rate(r):
+        if r is None:
+            return "-"
+        cell = fmt_rate(r.get("decisions_per_sec"))
+        if suspect(r, cpus):
+            marks[0] += 1
+            cell += " ¹"
+        return cell
+
+    def get(r, field, fmt):
+        return "-" if r is None else fmt(r.get(field))
+
+    def admitted(r):
+        return "-" if r is None else fmt_pct(r.get("allowed", 0),
+                                             r.get("decisions", 0))
+
+    def spread(r):
+        per = (r or {}).get("keys_per_master")
+        return " / ".join("{:,}".format(n) for n in per) if per else "-"
+
+    t = []
+    for k in order:
+        a, b = single.get(k), cluster.get(k)
+        t.append(case_label(a or b) + [
+            rate(a), rate(b),
+            get(a, "p99_ns", fmt_ns), get(b, "p99_ns", fmt_ns),
+            get(a, "redis_calls_per_1000", fmt_per_1000),
+            get(b, "redis_calls_per_1000", fmt_per_1000),
+            get(a, "round_trips_per_1000", fmt_per_1000),
+            get(b, "round_trips_per_1000", fmt_per_1000),
+            "%s / %s" % (admitted(a), admitted(b)),
+            spread(b)])
+    out = ["### One redis-server and a Redis Cluster", "",
+           "The key sets of strict and lease again on a Redis Cluster of 3"
+           " masters with one replica each (redis-server on 127.0.0.1,"
+           " `cluster-node-timeout` 1000, no persistence), which the"
+           " benchmark starts once for these cases and empties (FLUSHALL"
+           " on every master) before each.  The workers' handles"
+           " (`tkshm_redis_options.cluster`) and the agent"
+           " (`redis.cluster`) get the masters as seeds; each key,"
+           " `prefix:user:NNNNNN`, goes to the master of its slot, and the"
+           " key set hashes to all three (`keys per master`).  Healthy"
+           " Redis only: no node is killed.  `decisions/s`: all workers"
+           " together.  Redis calls and round trips per 1,000 decisions as"
+           " above; on the cluster one round trip is one batch of the"
+           " agent, which it sends as one pipeline per master, in turn.", ""]
+    if not cluster:
+        out += ["cluster: not measured (no cluster rows measured: skipped"
+                " (below), a file written before the cluster cases, or a"
+                " run with --skip-cluster)", ""]
+        return out
+    out += [md_table(["mode", "policy", "keys", "workers",
+                      "decisions/s single", "decisions/s cluster",
+                      "p99 single", "p99 cluster",
+                      "Redis calls / 1,000 single",
+                      "Redis calls / 1,000 cluster",
+                      "round trips / 1,000 single",
+                      "round trips / 1,000 cluster",
+                      "admitted single / cluster", "keys per master"], t),
+            ""]
+    return out
+
+
 def section(machine, rows, bad):
     out = [BEGIN, "## Redis tier: strict and lease modes", "",
            "Written by `bench/procs/report_redis_tier.py` from"
@@ -107,8 +198,11 @@ def section(machine, rows, bad):
     if machine:
         out += ["Each phase %.1f s; worker processes check a key set with"
                 " `tkshm_check()` as fast as they can; every case has its"
-                " own table and its own redis-server on 127.0.0.1%s." % (
+                " own table and its own redis-server on 127.0.0.1%s%s." % (
                     machine.get("seconds", 0),
+                    " (the cluster's cases: one cluster for them all,"
+                    " last table)" if any(topology(r) == "cluster"
+                                          for r in rows) else "",
                     " (a --quick run: figures are a smoke, not a"
                     " measurement)" if machine.get("quick") else ""), ""]
     if bad:
@@ -124,7 +218,9 @@ def section(machine, rows, bad):
             cell += " ¹"
         return cell
 
-    healthy = [r for r in rows if r.get("phase") == "healthy"]
+    healthy_all = [r for r in rows if r.get("phase") == "healthy"]
+    healthy = [r for r in healthy_all if topology(r) == "single"]
+    healthy_cluster = [r for r in healthy_all if topology(r) == "cluster"]
     down = {case_key(r): r for r in rows if r.get("phase") == "redis_down"}
     skipped = [r for r in rows if r.get("skipped")]
 
@@ -198,6 +294,7 @@ def section(machine, rows, bad):
               "admitted", "by failure policy", "p50", "p99", "p99.9", "max",
               "p99 down / healthy", "CPU"]
     out += [md_table(header, t) if t else "not measured", ""]
+    out += cluster_table(healthy, healthy_cluster, cpus, marks)
     if marks[0]:
         out += ["¹ The workers got less than 80% of the cores left to them"
                 " while timed (`cpu_cores` against the vCPUs less what"
@@ -206,9 +303,10 @@ def section(machine, rows, bad):
                 " doubtful.", ""]
     if skipped:
         out += ["Skipped:", ""]
-        out += ["- %s %s, %s workers: %s" % (r.get("mode"), r.get("policy"),
-                                             r.get("procs"), r["skipped"])
-                for r in skipped]
+        out += ["- %s %s%s, %s workers: %s" % (
+            r.get("mode"), r.get("policy"),
+            " (cluster)" if topology(r) == "cluster" else "",
+            r.get("procs"), r["skipped"]) for r in skipped]
         out.append("")
     out.append(END)
     return "\n".join(out)

@@ -13,10 +13,16 @@
  *                       answers most checks, so far fewer
  *   lease               the agent's round trips per 1,000 decisions below
  *                       1,000, leases granted, checks admitted
- *   strict and lease    a redis_down row after each healthy row
+ *   strict and lease    a redis_down row after each healthy row, and a
+ *                       "topology": "single"
+ *   cluster             the key sets of strict and lease again with
+ *                       "topology": "cluster" (healthy only), the same
+ *                       checks, and keys_per_master: every one of the 3
+ *                       masters serves some of the keys
  *
  * Without redis-server the Redis cases are skipped with a reason, which
- * the test accepts (the local rows are still required).
+ * the test accepts (the local rows are still required); so are the
+ * cluster's without redis-cli.
  *
  * Usage: test_bench_redis_tier PATH-OF-tkshm_bench_redis_tier
  */
@@ -34,6 +40,38 @@ struct seen {
 	int machine, local, strict, strict_hot, lease_gcra, lease_window;
 	int down, skipped;
 };
+
+/* The rows of one run: on one redis-server each, and on the cluster. */
+struct seen_all {
+	struct seen single, cluster;
+};
+
+/* A cluster row's keys are spread over its 3 masters, each serving some
+ * (1,000 keys: about a third each). */
+static void
+check_cluster(const cJSON *o)
+{
+	const cJSON *per =
+		cJSON_GetObjectItemCaseSensitive(o, "keys_per_master");
+	const cJSON *e;
+	double sum = 0;
+	int n = 0;
+
+	assert_true(tkt_num_at(o, "cluster_masters") == 3);
+	assert_true(tkt_num_at(o, "cluster_replicas") == 3);
+	if (cJSON_GetObjectItemCaseSensitive(o, "skipped"))
+		return;
+	assert_true(cJSON_IsArray(per));
+	cJSON_ArrayForEach(e, per)
+	{
+		assert_true(cJSON_IsNumber(e));
+		assert_true(e->valuedouble > 0);
+		sum += e->valuedouble;
+		n++;
+	}
+	assert_int_equal(n, 3);
+	assert_true(sum == tkt_num_at(o, "keys"));
+}
 
 static void
 check_latency(const cJSON *o)
@@ -101,8 +139,9 @@ check_healthy(const cJSON *o, const char *mode, bool hot, struct seen *s)
 }
 
 static void
-check_row(const cJSON *o, struct seen *s)
+check_row(const cJSON *o, struct seen_all *all)
 {
+	struct seen *s = &all->single;
 	const char *mode, *phase;
 	bool hot;
 
@@ -116,6 +155,15 @@ check_row(const cJSON *o, struct seen *s)
 	}
 	assert_string_equal(tkt_str_at(o, "record"), "case");
 	mode = tkt_str_at(o, "mode");
+	/* Every Redis row says where Redis ran; local rows do not. */
+	if (strcmp(mode, "local") == 0) {
+		assert_null(cJSON_GetObjectItemCaseSensitive(o, "topology"));
+	} else if (strcmp(tkt_str_at(o, "topology"), "cluster") == 0) {
+		check_cluster(o);
+		s = &all->cluster;
+	} else {
+		assert_string_equal(tkt_str_at(o, "topology"), "single");
+	}
 	hot = tkt_num_at(o, "keys") == 1;
 	assert_true(tkt_num_at(o, "procs") >= 1);
 	(void)tkt_str_at(o, "policy");
@@ -137,6 +185,7 @@ check_row(const cJSON *o, struct seen *s)
 	} else {
 		assert_string_equal(phase, "redis_down");
 		assert_true(strcmp(mode, "local") != 0);
+		assert_true(s == &all->single);
 		s->down++;
 	}
 }
@@ -147,11 +196,12 @@ quick_run_writes_json(void **state)
 	const char *out = tkt_path("redis_tier.jsonl");
 	const char *argv[] = { tier_path, "--quick", "--out", out, NULL };
 	struct tkt_proc p;
-	struct seen s;
+	struct seen_all all;
+	struct seen *s = &all.single, *c = &all.cluster;
 	char *text, *line, *save = NULL;
 
 	(void)state;
-	memset(&s, 0, sizeof s);
+	memset(&all, 0, sizeof all);
 	tkt_run(&p, argv, NULL);
 	tkt_expect_status(&p, 0, "tkshm_bench_redis_tier --quick");
 	text = tkt_read_file(out, NULL);
@@ -159,24 +209,35 @@ quick_run_writes_json(void **state)
 	     line = strtok_r(NULL, "\n", &save)) {
 		cJSON *o = tkt_parse_json(line, "a JSON line");
 
-		check_row(o, &s);
+		check_row(o, &all);
 		cJSON_Delete(o);
 	}
 	free(text);
 	tkt_proc_free(&p);
-	/* --quick: every case once, with 2 workers. */
-	assert_int_equal(s.machine, 1);
-	assert_int_equal(s.local, 3);
-	if (s.skipped) {
-		print_message("Redis cases skipped: %d\n", s.skipped);
-		assert_int_equal(s.skipped, 4);
+	/* --quick: every case once, with 2 workers; on the cluster the
+	 * key sets of strict and lease. */
+	assert_int_equal(s->machine, 1);
+	assert_int_equal(s->local, 3);
+	if (c->skipped) {
+		print_message("Redis Cluster cases skipped: %d\n", c->skipped);
+		assert_int_equal(c->skipped, 3);
+	} else {
+		assert_int_equal(c->strict, 1);
+		assert_int_equal(c->strict_hot, 0);
+		assert_int_equal(c->lease_gcra, 1);
+		assert_int_equal(c->lease_window, 1);
+		assert_int_equal(c->down, 0);
+	}
+	if (s->skipped) {
+		print_message("Redis cases skipped: %d\n", s->skipped);
+		assert_int_equal(s->skipped, 4);
 		return;
 	}
-	assert_int_equal(s.strict, 1);
-	assert_int_equal(s.strict_hot, 1);
-	assert_int_equal(s.lease_gcra, 1);
-	assert_int_equal(s.lease_window, 1);
-	assert_int_equal(s.down, 4);
+	assert_int_equal(s->strict, 1);
+	assert_int_equal(s->strict_hot, 1);
+	assert_int_equal(s->lease_gcra, 1);
+	assert_int_equal(s->lease_window, 1);
+	assert_int_equal(s->down, 4);
 }
 
 int

@@ -79,12 +79,17 @@ tk_label_write(struct tkshm_table *t, uint64_t index, uint64_t fp,
 	struct tk_label *l = &t->labels[index];
 	unsigned char bytes[24];
 	uint64_t w[3];
-	size_t n = len < TK_LABEL_PREFIX ? len : TK_LABEL_PREFIX;
+	size_t n;
 
+	if (key == NULL) {
+		/* A key carried in by its fingerprint has no bytes. */
+		key = "";
+		len = 0;
+	}
+	n = len < TK_LABEL_PREFIX ? len : TK_LABEL_PREFIX;
 	memset(bytes, 0, sizeof bytes);
 	bytes[0] = (unsigned char)(len < 255 ? len : 255);
-	if (key != NULL) /* a key carried in by its fingerprint has none */
-		memcpy(bytes + 1, key, n);
+	memcpy(bytes + 1, key, n);
 	memcpy(w, bytes, sizeof w);
 
 	/* Relaxed, then a release fence: readers that see any new word also

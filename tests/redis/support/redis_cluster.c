@@ -5,32 +5,17 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "test_support.h"
 #include "redis_cluster.h"
 
-/* How long a server may take to answer its first PING. */
-#define START_WAIT_S 10.0
-/* Ports tried per server before giving up (each one taken by someone
- * else). */
-#define START_TRIES 20
 /* The cluster's formation: create ~1 s, cluster_state:ok ~2 s later. */
 #define FORM_WAIT_S 30.0
 /* A failover: ~1.5 s to FAIL, then an election; 2-3 s in all. */
@@ -41,15 +26,8 @@
 /* Polls must not hang on a node that is being killed. */
 #define POLL_TIMEOUT_MS 1000
 #define POLL_EVERY_MS	20
-/* Redis wants the bus port (port + 10000) below 65536; ours stay below
- * 55536 so node ports stay below 45536. */
-#define BUS_OFFSET    10000
-#define BUS_PORT_MAX  45536
-#define MIGRATE_BATCH 100
-#define LOG_TAIL      20
-#define SENTINEL_NAME "mymaster"
-
-static const char *const set_prefixes[] = { "tkt-cluster-", "tkt-sentinel-" };
+#define MIGRATE_BATCH	100
+#define SENTINEL_NAME	"mymaster"
 
 static void
 sleep_ms(long ms)
@@ -67,534 +45,57 @@ tkt_cluster_available(void)
 }
 
 /* ------------------------------------------------------------------------
- * Ports
- * ---------------------------------------------------------------------- */
-
-static unsigned
-next_random(void)
-{
-	static unsigned long long state;
-	struct timespec ts;
-
-	if (state == 0) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		state = ((unsigned long long)getpid() << 32) ^
-			(unsigned long long)ts.tv_nsec ^ 0x9e3779b97f4a7c15ULL;
-	}
-	/* xorshift64 */
-	state ^= state << 13;
-	state ^= state >> 7;
-	state ^= state << 17;
-	return (unsigned)(state >> 16);
-}
-
-/* The candidates: below the kernel's ephemeral ports (no client socket
- * holds them), and for a cluster node its bus port as well. */
-static void
-port_range(bool bus, int *lo, int *hi)
-{
-	int eph_lo = 32768, eph_hi = 60999;
-	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-
-	if (f != NULL) {
-		if (fscanf(f, "%d %d", &eph_lo, &eph_hi) != 2)
-			eph_lo = 32768;
-		fclose(f);
-	}
-	*lo = 10000;
-	*hi = bus ? eph_lo - BUS_OFFSET : eph_lo;
-	if (bus && *hi > BUS_PORT_MAX)
-		*hi = BUS_PORT_MAX;
-	/* A range too small below the ephemeral ports: bind() still
-	 * tells what is free now. */
-	if (*hi - *lo < 2000)
-		*hi = bus ? BUS_PORT_MAX : 30000;
-}
-
-static bool
-port_free(int port)
-{
-	struct sockaddr_in a;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	memset(&a, 0, sizeof a);
-	a.sin_family = AF_INET;
-	a.sin_port = htons((unsigned short)port);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-	close(fd);
-	return ok;
-}
-
-/* A port (and bus port) nothing is bound to right now.  Someone may take
- * it before the server binds it, our own next server too: the server
- * then exits and the start retries. */
-static int
-pick_port(bool bus)
-{
-	int lo, hi;
-
-	port_range(bus, &lo, &hi);
-	for (int i = 0; i < 1000; i++) {
-		int port = lo + (int)(next_random() % (unsigned)(hi - lo));
-
-		if (port_free(port) && (!bus || port_free(port + BUS_OFFSET)))
-			return port;
-	}
-	fail_msg("no free TCP port in [%d, %d)", lo, hi);
-	return -1;
-}
-
-/* ------------------------------------------------------------------------
- * Directories
- * ---------------------------------------------------------------------- */
-
-static void
-remove_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[PATH_MAX];
-	struct stat st;
-
-	if (d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-			remove_tree(path);
-		else
-			unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
-/* The owner file names the test process that made a set's directory, so
- * a later start can remove what a killed test (a ctest timeout) left. */
-static void
-write_owner(const char *dir)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof path, "%s/owner", dir);
-	if ((f = fopen(path, "w")) != NULL) {
-		fprintf(f, "%d\n", (int)getpid());
-		fclose(f);
-	}
-}
-
-static bool
-ours(const char *name)
-{
-	for (size_t i = 0; i < sizeof set_prefixes / sizeof *set_prefixes; i++)
-		if (strncmp(name, set_prefixes[i], strlen(set_prefixes[i])) ==
-		    0)
-			return true;
-	return false;
-}
-
-static void
-sweep_dead_owners(void)
-{
-	DIR *d = opendir("/tmp");
-	struct dirent *e;
-	char dir[PATH_MAX], path[PATH_MAX + 8];
-
-	if (d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		FILE *f;
-		int pid = 0;
-
-		if (!ours(e->d_name))
-			continue;
-		snprintf(dir, sizeof dir, "/tmp/%s", e->d_name);
-		snprintf(path, sizeof path, "%s/owner", dir);
-		if ((f = fopen(path, "r")) == NULL)
-			continue; /* being made, or not ours to judge */
-		if (fscanf(f, "%d", &pid) != 1)
-			pid = 0;
-		fclose(f);
-		if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
-			remove_tree(dir);
-	}
-	closedir(d);
-}
-
-/* The set's directory /tmp/<prefix>XXXXXX with its owner file. */
-static void
-make_set_dir(char *dir, size_t size, const char *prefix)
-{
-	sweep_dead_owners();
-	snprintf(dir, size, "/tmp/%sXXXXXX", prefix);
-	if (mkdtemp(dir) == NULL)
-		fail_msg("mkdtemp: %s", strerror(errno));
-	write_owner(dir);
-}
-
-static void
-make_node_dir(struct tkt_node *n, const char *set_dir, const char *name)
-{
-	memset(n, 0, sizeof *n);
-	snprintf(n->dir, sizeof n->dir, "%s/%s", set_dir, name);
-	if (mkdir(n->dir, 0700) != 0)
-		fail_msg("mkdir %s: %s", n->dir, strerror(errno));
-	snprintf(n->unix_path, sizeof n->unix_path, "%s/redis.sock", n->dir);
-}
-
-/* ------------------------------------------------------------------------
  * Processes
  * ---------------------------------------------------------------------- */
 
-/* Runs argv[0] in `dir` with its output appended to `log`.  It dies with
- * the thread that started it and inherits none of the test's descriptors
- * (a pipe to a child the test waits on would never reach EOF). */
-static pid_t
-fork_exec(const char *const *argv, const char *dir, const char *log)
-{
-	pid_t parent = getpid(), pid = fork();
+/* The servers' options beyond redis_server.c's: the notices in the logs;
+ * 7.0 delays a replica's first sync by 5 s otherwise, and a cluster
+ * replica never synced cannot fail over. */
+static const char *const data_args[] = { "--loglevel", "notice",
+					 "--repl-diskless-sync-delay", "0",
+					 NULL };
+static const char *const node_args[] = { "--loglevel",
+					 "notice",
+					 "--repl-diskless-sync-delay",
+					 "0",
+					 "--cluster-node-timeout",
+					 "1000",
+					 NULL };
+static const char *const sentinel_args[] = { "--sentinel", "--loglevel",
+					     "notice", NULL };
 
-	if (pid < 0)
-		fail_msg("fork: %s", strerror(errno));
-	if (pid == 0) {
-		sigset_t none;
-		int fd;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		/* exec keeps the mask and ignored signals: undo what the
-		 * test may have set (tkt_proc_start ignores SIGPIPE). */
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		close_range(3, ~0U, 0);
-		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, STDOUT_FILENO);
-			dup2(fd, STDERR_FILENO);
-		}
-		fd = open("/dev/null", O_RDONLY);
-		if (fd >= 0)
-			dup2(fd, STDIN_FILENO);
-		if (chdir(dir) != 0)
-			_exit(127);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-enum node_kind {
-	NODE_CLUSTER,
-	NODE_DATA,
-	NODE_SENTINEL
-};
-
-/* What a node is started as; `primary` is the port a replica replicates
- * from or the sentinels monitor (0: none). */
-struct launch {
-	enum node_kind kind;
-	int primary;
-};
-
-/* Sentinel rewrites its configuration file: one per sentinel, written
- * again at each start (its port changes when the last one was taken). */
+/* A sentinel's configuration (the options come from the command line),
+ * which it rewrites: in its own directory. */
 static void
-write_sentinel_conf(const struct tkt_node *n, int primary, char *path,
-		    size_t size)
+write_sentinel_conf(const struct tkt_redis *n, int primary)
 {
+	char path[128];
 	FILE *f;
 
-	snprintf(path, size, "%s/sentinel.conf", n->dir);
+	snprintf(path, sizeof path, "%s/%s", n->dir, n->conf);
 	if ((f = fopen(path, "w")) == NULL)
 		fail_msg("%s: %s", path, strerror(errno));
 	fprintf(f,
-		"port %d\nbind 127.0.0.1\ndir \"%s\"\n"
-		"unixsocket \"%s\"\nunixsocketperm 700\n"
-		"daemonize no\nloglevel notice\n"
 		"sentinel monitor %s 127.0.0.1 %d 2\n"
 		"sentinel down-after-milliseconds %s 1000\n"
 		"sentinel failover-timeout %s 3000\n"
 		"sentinel parallel-syncs %s 1\n",
-		n->port, n->dir, n->unix_path, SENTINEL_NAME, primary,
-		SENTINEL_NAME, SENTINEL_NAME, SENTINEL_NAME);
+		SENTINEL_NAME, primary, SENTINEL_NAME, SENTINEL_NAME,
+		SENTINEL_NAME);
 	if (fclose(f) != 0)
 		fail_msg("%s: %s", path, strerror(errno));
 }
 
-struct server_opt {
-	const char *name, *value;
-};
-
-static int
-add_options(const char **argv, int k, const struct server_opt *o, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		argv[k++] = o[i].name;
-		argv[k++] = o[i].value;
-	}
-	return k;
-}
-
-static pid_t
-spawn(struct tkt_node *n, const struct launch *l)
-{
-	char port[16], primary[16], conf[96], log[96];
-	const struct server_opt common[] = {
-		{ "--port", port },
-		{ "--bind", "127.0.0.1" },
-		{ "--dir", n->dir },
-		{ "--save", "" },
-		{ "--appendonly", "no" },
-		{ "--daemonize", "no" },
-		{ "--unixsocket", n->unix_path },
-		{ "--unixsocketperm", "700" },
-		{ "--enable-debug-command", "local" },
-		{ "--loglevel", "notice" },
-		/* 7.0 delays a replica's first sync by 5 s otherwise; and a
-		 * cluster replica never synced cannot fail over. */
-		{ "--repl-diskless-sync-delay", "0" },
-	};
-	const struct server_opt cluster[] = {
-		{ "--cluster-enabled", "yes" },
-		{ "--cluster-config-file", "nodes.conf" },
-		{ "--cluster-node-timeout", "1000" },
-	};
-	const char *argv[48];
-	int k = 0;
-
-	snprintf(port, sizeof port, "%d", n->port);
-	snprintf(primary, sizeof primary, "%d", l->primary);
-	snprintf(log, sizeof log, "%s/redis.log", n->dir);
-	argv[k++] = TKSHM_REDIS_SERVER;
-	if (l->kind == NODE_SENTINEL) {
-		write_sentinel_conf(n, l->primary, conf, sizeof conf);
-		argv[k++] = conf;
-		argv[k++] = "--sentinel";
-	} else {
-		k = add_options(argv, k, common,
-				sizeof common / sizeof *common);
-	}
-	if (l->kind == NODE_CLUSTER) {
-		k = add_options(argv, k, cluster,
-				sizeof cluster / sizeof *cluster);
-	} else if (l->kind == NODE_DATA && l->primary > 0) {
-		argv[k++] = "--replicaof";
-		argv[k++] = "127.0.0.1";
-		argv[k++] = primary;
-	}
-	argv[k] = NULL;
-	return fork_exec(argv, n->dir, log);
-}
-
 static void
-reap(struct tkt_node *n)
+show_logs(const struct tkt_redis *nodes, int count)
 {
-	int status;
-
-	while (waitpid(n->pid, &status, 0) < 0 && errno == EINTR)
-		;
-	n->pid = 0;
-}
-
-/* True once our server answers PING on its unix socket; false when it
- * exited first (its port was taken) or did not answer within the wait. */
-static bool
-wait_ready(struct tkt_node *n)
-{
-	const struct timeval tv = { 0, 200000 };
-	double deadline = tkt_seconds() + START_WAIT_S;
-
-	while (tkt_seconds() < deadline) {
-		int status;
-		redisContext *c;
-
-		if (waitpid(n->pid, &status, WNOHANG) == n->pid) {
-			n->pid = 0;
-			return false;
-		}
-		c = redisConnectUnixWithTimeout(n->unix_path, tv);
-		if (c != NULL && c->err == 0 && redisSetTimeout(c, tv) == 0) {
-			redisReply *p = redisCommand(c, "PING");
-			bool up = p != NULL && p->type == REDIS_REPLY_STATUS &&
-				  strcmp(p->str, "PONG") == 0;
-
-			if (p != NULL)
-				freeReplyObject(p);
-			if (up) {
-				redisFree(c);
-				return true;
-			}
-		}
-		if (c != NULL)
-			redisFree(c);
-		sleep_ms(5);
-	}
-	return false;
-}
-
-/* Starts a node on a free port, retrying on another port when someone
- * took it first.  False when the server would not start. */
-static bool
-start_node(struct tkt_node *n, const struct launch *l)
-{
-	char nodes_conf[96];
-
-	snprintf(nodes_conf, sizeof nodes_conf, "%s/nodes.conf", n->dir);
-	for (int i = 0; i < START_TRIES; i++) {
-		/* A node that failed on its bus port left its id and old
-		 * port in nodes.conf. */
-		unlink(nodes_conf);
-		n->port = pick_port(l->kind == NODE_CLUSTER);
-		n->pid = spawn(n, l);
-		if (wait_ready(n))
-			return true;
-		if (n->pid != 0) {
-			/* Alive but silent: not a port clash; give up. */
-			kill(n->pid, SIGKILL);
-			reap(n);
-			break;
-		}
-	}
-	return false;
-}
-
-/* SIGTERM to all at once (a stop is the slowest part of a short test),
- * then up to 5 s for them all before SIGKILL. */
-static void
-stop_nodes(struct tkt_node *nodes, int count)
-{
-	double deadline = tkt_seconds() + 5.0;
-
-	for (int i = 0; i < count; i++) {
-		if (nodes[i].pid != 0) {
-			kill(nodes[i].pid, SIGCONT);
-			kill(nodes[i].pid, SIGTERM);
-		}
-	}
-	for (int i = 0; i < count; i++) {
-		struct tkt_node *n = &nodes[i];
-		int status;
-		pid_t got;
-
-		while (n->pid != 0 &&
-		       (got = waitpid(n->pid, &status, WNOHANG)) != n->pid) {
-			if (got < 0 && errno != EINTR)
-				break;
-			if (tkt_seconds() > deadline) {
-				kill(n->pid, SIGKILL);
-				reap(n);
-				break;
-			}
-			sleep_ms(2);
-		}
-		n->pid = 0;
-	}
-}
-
-/* The last lines of a file on stderr, to explain a failure. */
-static void
-show_tail(const char *path, const char *label)
-{
-	char *lines[LOG_TAIL] = { 0 };
-	char line[512];
-	int next = 0;
-	FILE *f = fopen(path, "r");
-
-	if (f == NULL)
-		return;
-	while (fgets(line, sizeof line, f) != NULL) {
-		free(lines[next]);
-		lines[next] = strdup(line);
-		next = (next + 1) % LOG_TAIL;
-	}
-	fclose(f);
-	for (int i = 0; i < LOG_TAIL; i++) {
-		char *l = lines[(next + i) % LOG_TAIL];
-
-		if (l != NULL)
-			fprintf(stderr, "%s: %s", label, l);
-		free(l);
-	}
-}
-
-static void
-show_logs(const struct tkt_node *nodes, int count)
-{
-	char path[96], label[32];
-
-	for (int i = 0; i < count; i++) {
-		if (nodes[i].dir[0] == '\0')
-			continue;
-		snprintf(path, sizeof path, "%s/redis.log", nodes[i].dir);
-		snprintf(label, sizeof label, "port %d", nodes[i].port);
-		show_tail(path, label);
-	}
+	for (int i = 0; i < count; i++)
+		tkt_redis_show_log(&nodes[i]);
 }
 
 /* ------------------------------------------------------------------------
  * Commands
  * ---------------------------------------------------------------------- */
-
-static redisContext *
-node_connect(const struct tkt_node *n, long timeout_ms)
-{
-	const struct timeval tv = { timeout_ms / 1000,
-				    (timeout_ms % 1000) * 1000 };
-	redisContext *c = redisConnectUnixWithTimeout(n->unix_path, tv);
-
-	if (c != NULL && c->err == 0 && redisSetTimeout(c, tv) == 0)
-		return c;
-	if (c != NULL)
-		redisFree(c);
-	return NULL;
-}
-
-/* One command over a new connection; NULL when the node does not answer
- * (polls go on across a node's death). */
-static redisReply *
-node_try(const struct tkt_node *n, long timeout_ms, const char *fmt, ...)
-{
-	redisContext *c;
-	redisReply *r;
-	va_list ap;
-
-	if (n->pid == 0 || (c = node_connect(n, timeout_ms)) == NULL)
-		return NULL;
-	va_start(ap, fmt);
-	r = redisvCommand(c, fmt, ap);
-	va_end(ap);
-	redisFree(c);
-	return r;
-}
-
-/* A command with binary-safe arguments that must answer; the reply is the
- * caller's. */
-static redisReply *
-node_argv(const struct tkt_node *n, int argc, const char **argv,
-	  const size_t *lens)
-{
-	redisContext *c = node_connect(n, CTL_TIMEOUT_S * 1000L);
-	redisReply *r;
-
-	if (c == NULL)
-		fail_msg("no connection to the node on port %d", n->port);
-	r = redisCommandArgv(c, argc, argv, lens);
-	if (r == NULL)
-		fail_msg("%s to port %d: %s", argv[0], n->port, c->errstr);
-	redisFree(c);
-	return r;
-}
 
 /* The value of the line `field:value` of an INFO-like text reply, or
  * NULL. */
@@ -635,10 +136,10 @@ info_number(const redisReply *r, const char *field)
 
 /* The node answers `cmd` (no arguments to format) with field:want. */
 static bool
-node_says(const struct tkt_node *n, const char *cmd, const char *field,
+node_says(const struct tkt_redis *n, const char *cmd, const char *field,
 	  const char *want)
 {
-	redisReply *r = node_try(n, POLL_TIMEOUT_MS, cmd);
+	redisReply *r = tkt_redis_try(n, POLL_TIMEOUT_MS, cmd);
 	bool yes = info_is(r, field, want);
 
 	if (r != NULL)
@@ -648,9 +149,9 @@ node_says(const struct tkt_node *n, const char *cmd, const char *field,
 
 /* ROLE's first element is "master". */
 static bool
-node_is_master(const struct tkt_node *n)
+node_is_master(const struct tkt_redis *n)
 {
-	redisReply *r = node_try(n, POLL_TIMEOUT_MS, "ROLE");
+	redisReply *r = tkt_redis_try(n, POLL_TIMEOUT_MS, "ROLE");
 	bool yes = r != NULL && r->type == REDIS_REPLY_ARRAY &&
 		   r->elements > 0 &&
 		   r->element[0]->type == REDIS_REPLY_STRING &&
@@ -739,7 +240,7 @@ read_topology(struct tkt_cluster *c, int from)
 {
 	char master_id[TKT_CLUSTER_NODES][41] = { { 0 } };
 	redisReply *r =
-		node_try(&c->node[from], POLL_TIMEOUT_MS, "CLUSTER NODES");
+		tkt_redis_try(&c->node[from], POLL_TIMEOUT_MS, "CLUSTER NODES");
 	char *text, *save, *line;
 
 	if (r == NULL || r->type != REDIS_REPLY_STRING) {
@@ -797,7 +298,7 @@ static int
 slot_owner_on(const struct tkt_cluster *c, int from, int slot)
 {
 	redisReply *r =
-		node_try(&c->node[from], POLL_TIMEOUT_MS, "CLUSTER SLOTS");
+		tkt_redis_try(&c->node[from], POLL_TIMEOUT_MS, "CLUSTER SLOTS");
 	int owner = -2;
 
 	if (r == NULL)
@@ -879,10 +380,10 @@ cluster_create(struct tkt_cluster *c)
 	argv[k++] = "--cluster-yes";
 	argv[k] = NULL;
 	snprintf(log, sizeof log, "%s/cli.log", c->dir);
-	pid = fork_exec(argv, c->dir, log);
+	pid = tkt_redis_exec(argv, c->dir, log);
 	status = tkt_wait_bounded(pid, FORM_WAIT_S);
 	if (status != 0) {
-		show_tail(log, "redis-cli");
+		tkt_redis_show_file(log, "redis-cli");
 		cluster_abort(c, "redis-cli --cluster create: status %d",
 			      status);
 	}
@@ -896,7 +397,7 @@ cluster_wait_formed(struct tkt_cluster *c)
 	double deadline = tkt_seconds() + FORM_WAIT_S;
 
 	for (int i = 0; i < TKT_CLUSTER_NODES; i++) {
-		const struct tkt_node *n = &c->node[i];
+		const struct tkt_redis *n = &c->node[i];
 
 		while (!node_says(n, "CLUSTER INFO", "cluster_state", "ok") ||
 		       !node_says(n, "CLUSTER INFO", "cluster_known_nodes",
@@ -928,19 +429,16 @@ cluster_wait_formed(struct tkt_cluster *c)
 void
 tkt_cluster_start(struct tkt_cluster *c)
 {
-	const struct launch l = { NODE_CLUSTER, 0 };
 	size_t len = 0;
 
 	memset(c, 0, sizeof *c);
 	c->owner = getpid();
 	c->mig_slot = c->mig_from = c->mig_to = -1;
-	make_set_dir(c->dir, sizeof c->dir, "tkt-cluster-");
+	tkt_redis_mkdir(c->dir, sizeof c->dir, "tkt-cluster-");
 	for (int i = 0; i < TKT_CLUSTER_NODES; i++) {
-		char name[8];
-
-		snprintf(name, sizeof name, "n%d", i);
-		make_node_dir(&c->node[i], c->dir, name);
-		if (!start_node(&c->node[i], &l))
+		tkt_redis_init(&c->node[i], c->dir, node_args);
+		c->node[i].cluster = true;
+		if (!tkt_redis_run(&c->node[i]))
 			cluster_abort(c, "redis-server (%s) did not start",
 				      TKSHM_REDIS_SERVER);
 	}
@@ -959,8 +457,8 @@ tkt_cluster_stop(struct tkt_cluster *c)
 {
 	if (c->owner != getpid() || c->dir[0] == '\0')
 		return;
-	stop_nodes(c->node, TKT_CLUSTER_NODES);
-	remove_tree(c->dir);
+	tkt_redis_stop_all(c->node, TKT_CLUSTER_NODES);
+	tkt_redis_rmdir(c->dir);
 	c->dir[0] = '\0';
 }
 
@@ -974,7 +472,7 @@ tkt_cluster_seeds(struct tkt_cluster *c)
  * Cluster: commands, slots, failover
  * ---------------------------------------------------------------------- */
 
-static const struct tkt_node *
+static const struct tkt_redis *
 live_node(const struct tkt_cluster *c, int node)
 {
 	if (node < 0 || node >= TKT_CLUSTER_NODES)
@@ -988,19 +486,12 @@ live_node(const struct tkt_cluster *c, int node)
 redisReply *
 tkt_cluster_cmd(struct tkt_cluster *c, int node, const char *fmt, ...)
 {
-	const struct tkt_node *n = live_node(c, node);
-	redisContext *ctx = node_connect(n, CTL_TIMEOUT_S * 1000L);
 	redisReply *r;
 	va_list ap;
 
-	if (ctx == NULL)
-		fail_msg("no connection to %s", n->unix_path);
 	va_start(ap, fmt);
-	r = redisvCommand(ctx, fmt, ap);
+	r = tkt_redis_vcmdf(live_node(c, node), fmt, ap);
 	va_end(ap);
-	if (r == NULL)
-		fail_msg("\"%s\" to port %d: %s", fmt, n->port, ctx->errstr);
-	redisFree(ctx);
 	return r;
 }
 
@@ -1057,8 +548,7 @@ tkt_cluster_kill_master(struct tkt_cluster *c, int node)
 	live_node(c, node);
 	if (!c->master[node])
 		fail_msg("cluster node %d is not a master", node);
-	kill(c->node[node].pid, SIGKILL);
-	reap(&c->node[node]);
+	tkt_redis_kill(&c->node[node]);
 }
 
 static bool
@@ -1114,8 +604,8 @@ tkt_cluster_wait_replicated(struct tkt_cluster *c, int node)
 		if (tkt_seconds() > deadline)
 			fail_msg("node %d: its replica at %lld of %lld", node,
 				 got, want);
-		r = node_try(&c->node[rep], POLL_TIMEOUT_MS,
-			     "INFO replication");
+		r = tkt_redis_try(&c->node[rep], POLL_TIMEOUT_MS,
+				  "INFO replication");
 		got = info_number(r, "slave_repl_offset");
 		if (r != NULL)
 			freeReplyObject(r);
@@ -1152,7 +642,7 @@ migrate_keys(struct tkt_cluster *c, redisReply **keys, size_t n)
 		argv[k] = keys[i]->str;
 		lens[k] = keys[i]->len;
 	}
-	r = node_argv(live_node(c, c->mig_from), k, argv, lens);
+	r = tkt_redis_argv(live_node(c, c->mig_from), k, argv, lens);
 	/* NOKEY: they all expired since GETKEYSINSLOT listed them. */
 	if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "NOKEY") == 0)
 		freeReplyObject(r);
@@ -1241,8 +731,8 @@ tkt_cluster_migrate_key(struct tkt_cluster *c, const char *key, size_t len)
 	for (int i = 0; i < 6; i++)
 		lens[i] = i == 3 ? len : strlen(argv[i]);
 	/* NOKEY (not on the source) fails: the test meant this key. */
-	expect_status(node_argv(live_node(c, c->mig_from), 6, argv, lens), "OK",
-		      "MIGRATE", c->node[c->mig_from].port);
+	expect_status(tkt_redis_argv(live_node(c, c->mig_from), 6, argv, lens),
+		      "OK", "MIGRATE", c->node[c->mig_from].port);
 }
 
 void
@@ -1324,11 +814,11 @@ field_of(const redisReply *r, const char *field)
 
 /* The sentinel names the server on `port` as the primary. */
 static bool
-sentinel_names(const struct tkt_node *n, int port)
+sentinel_names(const struct tkt_redis *n, int port)
 {
-	redisReply *r =
-		node_try(n, POLL_TIMEOUT_MS,
-			 "SENTINEL get-master-addr-by-name %s", SENTINEL_NAME);
+	redisReply *r = tkt_redis_try(n, POLL_TIMEOUT_MS,
+				      "SENTINEL get-master-addr-by-name %s",
+				      SENTINEL_NAME);
 	bool yes = r != NULL && r->type == REDIS_REPLY_ARRAY &&
 		   r->elements == 2 &&
 		   r->element[1]->type == REDIS_REPLY_STRING &&
@@ -1342,14 +832,15 @@ sentinel_names(const struct tkt_node *n, int port)
 /* The sentinel names the primary, sees it up with 2 other sentinels and
  * one replica, and has its quorum. */
 static bool
-sentinel_settled(const struct tkt_node *n, int port)
+sentinel_settled(const struct tkt_redis *n, int port)
 {
 	redisReply *r;
 	bool yes;
 
 	if (!sentinel_names(n, port))
 		return false;
-	r = node_try(n, POLL_TIMEOUT_MS, "SENTINEL MASTER %s", SENTINEL_NAME);
+	r = tkt_redis_try(n, POLL_TIMEOUT_MS, "SENTINEL MASTER %s",
+			  SENTINEL_NAME);
 	yes = r != NULL && r->type == REDIS_REPLY_ARRAY &&
 	      strcmp(field_of(r, "flags"), "master") == 0 &&
 	      strcmp(field_of(r, "num-other-sentinels"), "2") == 0 &&
@@ -1358,7 +849,8 @@ sentinel_settled(const struct tkt_node *n, int port)
 		freeReplyObject(r);
 	if (!yes)
 		return false;
-	r = node_try(n, POLL_TIMEOUT_MS, "SENTINEL CKQUORUM %s", SENTINEL_NAME);
+	r = tkt_redis_try(n, POLL_TIMEOUT_MS, "SENTINEL CKQUORUM %s",
+			  SENTINEL_NAME);
 	yes = r != NULL && r->type == REDIS_REPLY_STATUS &&
 	      strncmp(r->str, "OK", 2) == 0;
 	if (r != NULL)
@@ -1372,21 +864,33 @@ sentinel_settled(const struct tkt_node *n, int port)
  * the sentinels find each other, and learn a new primary, sooner.
  * (SENTINEL DEBUG is 7.0's: an older server keeps its defaults.) */
 static void
-tune_sentinel(const struct tkt_node *n)
+tune_sentinel(const struct tkt_redis *n)
 {
-	redisReply *r = node_try(n, CTL_TIMEOUT_S * 1000L,
-				 "SENTINEL DEBUG tilt-period 2000 "
-				 "publish-period 500");
+	redisReply *r = tkt_redis_try(n, CTL_TIMEOUT_S * 1000L,
+				      "SENTINEL DEBUG tilt-period 2000 "
+				      "publish-period 500");
 
 	if (r != NULL)
 		freeReplyObject(r);
 }
 
+/* REPLICAOF the primary on `port` (once started: the arguments of a
+ * server must outlive it). */
+static void
+replicate(const struct tkt_redis *n, int port)
+{
+	char arg[16];
+
+	snprintf(arg, sizeof arg, "%d", port);
+	expect_status(tkt_redis_cmd(n, "REPLICAOF", "127.0.0.1", arg, NULL),
+		      "OK", "REPLICAOF", n->port);
+}
+
 static bool
 set_settled(const struct tkt_sentinel_set *s)
 {
-	const struct tkt_node *p = &s->server[s->primary];
-	const struct tkt_node *rep = &s->server[1 - s->primary];
+	const struct tkt_redis *p = &s->server[s->primary];
+	const struct tkt_redis *rep = &s->server[1 - s->primary];
 	char port[16];
 
 	snprintf(port, sizeof port, "%d", p->port);
@@ -1407,24 +911,21 @@ tkt_sentinel_start(struct tkt_sentinel_set *s)
 
 	memset(s, 0, sizeof *s);
 	s->owner = getpid();
-	make_set_dir(s->dir, sizeof s->dir, "tkt-sentinel-");
-	make_node_dir(&s->server[0], s->dir, "primary");
-	make_node_dir(&s->server[1], s->dir, "replica");
-	for (int i = 0; i < TKT_SENTINELS; i++) {
-		char name[16];
-
-		snprintf(name, sizeof name, "sentinel%d", i);
-		make_node_dir(&s->sentinel[i], s->dir, name);
-	}
+	tkt_redis_mkdir(s->dir, sizeof s->dir, "tkt-sentinel-");
 	for (int i = 0; i < 2 + TKT_SENTINELS; i++) {
-		struct tkt_node *n =
+		struct tkt_redis *n =
 			i < 2 ? &s->server[i] : &s->sentinel[i - 2];
-		const struct launch l = { i < 2 ? NODE_DATA : NODE_SENTINEL,
-					  i == 0 ? 0 : s->server[0].port };
 
-		if (!start_node(n, &l))
+		tkt_redis_init(n, s->dir, i < 2 ? data_args : sentinel_args);
+		if (i >= 2) {
+			n->conf = "sentinel.conf";
+			write_sentinel_conf(n, s->server[0].port);
+		}
+		if (!tkt_redis_run(n))
 			sentinel_abort(s, "redis-server (%s) did not start",
 				       TKSHM_REDIS_SERVER);
+		if (i == 1)
+			replicate(n, s->server[0].port);
 		if (i >= 2)
 			tune_sentinel(n);
 	}
@@ -1448,9 +949,9 @@ tkt_sentinel_stop(struct tkt_sentinel_set *s)
 	if (s->owner != getpid() || s->dir[0] == '\0')
 		return;
 	/* Sentinels first: none fails over a primary stopping first. */
-	stop_nodes(s->sentinel, TKT_SENTINELS);
-	stop_nodes(s->server, 2);
-	remove_tree(s->dir);
+	tkt_redis_stop_all(s->sentinel, TKT_SENTINELS);
+	tkt_redis_stop_all(s->server, 2);
+	tkt_redis_rmdir(s->dir);
 	s->dir[0] = '\0';
 }
 
@@ -1503,8 +1004,8 @@ failover_idle(const struct tkt_sentinel_set *s, int port)
 
 	if (!sentinel_names(&s->sentinel[0], port))
 		return false;
-	r = node_try(&s->sentinel[0], POLL_TIMEOUT_MS, "SENTINEL MASTER %s",
-		     SENTINEL_NAME);
+	r = tkt_redis_try(&s->sentinel[0], POLL_TIMEOUT_MS,
+			  "SENTINEL MASTER %s", SENTINEL_NAME);
 	idle = r != NULL && r->type == REDIS_REPLY_ARRAY &&
 	       strstr(field_of(r, "flags"), "failover_in_progress") == NULL;
 	if (r != NULL)
@@ -1529,9 +1030,9 @@ tkt_sentinel_failover(struct tkt_sentinel_set *s)
 		 * NOGOODSLAVE until it has read the replica's INFO, and a
 		 * stall that outlasts the failover timeout aborts one. */
 		if (failover_idle(s, from_port)) {
-			redisReply *r =
-				node_try(&s->sentinel[0], POLL_TIMEOUT_MS,
-					 "SENTINEL FAILOVER %s", SENTINEL_NAME);
+			redisReply *r = tkt_redis_try(
+				&s->sentinel[0], POLL_TIMEOUT_MS,
+				"SENTINEL FAILOVER %s", SENTINEL_NAME);
 
 			snprintf(why, sizeof why, "%s",
 				 r != NULL && r->str != NULL ? r->str :
@@ -1549,12 +1050,11 @@ tkt_sentinel_failover(struct tkt_sentinel_set *s)
 void
 tkt_sentinel_kill_primary(struct tkt_sentinel_set *s)
 {
-	struct tkt_node *p = &s->server[s->primary];
+	struct tkt_redis *p = &s->server[s->primary];
 
 	if (p->pid == 0)
 		fail_msg("the primary (port %d) is not running", p->port);
-	kill(p->pid, SIGKILL);
-	reap(p);
+	tkt_redis_kill(p);
 }
 
 void

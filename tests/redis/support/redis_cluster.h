@@ -2,15 +2,16 @@
  * redis_cluster.h - a private Redis Cluster, or a Sentinel-managed
  * primary, for one test.
  *
- * The conventions are redis_server.h's: every process is a
- * TKSHM_REDIS_SERVER in the foreground on 127.0.0.1, with no persistence
- * (--save "" --appendonly no), also listening on a unix socket in its own
- * directory (commands go there: only our process can have made it), with
- * DEBUG allowed from local clients.  It gets SIGKILL when the thread that
- * started it exits (PR_SET_PDEATHSIG): start sets from the main thread.
- * All the directories of a set sit in one private directory (mkdtemp
- * under /tmp) naming its test process in a file `owner`; a start removes
- * the directories of test processes that no longer exist.
+ * Every process is a struct tkt_redis started by redis_server.h, with its
+ * conventions: a TKSHM_REDIS_SERVER in the foreground on 127.0.0.1, with
+ * no persistence (--save "" --appendonly no), also listening on a unix
+ * socket in its own directory (commands go there: only our process can
+ * have made it), with DEBUG allowed from local clients.  It gets SIGKILL
+ * when the thread that started it exits (PR_SET_PDEATHSIG): start sets
+ * from the main thread.  All the directories of a set sit in one private
+ * directory (mkdtemp under /tmp, tkt_redis_mkdir) naming its test process
+ * in a file `owner`; a start removes the directories of test processes
+ * that no longer exist.
  *
  * Ports: random, below the kernel's ephemeral range, checked free with
  * bind(); a server that finds its port taken exits and is started again
@@ -36,17 +37,11 @@
 
 #include <hiredis/hiredis.h>
 
+#include "redis_server.h"
+
 #define TKT_CLUSTER_NODES  6 /* 3 masters, each with one replica */
 #define TKT_CLUSTER_RANGES 16
 #define TKT_CLUSTER_SLOTS  16384
-
-/* One server process of a set. */
-struct tkt_node {
-	pid_t pid;	     /* 0 when not running */
-	int port;	     /* its TCP port on 127.0.0.1 */
-	char dir[64];	     /* its directory (redis.log) */
-	char unix_path[108]; /* its unix socket, in dir */
-};
 
 struct tkt_slot_range {
 	int lo, hi; /* inclusive */
@@ -57,8 +52,8 @@ struct tkt_slot_range {
 struct tkt_cluster {
 	pid_t owner; /* the process that started it */
 	char dir[64];
-	struct tkt_node node[TKT_CLUSTER_NODES];
-	char id[TKT_CLUSTER_NODES][41];	   /* cluster node ids */
+	struct tkt_redis node[TKT_CLUSTER_NODES]; /* pid 0: not running */
+	char id[TKT_CLUSTER_NODES][41];		  /* cluster node ids */
 	bool master[TKT_CLUSTER_NODES];	   /* a master (live or failed) */
 	int replica_of[TKT_CLUSTER_NODES]; /* a replica's master, or -1 */
 	int replica[TKT_CLUSTER_NODES];	   /* a master's replica, or -1 */
@@ -139,8 +134,8 @@ int tkt_key_slot(const char *key, size_t len);
 struct tkt_sentinel_set {
 	pid_t owner; /* the process that started it */
 	char dir[64];
-	struct tkt_node server[2]; /* the first primary, then its replica */
-	struct tkt_node sentinel[TKT_SENTINELS];
+	struct tkt_redis server[2]; /* the first primary, then its replica */
+	struct tkt_redis sentinel[TKT_SENTINELS];
 	int primary;	/* the index in server[] of the primary now */
 	char addrs[96]; /* "127.0.0.1:S1,127.0.0.1:S2,127.0.0.1:S3" */
 };

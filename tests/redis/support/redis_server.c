@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,15 @@
 #define START_TRIES   20
 #define CTL_TIMEOUT_S 5
 #define ARGS_MAX      64
+/* A cluster node's bus port is port + BUS_OFFSET, which Redis wants below
+ * 65536; ours stay below 55536, so node ports stay below BUS_PORT_MAX. */
+#define BUS_OFFSET   10000
+#define BUS_PORT_MAX 45536
+#define LOG_TAIL     30
+
+/* The directories a start sweeps (tkt_redis_mkdir). */
+static const char *const dir_prefixes[] = { "tkt-redis-", "tkt-cluster-",
+					    "tkt-sentinel-" };
 
 static void
 sleep_ms(long ms)
@@ -64,9 +74,10 @@ next_random(void)
 }
 
 /* The candidate range: below the kernel's ephemeral ports when there is
- * room, above them otherwise (a client socket never holds these). */
+ * room, above them otherwise (a client socket never holds these); for a
+ * cluster node, its bus port in the range too. */
 static void
-port_range(int *lo, int *hi)
+port_range(bool bus, int *lo, int *hi)
 {
 	int eph_lo = 32768, eph_hi = 60999;
 	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
@@ -84,6 +95,16 @@ port_range(int *lo, int *hi)
 	} else {
 		*lo = eph_hi + 1;
 		*hi = 65536;
+	}
+	if (bus) {
+		*hi -= BUS_OFFSET;
+		if (*hi > BUS_PORT_MAX)
+			*hi = BUS_PORT_MAX;
+		/* No room: bind() still tells what is free now. */
+		if (*hi - *lo < 2000) {
+			*lo = 10000;
+			*hi = BUS_PORT_MAX;
+		}
 	}
 }
 
@@ -106,22 +127,31 @@ bind_loopback(int port)
 	return fd;
 }
 
-/* A port nothing is bound to right now (it may be taken before the
- * server binds it; the start then retries). */
+static bool
+port_free(int port)
+{
+	int fd = bind_loopback(port);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* A port (and bus port) nothing is bound to right now.  Someone may take
+ * it before the server binds it, our own next server too: the server
+ * then exits and the start retries. */
 static int
-pick_port(void)
+pick_port(bool bus)
 {
 	int lo, hi;
 
-	port_range(&lo, &hi);
+	port_range(bus, &lo, &hi);
 	for (int i = 0; i < 1000; i++) {
 		int port = lo + (int)(next_random() % (unsigned)(hi - lo));
-		int fd = bind_loopback(port);
 
-		if (fd >= 0) {
-			close(fd);
+		if (port_free(port) && (!bus || port_free(port + BUS_OFFSET)))
 			return port;
-		}
 	}
 	fail_msg("no free TCP port in [%d, %d)", lo, hi);
 	return -1;
@@ -144,17 +174,61 @@ tkt_redis_refusing_port(int *holder)
  * The server process
  * ---------------------------------------------------------------------- */
 
+pid_t
+tkt_redis_exec(const char *const *argv, const char *dir, const char *log)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid < 0)
+		fail_msg("fork: %s", strerror(errno));
+	if (pid == 0) {
+		sigset_t none;
+		int fd;
+
+		/* A test that crashes takes its server with it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		/* exec keeps the mask and ignored signals: undo what the
+		 * test may have set (tkt_proc_start ignores SIGPIPE). */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		/* Nor may it keep the test's other descriptors: a pipe to a
+		 * child the test waits on would never reach EOF. */
+		close_range(3, ~0U, 0);
+		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+		}
+		fd = open("/dev/null", O_RDONLY);
+		if (fd >= 0)
+			dup2(fd, STDIN_FILENO);
+		if (chdir(dir) != 0)
+			_exit(127);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
 static pid_t
 spawn(struct tkt_redis *r)
 {
-	char port[16], log[96];
+	char port[16], log[96], conf[160];
 	const char *argv[ARGS_MAX + 32];
 	int n = 0;
-	pid_t parent = getpid(), pid;
 
 	snprintf(port, sizeof port, "%d", r->port);
 	snprintf(log, sizeof log, "%s/redis.log", r->dir);
 	argv[n++] = TKSHM_REDIS_SERVER;
+	if (r->conf != NULL) {
+		snprintf(conf, sizeof conf, "%s/%s", r->dir, r->conf);
+		argv[n++] = conf;
+	}
 	argv[n++] = "--port";
 	argv[n++] = port;
 	argv[n++] = "--bind";
@@ -175,6 +249,12 @@ spawn(struct tkt_redis *r)
 	argv[n++] = "local";
 	argv[n++] = "--loglevel";
 	argv[n++] = "warning";
+	if (r->cluster) {
+		argv[n++] = "--cluster-enabled";
+		argv[n++] = "yes";
+		argv[n++] = "--cluster-config-file";
+		argv[n++] = "nodes.conf";
+	}
 	for (int i = 0; r->args != NULL && r->args[i] != NULL; i++) {
 		if (i == ARGS_MAX)
 			fail_msg("more than %d extra server arguments",
@@ -182,40 +262,26 @@ spawn(struct tkt_redis *r)
 		argv[n++] = r->args[i];
 	}
 	argv[n] = NULL;
+	return tkt_redis_exec(argv, r->dir, log);
+}
 
-	pid = fork();
-	if (pid < 0)
-		fail_msg("fork: %s", strerror(errno));
-	if (pid == 0) {
-		sigset_t none;
-		int out;
+/* A connection to the server's unix socket; NULL when there is none
+ * (failing the test instead when `must`). */
+static redisContext *
+connect_unix(const struct tkt_redis *r, long timeout_ms, bool must)
+{
+	const struct timeval tv = { timeout_ms / 1000,
+				    (timeout_ms % 1000) * 1000 };
+	redisContext *c = redisConnectUnixWithTimeout(r->unix_path, tv);
 
-		/* A test that crashes takes its server with it. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		/* exec keeps the mask and ignored signals: undo what the
-		 * test may have set (tkt_proc_start ignores SIGPIPE). */
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		/* Nor may it keep the test's other descriptors: a pipe to a
-		 * child the test waits on would never reach EOF. */
-		close_range(3, ~0U, 0);
-		out = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (out >= 0) {
-			dup2(out, STDOUT_FILENO);
-			dup2(out, STDERR_FILENO);
-		}
-		out = open("/dev/null", O_RDONLY);
-		if (out >= 0)
-			dup2(out, STDIN_FILENO);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
+	if (c != NULL && c->err == 0 && redisSetTimeout(c, tv) == 0)
+		return c;
+	if (must)
+		fail_msg("connecting to %s: %s", r->unix_path,
+			 c != NULL ? c->errstr : "out of memory");
+	if (c != NULL)
+		redisFree(c);
+	return NULL;
 }
 
 /* True once our server answers PING on its unix socket; false when it
@@ -223,32 +289,24 @@ spawn(struct tkt_redis *r)
 static bool
 wait_ready(struct tkt_redis *r)
 {
-	const struct timeval tv = { 0, 200000 };
 	double deadline = tkt_seconds() + START_WAIT_S;
 
 	while (tkt_seconds() < deadline) {
 		int status;
-		redisContext *c;
+		redisReply *p;
+		bool up;
 
 		if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
 			r->pid = 0;
 			return false;
 		}
-		c = redisConnectUnixWithTimeout(r->unix_path, tv);
-		if (c != NULL && c->err == 0 && redisSetTimeout(c, tv) == 0) {
-			redisReply *p = redisCommand(c, "PING");
-			bool up = p != NULL && p->type == REDIS_REPLY_STATUS &&
-				  strcmp(p->str, "PONG") == 0;
-
-			if (p != NULL)
-				freeReplyObject(p);
-			if (up) {
-				redisFree(c);
-				return true;
-			}
-		}
-		if (c != NULL)
-			redisFree(c);
+		p = tkt_redis_try(r, 200, "PING");
+		up = p != NULL && p->type == REDIS_REPLY_STATUS &&
+		     strcmp(p->str, "PONG") == 0;
+		if (p != NULL)
+			freeReplyObject(p);
+		if (up)
+			return true;
 		sleep_ms(5);
 	}
 	return false;
@@ -264,12 +322,13 @@ reap(struct tkt_redis *r)
 	r->pid = 0;
 }
 
-static void
-remove_dir(const char *dir)
+void
+tkt_redis_rmdir(const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	char path[PATH_MAX];
+	struct stat st;
 
 	if (d == NULL)
 		return;
@@ -277,25 +336,50 @@ remove_dir(const char *dir)
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		unlink(path);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			tkt_redis_rmdir(path);
+		else
+			unlink(path);
 	}
 	closedir(d);
 	rmdir(dir);
 }
 
-static void
-show_log(const struct tkt_redis *r)
+void
+tkt_redis_show_file(const char *path, const char *label)
 {
-	char path[96];
-	FILE *f;
-	char line[256];
+	char *lines[LOG_TAIL] = { 0 };
+	char line[512];
+	int next = 0;
+	FILE *f = fopen(path, "r");
 
-	snprintf(path, sizeof path, "%s/redis.log", r->dir);
-	if ((f = fopen(path, "r")) == NULL)
+	if (f == NULL)
 		return;
-	while (fgets(line, sizeof line, f) != NULL)
-		fprintf(stderr, "redis.log: %s", line);
+	while (fgets(line, sizeof line, f) != NULL) {
+		free(lines[next]);
+		lines[next] = strdup(line);
+		next = (next + 1) % LOG_TAIL;
+	}
 	fclose(f);
+	for (int i = 0; i < LOG_TAIL; i++) {
+		char *l = lines[(next + i) % LOG_TAIL];
+
+		if (l != NULL)
+			fprintf(stderr, "%s: %s", label, l);
+		free(l);
+	}
+}
+
+void
+tkt_redis_show_log(const struct tkt_redis *r)
+{
+	char path[96], label[32];
+
+	if (r->dir[0] == '\0')
+		return;
+	snprintf(path, sizeof path, "%s/redis.log", r->dir);
+	snprintf(label, sizeof label, "port %d", r->port);
+	tkt_redis_show_file(path, label);
 }
 
 /* The owner file names the test process that made a directory, so a
@@ -313,6 +397,16 @@ write_owner(const char *dir)
 	}
 }
 
+static bool
+sweepable(const char *name)
+{
+	for (size_t i = 0; i < sizeof dir_prefixes / sizeof *dir_prefixes; i++)
+		if (strncmp(name, dir_prefixes[i], strlen(dir_prefixes[i])) ==
+		    0)
+			return true;
+	return false;
+}
+
 static void
 sweep_dead_owners(void)
 {
@@ -326,7 +420,7 @@ sweep_dead_owners(void)
 		FILE *f;
 		int pid = 0;
 
-		if (strncmp(e->d_name, "tkt-redis-", 10) != 0)
+		if (!sweepable(e->d_name))
 			continue;
 		snprintf(dir, sizeof dir, "/tmp/%s", e->d_name);
 		snprintf(path, sizeof path, "%s/owner", dir);
@@ -336,28 +430,56 @@ sweep_dead_owners(void)
 			pid = 0;
 		fclose(f);
 		if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
-			remove_dir(dir);
+			tkt_redis_rmdir(dir);
 	}
 	closedir(d);
 }
 
 void
-tkt_redis_start_args(struct tkt_redis *r, const char *const *args)
+tkt_redis_mkdir(char *dir, size_t size, const char *prefix)
+{
+	if (!sweepable(prefix))
+		fail_msg("tkt_redis_mkdir: %s is not swept", prefix);
+	sweep_dead_owners();
+	snprintf(dir, size, "/tmp/%sXXXXXX", prefix);
+	if (mkdtemp(dir) == NULL)
+		fail_msg("mkdtemp: %s", strerror(errno));
+	write_owner(dir);
+}
+
+void
+tkt_redis_init(struct tkt_redis *r, const char *parent, const char *const *args)
 {
 	memset(r, 0, sizeof *r);
 	r->owner = getpid();
 	r->args = args;
-	sweep_dead_owners();
-	snprintf(r->dir, sizeof r->dir, "/tmp/tkt-redis-XXXXXX");
-	if (mkdtemp(r->dir) == NULL)
-		fail_msg("mkdtemp: %s", strerror(errno));
-	write_owner(r->dir);
+	if (parent == NULL) {
+		tkt_redis_mkdir(r->dir, sizeof r->dir, "tkt-redis-");
+	} else {
+		if ((size_t)snprintf(r->dir, sizeof r->dir, "%s/redis-XXXXXX",
+				     parent) >= sizeof r->dir)
+			fail_msg("%s: too long a directory", parent);
+		if (mkdtemp(r->dir) == NULL)
+			fail_msg("mkdtemp: %s", strerror(errno));
+	}
 	snprintf(r->unix_path, sizeof r->unix_path, "%s/redis.sock", r->dir);
+}
+
+bool
+tkt_redis_run(struct tkt_redis *r)
+{
+	char nodes_conf[96];
+
+	snprintf(nodes_conf, sizeof nodes_conf, "%s/nodes.conf", r->dir);
 	for (int i = 0; i < START_TRIES; i++) {
-		r->port = pick_port();
+		/* A node that failed on its bus port left its id and old
+		 * port in nodes.conf. */
+		if (r->cluster)
+			unlink(nodes_conf);
+		r->port = pick_port(r->cluster);
 		r->pid = spawn(r);
 		if (wait_ready(r))
-			return;
+			return true;
 		if (r->pid != 0) {
 			/* Alive but silent for START_WAIT_S: not a port
 			 * clash; give up. */
@@ -366,8 +488,17 @@ tkt_redis_start_args(struct tkt_redis *r, const char *const *args)
 			break;
 		}
 	}
-	show_log(r);
-	remove_dir(r->dir);
+	return false;
+}
+
+void
+tkt_redis_start_args(struct tkt_redis *r, const char *const *args)
+{
+	tkt_redis_init(r, NULL, args);
+	if (tkt_redis_run(r))
+		return;
+	tkt_redis_show_log(r);
+	tkt_redis_stop(r);
 	fail_msg("redis-server (%s) did not start", TKSHM_REDIS_SERVER);
 }
 
@@ -377,19 +508,32 @@ tkt_redis_start(struct tkt_redis *r)
 	tkt_redis_start_args(r, NULL);
 }
 
-void
-tkt_redis_stop(struct tkt_redis *r)
+static bool
+mine(const struct tkt_redis *r)
 {
-	if (r->owner != getpid() || r->dir[0] == '\0')
-		return;
-	if (r->pid != 0) {
-		double deadline = tkt_seconds() + 5.0;
+	return r->owner == getpid() && r->dir[0] != '\0';
+}
+
+void
+tkt_redis_stop_all(struct tkt_redis *rs, int n)
+{
+	double deadline = tkt_seconds() + 5.0;
+
+	for (int i = 0; i < n; i++) {
+		if (mine(&rs[i]) && rs[i].pid != 0) {
+			kill(rs[i].pid, SIGCONT);
+			kill(rs[i].pid, SIGTERM);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		struct tkt_redis *r = &rs[i];
 		int status;
 		pid_t got;
 
-		kill(r->pid, SIGCONT);
-		kill(r->pid, SIGTERM);
-		while ((got = waitpid(r->pid, &status, WNOHANG)) != r->pid) {
+		if (!mine(r))
+			continue;
+		while (r->pid != 0 &&
+		       (got = waitpid(r->pid, &status, WNOHANG)) != r->pid) {
 			if (got < 0 && errno != EINTR)
 				break;
 			if (tkt_seconds() > deadline) {
@@ -400,9 +544,15 @@ tkt_redis_stop(struct tkt_redis *r)
 			sleep_ms(2);
 		}
 		r->pid = 0;
+		tkt_redis_rmdir(r->dir);
+		r->dir[0] = '\0';
 	}
-	remove_dir(r->dir);
-	r->dir[0] = '\0';
+}
+
+void
+tkt_redis_stop(struct tkt_redis *r)
+{
+	tkt_redis_stop_all(r, 1);
 }
 
 struct tkt_redis tkt_srv;
@@ -451,7 +601,7 @@ tkt_redis_restart(struct tkt_redis *r)
 		}
 		sleep_ms(20);
 	}
-	show_log(r);
+	tkt_redis_show_log(r);
 	fail_msg("redis-server did not restart on port %d", r->port);
 }
 
@@ -496,25 +646,25 @@ tkt_redis_sigcont(struct tkt_redis *r)
  * Commands
  * ---------------------------------------------------------------------- */
 
-static redisContext *
-control(struct tkt_redis *r)
+redisReply *
+tkt_redis_argv(const struct tkt_redis *r, int argc, const char **argv,
+	       const size_t *lens)
 {
-	const struct timeval tv = { CTL_TIMEOUT_S, 0 };
-	redisContext *c = redisConnectUnixWithTimeout(r->unix_path, tv);
+	redisContext *c = connect_unix(r, CTL_TIMEOUT_S * 1000L, true);
+	redisReply *reply = redisCommandArgv(c, argc, argv, lens);
 
-	if (c == NULL || c->err != 0 || redisSetTimeout(c, tv) != 0)
-		fail_msg("connecting to %s: %s", r->unix_path,
-			 c != NULL ? c->errstr : "out of memory");
-	return c;
+	if (reply == NULL)
+		fail_msg("redis %s to port %d: %s", argv[0], r->port,
+			 c->errstr);
+	redisFree(c);
+	return reply;
 }
 
 static redisReply *
-command_v(struct tkt_redis *r, const char *arg, va_list ap)
+command_v(const struct tkt_redis *r, const char *arg, va_list ap)
 {
 	const char *argv[ARGS_MAX];
 	int n = 0;
-	redisContext *c;
-	redisReply *reply;
 
 	for (const char *a = arg; a != NULL; a = va_arg(ap, const char *)) {
 		if (n == ARGS_MAX)
@@ -522,16 +672,11 @@ command_v(struct tkt_redis *r, const char *arg, va_list ap)
 				 ARGS_MAX);
 		argv[n++] = a;
 	}
-	c = control(r);
-	reply = redisCommandArgv(c, n, argv, NULL);
-	if (reply == NULL)
-		fail_msg("redis %s: %s", arg, c->errstr);
-	redisFree(c);
-	return reply;
+	return tkt_redis_argv(r, n, argv, NULL);
 }
 
 redisReply *
-tkt_redis_cmd(struct tkt_redis *r, const char *arg, ...)
+tkt_redis_cmd(const struct tkt_redis *r, const char *arg, ...)
 {
 	va_list ap;
 	redisReply *reply;
@@ -543,17 +688,42 @@ tkt_redis_cmd(struct tkt_redis *r, const char *arg, ...)
 }
 
 redisReply *
-tkt_redis_cmdf(struct tkt_redis *r, const char *fmt, ...)
+tkt_redis_vcmdf(const struct tkt_redis *r, const char *fmt, va_list ap)
+{
+	redisContext *c = connect_unix(r, CTL_TIMEOUT_S * 1000L, true);
+	redisReply *reply = redisvCommand(c, fmt, ap);
+
+	if (reply == NULL)
+		fail_msg("redis \"%s\" to port %d: %s", fmt, r->port,
+			 c->errstr);
+	redisFree(c);
+	return reply;
+}
+
+redisReply *
+tkt_redis_cmdf(const struct tkt_redis *r, const char *fmt, ...)
 {
 	va_list ap;
-	redisContext *c = control(r);
 	redisReply *reply;
 
 	va_start(ap, fmt);
+	reply = tkt_redis_vcmdf(r, fmt, ap);
+	va_end(ap);
+	return reply;
+}
+
+redisReply *
+tkt_redis_try(const struct tkt_redis *r, long timeout_ms, const char *fmt, ...)
+{
+	redisContext *c;
+	redisReply *reply;
+	va_list ap;
+
+	if (r->pid == 0 || (c = connect_unix(r, timeout_ms, false)) == NULL)
+		return NULL;
+	va_start(ap, fmt);
 	reply = redisvCommand(c, fmt, ap);
 	va_end(ap);
-	if (reply == NULL)
-		fail_msg("redis \"%s\": %s", fmt, c->errstr);
 	redisFree(c);
 	return reply;
 }

@@ -14,13 +14,17 @@
  * never holds a pipe of the test's open.
  * The directory names its test process (a file `owner`); a start removes
  * the directories of test processes that no longer exist (killed by a
- * ctest timeout before their teardown).
+ * ctest timeout before their teardown).  The servers of a set (a Redis
+ * Cluster, a Sentinel set: redis_cluster.h) have their directories in
+ * the set's, which names its owner in the same way (tkt_redis_mkdir).
  *
  * Ports: a random port below the kernel's ephemeral range (so no client
  * socket of any test holds it), checked free with bind(), then taken by
  * redis-server; when another test took it first, the server exits and
- * the start is retried on another port.  The server is known up when it
- * answers PING on its unix socket, which only this server can have made.
+ * the start is retried on another port.  A cluster node also needs its
+ * bus port, port + 10000, free and below 65536: node ports stay below
+ * 45536.  The server is known up when it answers PING on its unix socket,
+ * which only this server can have made.
  *
  * Every helper fails the running cmocka test (fail_msg) instead of
  * returning an error, like test_support.h's; so none of them may be
@@ -30,7 +34,9 @@
 #ifndef TKSHM_TEST_REDIS_SERVER_H
 #define TKSHM_TEST_REDIS_SERVER_H
 
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include <hiredis/hiredis.h>
@@ -44,6 +50,11 @@ struct tkt_redis {
 	char dir[64];		 /* its private directory (redis.log) */
 	char unix_path[108];	 /* its unix socket, in dir */
 	const char *const *args; /* extra server arguments, or NULL */
+	/* Set between tkt_redis_init and tkt_redis_run (0 otherwise): */
+	const char *conf; /* a file in dir given before the options (a
+			   * sentinel's configuration), or NULL */
+	bool cluster;	  /* a cluster node: --cluster-enabled yes, a new
+			   * nodes.conf at each start, its bus port free */
 };
 
 /* Starts a server; fails the test unless it answers PING within 10 s. */
@@ -56,6 +67,35 @@ void tkt_redis_start_args(struct tkt_redis *r, const char *const *args);
  * SIGKILL), and the directory removed.  Does nothing when not started, or
  * when called by a process that did not start it. */
 void tkt_redis_stop(struct tkt_redis *r);
+/* The same for the `n` servers of an array at once (a stop is the slowest
+ * part of a short test): SIGTERM to all, then up to 5 s for them all. */
+void tkt_redis_stop_all(struct tkt_redis *rs, int n);
+
+/* tkt_redis_start_args in two steps, for the servers of a set.
+ * tkt_redis_init makes the server's directory: in `parent` (made by
+ * tkt_redis_mkdir, removed by its maker) or, when NULL, its own in /tmp.
+ * The caller may then set `conf` and `cluster` and write files there.
+ * tkt_redis_run starts it on a free port; false when it would not start,
+ * so that the caller can stop what else it started before it fails the
+ * test (tkt_redis_show_log explains; tkt_redis_stop removes the
+ * directory). */
+void tkt_redis_init(struct tkt_redis *r, const char *parent,
+		    const char *const *args);
+bool tkt_redis_run(struct tkt_redis *r);
+/* A private directory /tmp/<prefix>XXXXXX naming this process in a file
+ * `owner`, after removing those of dead processes; the prefix is one a
+ * start sweeps: "tkt-redis-", "tkt-cluster-" or "tkt-sentinel-". */
+void tkt_redis_mkdir(char *dir, size_t size, const char *prefix);
+/* Removes a directory and everything in it. */
+void tkt_redis_rmdir(const char *dir);
+/* Runs argv[0] (a path) as the servers are run: in `dir`, its output
+ * appended to `log`, with none of the test's descriptors, and killed when
+ * the thread that started it exits.  Returns its pid. */
+pid_t tkt_redis_exec(const char *const *argv, const char *dir, const char *log);
+/* The last lines of the server's redis.log (of a file) on stderr, each
+ * after "port N: " (`label: `), to explain a failure. */
+void tkt_redis_show_log(const struct tkt_redis *r);
+void tkt_redis_show_file(const char *path, const char *label);
 /* kill -9 and reap; the port and directory are kept for a restart. */
 void tkt_redis_kill(struct tkt_redis *r);
 /* Starts the server again on the same port (after tkt_redis_kill), with
@@ -76,10 +116,20 @@ void tkt_redis_pause(struct tkt_redis *r, long ms);
  * works across restarts.  Returns the reply (an error reply too), which
  * the caller frees with freeReplyObject(); fails the test when the
  * server does not answer. */
-redisReply *tkt_redis_cmd(struct tkt_redis *r, const char *arg, ...);
+redisReply *tkt_redis_cmd(const struct tkt_redis *r, const char *arg, ...);
 /* The same with hiredis's printf-style redisCommand format:
  * tkt_redis_cmdf(r, "HGET %s c", key). */
-redisReply *tkt_redis_cmdf(struct tkt_redis *r, const char *fmt, ...);
+redisReply *tkt_redis_cmdf(const struct tkt_redis *r, const char *fmt, ...);
+redisReply *tkt_redis_vcmdf(const struct tkt_redis *r, const char *fmt,
+			    va_list ap);
+/* The same with binary-safe arguments (lens may be NULL: strings). */
+redisReply *tkt_redis_argv(const struct tkt_redis *r, int argc,
+			   const char **argv, const size_t *lens);
+/* tkt_redis_cmdf that returns NULL instead of failing when the server is
+ * not running or does not answer within timeout_ms: for polls that go on
+ * across a server's death. */
+redisReply *tkt_redis_try(const struct tkt_redis *r, long timeout_ms,
+			  const char *fmt, ...);
 /* tkt_redis_cmd for an integer: an integer reply, or a string reply
  * holding one (GET, HGET); a nil reply is 0.  Fails the test otherwise. */
 long long tkt_redis_int(struct tkt_redis *r, const char *arg, ...);

@@ -112,6 +112,14 @@ TKSHM_API void tkshm_redis_close(tkshm_redis *r);
  *  that is not strict). */
 TKSHM_API int tkshm_redis_attach(tkshm_table *t, tkshm_redis *r);
 
+/** Why this process's last exchange through `r` failed, in words: the
+ *  error reply's text, the I/O failure, or for TKSHM_ECROSSSLOT the two
+ *  keys and their slots.  Writes at most `len` bytes (NUL included); ""
+ *  when the last exchange worked.
+ *  @return TKSHM_OK; TKSHM_ENULL.  Threads: as the handle. */
+TKSHM_API int tkshm_redis_last_error(const tkshm_redis *r, char *buf,
+				     size_t len);
+
 /** How a strict key is named in Redis: "prefix:key" (or the key itself
  *  when the table has no prefix), ThrottleKit's limiter key.  Writes at
  *  most `len` bytes (NUL included).

@@ -100,6 +100,16 @@ tkshm_redis_close(tkshm_redis *r)
 }
 
 int
+tkshm_redis_last_error(const tkshm_redis *r, char *buf, size_t len)
+{
+	if (!r || !buf)
+		return TKSHM_ENULL;
+	if (len > 0)
+		tk_conn_last_error(r->conn, buf, len);
+	return TKSHM_OK;
+}
+
+int
 tk_api_redis_attach(tkshm_table *t, tkshm_redis *r)
 {
 	if (!t)

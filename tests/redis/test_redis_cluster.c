@@ -216,6 +216,7 @@ test_multi_across_slots(void **state)
 	tkshm_dimension dims[2];
 	tkshm_decision out, each[2];
 	tkshm_stats st;
+	char why[256];
 
 	(void)state;
 	memset(dims, 0, sizeof dims);
@@ -229,6 +230,10 @@ test_multi_across_slots(void **state)
 	/* Two raw keys: two hash tags ("cl:{a:minute}", "cl:{b:day}"). */
 	assert_rc(tkshm_check_multi(TKSHM_MULTI_ALL, dims, 2, &out, each, NULL),
 		  TKSHM_ECROSSSLOT);
+	assert_rc(tkshm_redis_last_error(r, why, sizeof why), TKSHM_OK);
+	print_message("  %s\n", why);
+	assert_non_null(strstr(why, "cl:{a:minute}"));
+	assert_non_null(strstr(why, "cl:{b:day}"));
 	assert_rc(tkshm_stats_get(t, &st), TKSHM_OK);
 	assert_int_equal(st.global.redis_errors, 0);
 	/* One tag: one slot, one script. */

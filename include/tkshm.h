@@ -114,7 +114,7 @@ enum tkshm_error {
 	TKSHM_EREDIS = -30928,	     /**< Redis answered with an error or
 				 with no valid answer (a peek; a check
 				 gets the failure policy's decision) */
-	TKSHM_ECROSSSLOT = -30929, /**< on a Redis Cluster, the keys of one
+	TKSHM_ECROSSSLOT = -30929,   /**< on a Redis Cluster, the keys of one
 				      multi-key check hash to different
 				      slots: give them one hash tag
 				      ("{user42}:minute", "{user42}:day") */

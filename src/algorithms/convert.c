@@ -20,7 +20,8 @@ tk_tick_width(const struct tk_algo *a)
 {
 	if (a->kind == TKSHM_KIND_SLIDING_WINDOW)
 		return a->u.sliding_window.w;
-	if (a->kind == TKSHM_KIND_QUOTA && a->u.quota.cadence == TK_QUOTA_ROLLING)
+	if (a->kind == TKSHM_KIND_QUOTA &&
+	    a->u.quota.cadence == TK_QUOTA_ROLLING)
 		return a->u.quota.sw.w;
 	return 0;
 }
@@ -64,8 +65,8 @@ tk_gcra_to_bucket(const struct tk_gcra *g, uint64_t st,
 
 	if (owed > b->capacity) {
 		out[0] = tk_f64_word(0);
-		out[1] = tk_f64_word(at + (owed - b->capacity) /
-					      b->refill_per_ms);
+		out[1] = tk_f64_word(at +
+				     (owed - b->capacity) / b->refill_per_ms);
 		return;
 	}
 	/* One rounding of a difference: within half an ulp of the tokens
@@ -82,8 +83,9 @@ tk_bucket_to_gcra(const struct tk_token_bucket *b, const uint64_t *st,
 {
 	double last = tk_word_f64(st[1]);
 	double at = fmax(now, last);
-	double tokens = fmin(b->capacity, tk_word_f64(st[0]) +
-						  (at - last) * b->refill_per_ms);
+	double tokens =
+		fmin(b->capacity,
+		     tk_word_f64(st[0]) + (at - last) * b->refill_per_ms);
 
 	out[0] = tk_f64_word(at + (b->capacity - tokens) * g->T);
 }
@@ -126,7 +128,8 @@ tk_window_spans(const struct tk_algo *a, const uint64_t *st, double now,
 		if (st[2 * p] == 0)
 			continue;
 		s[k].at = tk_span_latest(
-			(double)tk_sliding_window_entry_tick(st, p) * w, w, now);
+			(double)tk_sliding_window_entry_tick(st, p) * w, w,
+			now);
 		s[k].n = tk_word_f64(st[2 * p + 1]);
 		k++;
 	}
@@ -167,7 +170,8 @@ tk_spans_to_sliding(const struct tk_span *s, unsigned k,
 		p = (unsigned)fmod(tick, w->slots);
 		n = s[i].n;
 		if (out[2 * p] != 0) {
-			double had = (double)tk_sliding_window_entry_tick(out, p);
+			double had =
+				(double)tk_sliding_window_entry_tick(out, p);
 
 			n += tk_word_f64(out[2 * p + 1]);
 			tick = fmax(tick, had);

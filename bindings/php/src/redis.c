@@ -79,11 +79,20 @@ enum {
 };
 
 static const char *const opt_names[O_COUNT] = {
-	"host",		    "port",		"unixPath",
-	"username",	    "password",		"db",
-	"cluster",	    "sentinels",	"sentinelMaster",
-	"connectTimeoutMs", "commandTimeoutMs", "breakerFailures",
-	"breakerOpenMs",    "serverTime",
+	"host",
+	"port",
+	"unixPath",
+	"username",
+	"password",
+	"db",
+	"cluster",
+	"sentinels",
+	"sentinelMaster",
+	"connectTimeoutMs",
+	"commandTimeoutMs",
+	"breakerFailures",
+	"breakerOpenMs",
+	"serverTime",
 };
 
 #define OPT_LIST                                                             \

@@ -51,7 +51,7 @@ table_free(zend_object *obj)
 	zend_object_std_dtor(obj);
 }
 
-#define NOT_STRICT                                                        \
+#define NOT_STRICT                                                            \
 	"only a strict table (a policy with \";mode=strict\") takes a Redis " \
 	"connection"
 

@@ -288,8 +288,8 @@ redis_lock(RedisObject *ro)
 		ro->lock_gen = fork_generation;
 	}
 	if (!PyThread_acquire_lock(ro->lock, NOWAIT_LOCK)) {
-		Py_BEGIN_ALLOW_THREADS
-		PyThread_acquire_lock(ro->lock, WAIT_LOCK);
+		Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(ro->lock,
+							     WAIT_LOCK);
 		Py_END_ALLOW_THREADS
 	}
 	return 0;
@@ -475,8 +475,7 @@ redis_where(const struct redis_args *a, const tkshm_redis_options *o)
 
 /* Fills *o from *a, or raises (-1). */
 static int
-redis_options_of(module_state *st, struct redis_args *a,
-		 tkshm_redis_options *o)
+redis_options_of(module_state *st, struct redis_args *a, tkshm_redis_options *o)
 {
 	const char *problem;
 
@@ -926,7 +925,7 @@ u64_converter(PyObject *o, void *out)
 	return 1;
 }
 
-#define NOT_STRICT                                                 \
+#define NOT_STRICT                                                      \
 	"only a strict table (a policy with \";mode=strict\") takes a " \
 	"Redis connection"
 
@@ -1032,11 +1031,10 @@ table_init(PyObject *self, PyObject *args, PyObject *kwds)
 
 	if (!st)
 		return -1;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|zO&pO&pp$O:Table",
-					 kwlist, &path_obj, &policy_str,
-					 u64_converter, &slots, &create,
-					 u64_converter, &mode, &keep,
-					 &private_ok, &redis) ||
+	if (!PyArg_ParseTupleAndKeywords(
+		    args, kwds, "O|zO&pO&pp$O:Table", kwlist, &path_obj,
+		    &policy_str, u64_converter, &slots, &create, u64_converter,
+		    &mode, &keep, &private_ok, &redis) ||
 	    redis_arg(st, redis) < 0)
 		return -1;
 	/* A worker that creates an anonymous table after the fork has one
@@ -1223,10 +1221,8 @@ table_call(TableObject *o, struct table_op *op)
 	}
 	if (!ro)
 		return table_op_run(t, op);
-	Py_BEGIN_ALLOW_THREADS
-	rc = table_op_run(t, op);
-	Py_END_ALLOW_THREADS
-	table_release_redis(ro);
+	Py_BEGIN_ALLOW_THREADS rc = table_op_run(t, op);
+	Py_END_ALLOW_THREADS table_release_redis(ro);
 	return rc;
 }
 

@@ -26,7 +26,9 @@
  *       option  = name "=" ( number / word )
  *     names and words exactly as listed (case-sensitive), numbers in
  *     JSON's notation (policy_number.h); the cross-host part is
- *     policy_global.c's, in the same shape.
+ *     policy_global.c's, in the same shape.  The one exception is a rate
+ *     string ("100 per minute", policy_rate.h), which starts with a digit
+ *     where a kind's name never does, and reads as a GCRA policy.
  */
 #include <ctype.h>
 #include <math.h>
@@ -39,6 +41,7 @@
 #include "api/c_numbers.h"
 #include "api/policy_global.h"
 #include "api/policy_number.h"
+#include "api/policy_rate.h"
 #include "tkshm.h"
 
 #define TK_SAY(...)                                          \
@@ -481,6 +484,9 @@ tkshm_policy_parse(const char *spec, tkshm_policy *out, char *err,
 
 	if (!spec || !out)
 		return TKSHM_ENULL;
+	/* "10/second": a rate string, the one form that may hold spaces. */
+	if (tk_policy_is_rate(spec))
+		return tk_policy_parse_rate(spec, out, err, err_len);
 	if (!tk_policy_no_space(spec, err, err_len))
 		return TKSHM_EPOLICY;
 	/* The cross-host part, after a ';', is parsed on its own; the kind's

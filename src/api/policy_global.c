@@ -91,6 +91,13 @@ tk_global_validate(const tkshm_policy *p, char *err, size_t err_len)
 			       i + 1);
 			return TKSHM_EPOLICY;
 		}
+	/* Checked in strict mode too, which does not read it: every non-local
+	 * policy formats it, and what is formatted must parse back. */
+	if (!(g->lease_ms > 0 && g->lease_ms <= TK_GLOBAL_MAX_LEASE_MS)) {
+		TK_SAY("leaseMs must be > 0 and at most %.0f (got %g)",
+		       TK_GLOBAL_MAX_LEASE_MS, g->lease_ms);
+		return TKSHM_EPOLICY;
+	}
 	if (g->mode == TKSHM_MODE_STRICT) {
 		switch (p->kind) {
 		case TKSHM_KIND_GCRA:
@@ -112,11 +119,6 @@ tk_global_validate(const tkshm_policy *p, char *err, size_t err_len)
 	if (p->kind != TKSHM_KIND_GCRA && p->kind != TKSHM_KIND_FIXED_WINDOW) {
 		TK_SAY("mode=lease takes gcra (token leases) or fixedWindow "
 		       "(window-coupled leases)");
-		return TKSHM_EPOLICY;
-	}
-	if (!(g->lease_ms > 0 && g->lease_ms <= TK_GLOBAL_MAX_LEASE_MS)) {
-		TK_SAY("leaseMs must be > 0 and at most %.0f (got %g)",
-		       TK_GLOBAL_MAX_LEASE_MS, g->lease_ms);
 		return TKSHM_EPOLICY;
 	}
 	return TKSHM_OK;

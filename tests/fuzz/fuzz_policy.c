@@ -10,7 +10,8 @@
  * within them.  An accepted string must also be in the grammar of
  * docs/policies.md, judged here independently of the parser: no
  * whitespace, and every value that is not a word (or the free-form prefix)
- * a JSON number by POSIX regex.
+ * a JSON number by POSIX regex; a rate string ("100 per minute") by a
+ * POSIX regex of its own grammar.
  */
 #include <ctype.h>
 #include <regex.h>
@@ -101,6 +102,36 @@ tkf_options_in_grammar(const char *s, const char *stop)
 /* An accepted spec is in the grammar: no whitespace, and each option's
  * value a number or a word.  The kind's options end at the first ';'; the
  * cross-host part after it splits at ',' only (a prefix may hold ';'). */
+/* A rate string's part before the first ';' (docs/policies.md, "Rate
+ * strings"): the one place where spaces and tabs may appear. */
+static int
+tkf_rate_in_grammar(const char *rate, size_t len)
+{
+#define TKF_NUM "(0|[1-9][0-9]*)([.][0-9]+)?([eE][+-]?[0-9]+)?"
+#define TKF_WS "[ \t]*"
+	static regex_t rate_re;
+	static int compiled;
+	char buf[TKF_SPEC_MAX + 1];
+
+	if (!compiled) {
+		if (regcomp(&rate_re,
+			    "^" TKF_WS TKF_NUM TKF_WS "(/|per)" TKF_WS
+			    "(" TKF_NUM TKF_WS ")?"
+			    "(ms|milliseconds?|s|secs?|seconds?|m|mins?|"
+			    "minutes?|h|hrs?|hours?|d|days?|months?|years?)"
+			    TKF_WS "(," TKF_WS "burst" TKF_WS "=" TKF_WS
+			    TKF_NUM TKF_WS ")?$",
+			    REG_EXTENDED | REG_ICASE | REG_NOSUB) != 0)
+			abort();
+		compiled = 1;
+	}
+#undef TKF_NUM
+#undef TKF_WS
+	memcpy(buf, rate, len);
+	buf[len] = '\0';
+	return regexec(&rate_re, buf, 0, NULL, 0) == 0;
+}
+
 static void
 tkf_in_grammar(const char *spec)
 {
@@ -108,8 +139,16 @@ tkf_in_grammar(const char *spec)
 	const char *semi = strchr(spec, ';');
 	const char *kend = semi ? semi : end;
 	const char *colon = memchr(spec, ':', (size_t)(kend - spec));
+	const char *first = spec + strspn(spec, " \t");
 
-	for (const char *c = spec; *c; c++)
+	if (isdigit((unsigned char)*first)) {
+		TKF_REQUIRE(tkf_rate_in_grammar(spec, (size_t)(kend - spec)));
+		colon = NULL; /* a rate has no kind's options */
+	} else {
+		for (const char *c = spec; c < kend; c++)
+			TKF_REQUIRE(!isspace((unsigned char)*c));
+	}
+	for (const char *c = kend; *c; c++)
 		TKF_REQUIRE(!isspace((unsigned char)*c));
 	if (colon)
 		tkf_options_in_grammar(colon, kend);

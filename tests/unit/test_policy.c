@@ -794,6 +794,20 @@ test_policy_validate(void **state)
 	err[0] = '\0';
 	assert_rc(tkshm_policy_validate(&p, err, sizeof err), TKSHM_EPOLICY);
 	assert_non_null(strstr(err, "limit"));
+	p.u.gcra.limit = 10;
+
+	/* Strict mode does not read leaseMs, but formats it: a NaN there
+	 * would format a string that does not parse (found by fuzz_policy). */
+	p.global.mode = TKSHM_MODE_STRICT;
+	p.global.hosts = 1;
+	p.global.lease_ms = NAN;
+	err[0] = '\0';
+	assert_rc(tkshm_policy_validate(&p, err, sizeof err), TKSHM_EPOLICY);
+	assert_non_null(strstr(err, "leaseMs"));
+	p.global.lease_ms = 1000;
+	assert_rc(tkshm_policy_validate(&p, err, sizeof err), TKSHM_OK);
+	memset(&p.global, 0, sizeof p.global);
+	p.u.gcra.limit = -3;
 	assert_rc(tkshm_policy_validate(&p, NULL, 0), TKSHM_EPOLICY);
 	p.u.gcra.limit = 10;
 

@@ -8,7 +8,7 @@
  *              [db=N] [timeoutMs=MS] [connectTimeoutMs=MS] (server config;
  *                                                   redis.c)
  *   TkshmLimit TABLE [key=EXPR] [cost=N]  |  TkshmLimit off
- *   TkshmHeaders draft|legacy|off
+ *   TkshmHeaders draft|legacy|none
  *   TkshmIPv6Prefix BITS
  *   TkshmDenyStatus CODE
  *   TkshmOnError allow|deny
@@ -260,7 +260,7 @@ const command_rec tkap_commands[] = {
 			  "limit requests with a table: TABLE [key=EXPR] "
 			  "[cost=N], or off"),
 	AP_INIT_TAKE1("TkshmHeaders", tkap_cmd_headers, NULL, TKAP_WHERE,
-		      "RateLimit headers: draft (default), legacy or off"),
+		      "RateLimit headers: draft (default), legacy or none"),
 	AP_INIT_TAKE1("TkshmIPv6Prefix", tkap_cmd_v6_prefix, NULL, TKAP_WHERE,
 		      "bits of an IPv6 client address that key it (64)"),
 	AP_INIT_TAKE1("TkshmDenyStatus", tkap_cmd_deny_status, NULL, TKAP_WHERE,

@@ -402,11 +402,16 @@ tkap_parse_headers(const char *arg, int *out, char *err, size_t err_len)
 		*out = TKSHM_HTTP_DRAFT;
 	else if (strcmp(arg, "legacy") == 0)
 		*out = TKSHM_HTTP_LEGACY;
-	else if (strcmp(arg, "off") == 0)
+	else if (strcmp(arg, "none") == 0)
 		*out = TKSHM_HTTP_NONE;
+	else if (strcmp(arg, "off") == 0)
+		/* The one vocabulary of every binding (tkshm_http.h). */
+		return tkap_fail(err, err_len, "%s",
+				 "TkshmHeaders off is spelled none (draft, "
+				 "legacy or none, as in every binding)");
 	else
 		return tkap_fail(err, err_len, "%s",
-				 "TkshmHeaders takes draft, legacy or off");
+				 "TkshmHeaders takes draft, legacy or none");
 	return true;
 }
 

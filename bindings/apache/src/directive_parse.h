@@ -96,7 +96,7 @@ bool tkap_parse_limit(int argc, char *const argv[], int section_limits,
 		      const tkap_directive_env *env, tkap_limit_def *out,
 		      char *err, size_t err_len);
 
-/** TkshmHeaders draft|legacy|off: a tkshm_http_style. */
+/** TkshmHeaders draft|legacy|none: a tkshm_http_style. */
 bool tkap_parse_headers(const char *arg, int *out, char *err, size_t err_len);
 
 /** TkshmIPv6Prefix 1..128. */

@@ -95,7 +95,8 @@ REFUSED = [
     ("TkshmIPv6Prefix 0", "TkshmIPv6Prefix takes a prefix length"),
     ("TkshmIPv6Prefix 129", "TkshmIPv6Prefix takes a prefix length"),
     ("TkshmDenyStatus 200", "TkshmDenyStatus takes an HTTP error status"),
-    ("TkshmHeaders ietf", "TkshmHeaders takes draft, legacy or off"),
+    ("TkshmHeaders ietf", "TkshmHeaders takes draft, legacy or none"),
+    ("TkshmHeaders off", "TkshmHeaders off is spelled none"),
     ("TkshmOnError ignore", "TkshmOnError takes allow or deny"),
     ("TkshmDryRun maybe", "TkshmDryRun must be On or Off"),
     # what only the whole configuration shows (check_config)

@@ -7,6 +7,7 @@ addresses with X-Forwarded-For:
 - a key expression (an empty key: the limit does not apply);
 - several limits in a section admit together or consume nothing, also
   when a client names one key in several of them (issue 18);
+- a table whose policy is a rate string ("3 per day");
 - cost=, the three header styles, TkshmDenyStatus, TkshmDryRun,
   TkshmLimit off in a nested section, and TkshmOnError on a full table.
 
@@ -65,7 +66,7 @@ TkshmTable repeat6 {dir}/repeat6.tk fixedWindow:limit=6,windowMs=%(day)d
 </Location>
 <Location /quiet>
     TkshmLimit styles
-    TkshmHeaders off
+    TkshmHeaders none
 </Location>
 <Location /status>
     TkshmLimit styles
@@ -98,8 +99,10 @@ TkshmTable repeat6 {dir}/repeat6.tk fixedWindow:limit=6,windowMs=%(day)d
     TkshmLimit repeat6 key=%%{HTTP:X-B}
     TkshmLimit repeat6 key=%%{HTTP:X-C}
 </Location>
-""" % {"one": gcra(1), "two": gcra(2), "three": gcra(3), "five": gcra(5),
-       "day": DAY}
+""" % {"one": gcra(1), "two": gcra(2), "five": gcra(5), "day": DAY,
+       # a rate string (docs/policies.md), quoted as Apache's arguments
+       # with spaces are: the same policy as gcra(3)
+       "three": '"3 per day"'}
 
 PAGES = ["v6", "v6full", "key", "multi", "cost", "legacy", "quiet",
          "status", "dry", "outer", "outer/free", "full", "fullopen",

@@ -50,6 +50,19 @@ test('constructed again in the same process: the same handle', function () {
     check_same(65536, $d->stats()['slots'], 'default slots');
 });
 
+test('a rate string is a GCRA policy, reported canonically', function () {
+    $t = new Tkshm\Table(temp_dir() . '/rate', '5 per minute', 64);
+    check_same('gcra:limit=5,periodMs=60000,burst=5', $t->policy());
+    for ($i = 0; $i < 5; $i++) {
+        check_true($t->check('k', 1, 1000.0)->allowed, "admission $i");
+    }
+    check_true(!$t->check('k', 1, 1000.0)->allowed, 'the sixth is denied');
+    $u = new Tkshm\Table(temp_dir() . '/rate-burst', '10/second,burst=20', 64);
+    check_same('gcra:limit=10,periodMs=1000,burst=20', $u->policy());
+    check_throws(Tkshm\Exception::class, Tkshm\EPOLICY,
+        fn() => new Tkshm\Table(temp_dir() . '/rate-bad', '10/fortnight', 64));
+});
+
 test('a failed open is not remembered: the next construction tries again', function () {
     $path = temp_dir() . '/retry';
     check_throws(Tkshm\Exception::class, Tkshm\EPOLICY, fn() => new Tkshm\Table($path, 'gcra:limit=0,periodMs=1000'));

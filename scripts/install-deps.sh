@@ -19,14 +19,22 @@ DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev liburcu-dev)
 # test clusters): the redis-strict baseline of bench/procs, and the Redis
 # tier's tests.  The bindings (bindings/) and
 # the servers their tests start: python3-dev, gunicorn and python3-uvicorn
-# (workers spawned, not forked); apache2-dev
+# (workers spawned, not forked); for the Python package: python3-build and
+# python3-venv (the wheel, installed into a venv), python3-mypy (stubtest
+# checks the type stubs), python3-fastapi and python3-httpx (the ASGI
+# middleware and its test client), python3-flask and python3-django (the
+# per-route limits), python3-flask-limiter and python3-limits (the
+# tkshm:// storage); apache2-dev
 # (apxs) and apache2; php8.2-dev (php-config), php8.2-cli, php8.2-fpm and
 # libfcgi-bin (cgi-fcgi, a FastCGI client).  scripts/lint.sh: clang-tidy,
 # cppcheck and valgrind.  wrk: the load through an Apache graceful restart
 # (bindings/apache/tests/test_change.py).
 TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	libclang-rt-14-dev binutils python3 procps spin libhiredis-dev
-	redis-server redis-tools python3-dev gunicorn python3-uvicorn apache2 apache2-dev php8.2-cli
+	redis-server redis-tools python3-dev gunicorn python3-uvicorn
+	python3-build python3-venv python3-mypy python3-fastapi python3-httpx
+	python3-flask python3-django python3-flask-limiter python3-limits
+	apache2 apache2-dev php8.2-cli
 	php8.2-dev php8.2-fpm libfcgi-bin clang-tidy cppcheck valgrind wrk)
 # The peers the benchmarks measure beside tkshm: nginx (limit_req) driven
 # by wrk, ab, and APCu and Symfony's RateLimiter for the PHP loop.

@@ -676,9 +676,9 @@ redis_repr(PyObject *self)
 
 static PyMethodDef redis_methods[] = {
 	{ "close", redis_close, METH_NOARGS,
-	  "close()\n\nDetaches every table attached to it (their checks then "
-	  "raise ENOREDIS until attached again) and closes this process's "
-	  "connection.  Twice is fine." },
+	  "close($self, /)\n--\n\nDetaches every table attached to it "
+	  "(their checks then raise ENOREDIS until attached again) and closes "
+	  "this process's connection.  Twice is fine." },
 	{ "__enter__", redis_enter, METH_NOARGS, NULL },
 	{ "__exit__", redis_exit, METH_VARARGS, NULL },
 	{ NULL, NULL, 0, NULL },
@@ -695,7 +695,7 @@ static PyType_Slot redis_slots[] = {
 	  "password=None, db=0, cluster=None, sentinels=None, "
 	  "sentinel_master=None, connect_timeout_ms=0, "
 	  "command_timeout_ms=0, breaker_failures=0, breaker_open_ms=0, "
-	  "server_time=True)\n\n"
+	  "server_time=True)\n--\n\n"
 	  "A connection handle for strict tables (Table.attach, "
 	  "Table(redis=...)).  host None is 127.0.0.1, port None 6379; "
 	  "cluster and sentinels take \"host:port,host:port\" or a list of "
@@ -1595,28 +1595,32 @@ table_repr(PyObject *self)
 static PyMethodDef table_methods[] = {
 	{ "check", (PyCFunction)(void (*)(void))table_check,
 	  METH_VARARGS | METH_KEYWORDS,
-	  "check(key, cost=1, now_ms=None) -> Decision\n\nChecks key (str or "
-	  "bytes), consuming cost if admitted." },
+	  "check($self, /, key, cost=1, now_ms=None)\n--\n\n-> Decision.  "
+	  "Checks key (str or bytes), consuming cost if admitted." },
 	{ "peek", (PyCFunction)(void (*)(void))table_peek,
 	  METH_VARARGS | METH_KEYWORDS,
-	  "peek(key, now_ms=None) -> Decision\n\nWhat a check of cost 1 would "
-	  "decide, consuming nothing." },
-	{ "reset", table_reset, METH_O, "reset(key)\n\nForgets key." },
+	  "peek($self, /, key, now_ms=None)\n--\n\n-> Decision.  What a "
+	  "check of cost 1 would decide, consuming nothing." },
+	{ "reset", table_reset, METH_O,
+	  "reset($self, key, /)\n--\n\nForgets key." },
 	{ "attach", table_attach, METH_O,
-	  "attach(redis)\n\nDecides the checks and peeks of this strict table "
-	  "on Redis through redis (a tkshm.Redis); None detaches (checks then "
-	  "raise ENOREDIS).  The table keeps a reference to it.  A table that "
-	  "is not strict raises tkshm.Error (ENOTSUP)." },
+	  "attach($self, redis, /)\n--\n\nDecides the checks and peeks of "
+	  "this strict table on Redis through redis (a tkshm.Redis); None "
+	  "detaches (checks then raise ENOREDIS).  The table keeps a "
+	  "reference to it.  A table that is not strict raises tkshm.Error "
+	  "(ENOTSUP)." },
 	{ "apply", (PyCFunction)(void (*)(void))table_apply,
 	  METH_VARARGS | METH_KEYWORDS,
-	  "apply(policy=None, slots=0) -> Change\n\nChanges the live table's "
-	  "policy and/or size for every process using it (in place, or by a "
-	  "replacement that carries every key); says what it did, as "
-	  ".change does.  Fewer slots than the table has raise EINVAL." },
+	  "apply($self, /, policy=None, slots=0)\n--\n\n-> Change.  "
+	  "Changes the live table's policy and/or size for every process "
+	  "using it (in place, or by a replacement that carries every key); "
+	  "says what it did, as .change does.  Fewer slots than the table has "
+	  "raise EINVAL." },
 	{ "stats", table_stats, METH_NOARGS,
-	  "stats() -> dict of the table's counters and geometry" },
+	  "stats($self, /)\n--\n\n-> dict of the table's counters and "
+	  "geometry" },
 	{ "close", table_close, METH_NOARGS,
-	  "close()\n\nUnmaps the table (the shared state stays)." },
+	  "close($self, /)\n--\n\nUnmaps the table (the shared state stays)." },
 	{ "__enter__", table_enter, METH_NOARGS, NULL },
 	{ "__exit__", table_exit, METH_VARARGS, NULL },
 	{ NULL, NULL, 0, NULL },
@@ -1639,7 +1643,7 @@ static PyGetSetDef table_getset[] = {
 static PyType_Slot table_slots[] = {
 	{ Py_tp_doc,
 	  "Table(path, policy=None, slots=0, create=True, mode=0o600, "
-	  "keep=False, private=False, *, redis=None)\n\n"
+	  "keep=False, private=False, *, redis=None)\n--\n\n"
 	  "Opens (or creates) the table at path; path None creates an "
 	  "anonymous table shared with the processes forked after.  mode: "
 	  "the created file's permission bits, 0 to 0o777 (0 is 0o600; "
@@ -1788,24 +1792,228 @@ mod_plan(PyObject *m, PyObject *args, PyObject *kwds)
 	return change_new(st, &c);
 }
 
+/* One dimension of check_multi: (table, key) or (table, key, cost). */
+static int
+multi_dimension_of(module_state *st, PyObject *item, tkshm_dimension *dim,
+		   RedisObject **redis)
+{
+	PyObject *table_obj, *key, *cost_obj = NULL;
+	TableObject *o;
+	const char *k;
+	Py_ssize_t klen;
+
+	if (!PyTuple_Check(item) ||
+	    !PyArg_ParseTuple(item, "OO|O:check_multi", &table_obj, &key,
+			      &cost_obj)) {
+		if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
+			PyErr_Clear();
+			PyErr_SetString(PyExc_TypeError,
+					"each dimension is a tuple (table, key) "
+					"or (table, key, cost)");
+		}
+		return -1;
+	}
+	if (!PyObject_TypeCheck(table_obj, st->table_type)) {
+		PyErr_SetString(PyExc_TypeError,
+				"a dimension's table must be a tkshm.Table");
+		return -1;
+	}
+	o = (TableObject *)table_obj;
+	if (!table_handle(o) || key_of(key, &k, &klen) < 0)
+		return -1;
+	dim->table = o->t;
+	dim->key = k;
+	dim->key_len = (size_t)klen;
+	dim->cost = 1.0;
+	if (cost_obj) {
+		if (!PyFloat_Check(cost_obj) && !PyLong_Check(cost_obj)) {
+			PyErr_SetString(PyExc_TypeError, "cost must be a number");
+			return -1;
+		}
+		dim->cost = PyFloat_AsDouble(cost_obj);
+		if (dim->cost == -1.0 && PyErr_Occurred())
+			return -1;
+	}
+	/* A tkshm_redis serves one thread at a time and this call holds at
+	 * most one lock: dimensions on two Redis objects are refused. */
+	if (o->redis && *redis && o->redis != *redis) {
+		PyErr_SetString(PyExc_ValueError,
+				"check_multi: the strict tables of one check "
+				"must share one tkshm.Redis");
+		return -1;
+	}
+	if (o->redis)
+		*redis = o->redis;
+	return o->redis ? 1 : 0;
+}
+
+/* The result of check_multi: (binding decision, binding index, [each]). */
+static PyObject *
+multi_result(module_state *st, const tkshm_decision *out,
+	     const tkshm_decision *each, size_t n, size_t binding)
+{
+	PyObject *list = PyList_New((Py_ssize_t)n);
+	PyObject *d;
+	size_t i;
+
+	if (!list)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		d = decision_new(st, &each[i]);
+		if (!d) {
+			Py_DECREF(list);
+			return NULL;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, d);
+	}
+	d = decision_new(st, out);
+	if (!d) {
+		Py_DECREF(list);
+		return NULL;
+	}
+	return Py_BuildValue("(NnN)", d, (Py_ssize_t)binding, list);
+}
+
+/* TKSHM_OK when every dimension's table is still open with the handle it
+ * had and attached to ro; else a Python exception and TK_PY_RAISED. */
+static int
+multi_still_attached(PyObject *seq, const tkshm_dimension *dims,
+		     const RedisObject *ro)
+{
+	Py_ssize_t i, n = PySequence_Fast_GET_SIZE(seq);
+	TableObject *o;
+
+	for (i = 0; i < n; i++) {
+		o = (TableObject *)PyTuple_GET_ITEM(
+			PySequence_Fast_GET_ITEM(seq, i), 0);
+		if (o->t != dims[i].table || o->redis != ro) {
+			PyErr_SetString(PyExc_ValueError,
+					"check_multi: a table was closed or "
+					"detached during the check");
+			return TK_PY_RAISED;
+		}
+	}
+	return TKSHM_OK;
+}
+
+static int
+multi_run(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
+	  int given, double now, tkshm_decision *out, tkshm_decision *each,
+	  size_t *binding)
+{
+	return given ? tkshm_check_multi_at(mode, dims, n, now, out, each,
+					    binding) :
+		       tkshm_check_multi(mode, dims, n, out, each, binding);
+}
+
+static PyObject *
+mod_check_multi(PyObject *m, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "dimensions", "mode", "now_ms", NULL };
+	module_state *st = PyModule_GetState(m);
+	PyObject *dims_obj, *now_obj = NULL, *seq;
+	const char *mode_s = "all";
+	tkshm_dimension dims[TKSHM_MULTI_MAX];
+	tkshm_decision out, each[TKSHM_MULTI_MAX];
+	tkshm_multi_mode mode;
+	RedisObject *ro = NULL;
+	Py_ssize_t n, i;
+	size_t binding = 0;
+	Py_ssize_t attached = 0;
+	double now = 0;
+	int given, rc;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|sO:check_multi", kwlist,
+					 &dims_obj, &mode_s, &now_obj) ||
+	    now_of(now_obj, &now, &given) < 0)
+		return NULL;
+	if (strcmp(mode_s, "all") == 0)
+		mode = TKSHM_MULTI_ALL;
+	else if (strcmp(mode_s, "any") == 0)
+		mode = TKSHM_MULTI_ANY;
+	else
+		return PyErr_Format(PyExc_ValueError,
+				    "mode must be 'all' or 'any', not '%s'",
+				    mode_s);
+	seq = PySequence_Fast(dims_obj, "dimensions must be a sequence");
+	if (!seq)
+		return NULL;
+	n = PySequence_Fast_GET_SIZE(seq);
+	if (n < 1 || n > TKSHM_MULTI_MAX) {
+		Py_DECREF(seq);
+		return PyErr_Format(PyExc_ValueError,
+				    "check_multi takes 1 to %d dimensions, "
+				    "not %zd", TKSHM_MULTI_MAX, n);
+	}
+	for (i = 0; i < n; i++) {
+		rc = multi_dimension_of(st, PySequence_Fast_GET_ITEM(seq, i),
+					&dims[i], &ro);
+		if (rc < 0) {
+			Py_DECREF(seq);
+			return NULL;
+		}
+		attached += rc;
+	}
+	/* The GIL is released only when every table is attached to the one
+	 * Redis object, whose lock then keeps them all from being closed
+	 * meanwhile (closing a table takes the lock of its Redis object). */
+	if (!ro || attached != n) {
+		rc = multi_run(mode, dims, (size_t)n, given, now, &out, each,
+			       &binding);
+	} else {
+		/* As table_call: the Redis object's lock, the GIL released. */
+		Py_INCREF(ro);
+		if (redis_lock(ro) < 0) {
+			Py_DECREF(ro);
+			Py_DECREF(seq);
+			return NULL;
+		}
+		/* Waiting for the lock let other threads run: a table closed
+		 * or detached meanwhile is not used. */
+		rc = multi_still_attached(seq, dims, ro);
+		if (rc == TKSHM_OK) {
+			Py_BEGIN_ALLOW_THREADS rc = multi_run(
+				mode, dims, (size_t)n, given, now, &out, each,
+				&binding);
+			Py_END_ALLOW_THREADS
+		}
+		table_release_redis(ro);
+	}
+	Py_DECREF(seq); /* after the call: the keys point into its items */
+	if (rc == TK_PY_RAISED)
+		return NULL;
+	if (rc != TKSHM_OK)
+		return raise_code(st, rc, NULL);
+	return multi_result(st, &out, each, (size_t)n, binding);
+}
+
 static PyMethodDef module_methods[] = {
 	{ "strerror", mod_strerror, METH_O,
-	  "strerror(code) -> the library's sentence for an error code" },
+	  "strerror($module, code, /)\n--\n\n-> the library's sentence for "
+	  "an error code" },
 	{ "now_ms", mod_now_ms, METH_NOARGS,
-	  "now_ms() -> epoch ms (the clock checks use)" },
+	  "now_ms($module, /)\n--\n\n-> epoch ms (the clock checks use)" },
 	{ "client_key", (PyCFunction)(void (*)(void))mod_client_key,
 	  METH_VARARGS | METH_KEYWORDS,
-	  "client_key(addr, v6_prefix=64) -> the rate-limit key of a client "
-	  "address (IPv6 aggregated to its prefix); tkshm.Error (EINVAL) if "
-	  "addr is not an IP address" },
+	  "client_key($module, /, addr, v6_prefix=64)\n--\n\n-> the "
+	  "rate-limit key of a client address (IPv6 aggregated to its "
+	  "prefix); tkshm.Error (EINVAL) if addr is not an IP address" },
 	{ "plan", (PyCFunction)(void (*)(void))mod_plan,
 	  METH_VARARGS | METH_KEYWORDS,
-	  "plan(path, policy=None, slots=0) -> Change\n\nWhat Table(path, "
-	  "policy, slots) would do to the table at path, changing nothing "
-	  "(as Table.change says it)." },
+	  "plan($module, /, path, policy=None, slots=0)\n--\n\n-> Change.  "
+	  "What Table(path, policy, slots) would do to the table at path, "
+	  "changing nothing (as Table.change says it)." },
+	{ "check_multi", (PyCFunction)(void (*)(void))mod_check_multi,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "check_multi($module, /, dimensions, mode='all', now_ms=None)\n"
+	  "--\n\n-> (Decision, binding, [Decision]).  Checks several "
+	  "(table, key[, cost]) at one instant as one decision: 'all' admits "
+	  "only if every dimension admits and consumes nothing otherwise; "
+	  "'any' admits if one does.  Returns the binding decision, its index "
+	  "and each dimension's." },
 	{ "http_headers", mod_http_headers, METH_VARARGS,
-	  "http_headers(decision, style, policy_name, window_s, now) -> "
-	  "[(name, value)]; style 0 draft, 1 legacy, 2 none" },
+	  "http_headers($module, decision, style, policy_name, window_s, now, "
+	  "/)\n--\n\n-> [(name, value)]; style 0 draft, 1 legacy, 2 none" },
 	{ NULL, NULL, 0, NULL },
 };
 

@@ -473,7 +473,7 @@ class HeadersTest(unittest.TestCase):
     def test_legacy_denied(self):
         self.t.check("k", 5, T0)
         d = self.t.check("k", now_ms=T0 + 100)
-        h = dict(tkshm.headers(d, draft=False, now=T0 + 100))
+        h = dict(tkshm.headers(d, style="legacy", now=T0 + 100))
         self.assertEqual(h, {
             "RateLimit-Limit": "5",
             "RateLimit-Remaining": "0",
@@ -487,10 +487,10 @@ class HeadersTest(unittest.TestCase):
     def test_none_style_and_bad_input(self):
         self.t.check("k", 5, T0)
         d = self.t.check("k", now_ms=T0 + 100)
-        self.assertEqual(tkshm.headers(d, draft="none", now=T0 + 100),
+        self.assertEqual(tkshm.headers(d, style="none", now=T0 + 100),
                          [("Retry-After", "1")])
         with self.assertRaises(ValueError):
-            tkshm.headers(d, draft="html")
+            tkshm.headers(d, style="html")
         # A CR LF in the policy name would split the response's headers.
         with self.assertRaises(tkshm.Error) as cm:
             tkshm.headers(d, "a\r\nSet-Cookie: x")

@@ -31,6 +31,7 @@ from ._tkshm import (  # noqa: F401
     Error,
     Redis,
     Table,
+    check_multi,
     client_key,
     now_ms,
     plan,
@@ -47,7 +48,7 @@ del _name
 __version__ = _tkshm.library_version
 
 __all__ = ["Change", "Decision", "Error", "Redis", "Table", "app_table_name",
-           "client_key", "default_table_path", "headers", "now_ms", "plan",
+           "check_multi", "client_key", "default_table_path", "headers", "now_ms", "plan",
            "run_dir", "strerror"]
 
 
@@ -116,31 +117,34 @@ def app_table_name(app):
     return "%s.%s-%s" % (module, qual, digest)
 
 
-_STYLES = {True: 0, "draft": 0, False: 1, "legacy": 1, "none": 2}
+_STYLES = {"draft": 0, "legacy": 1, "none": 2}
 
 
-def headers(decision, policy_name=None, draft=True, window_s=None, now=None):
+def headers(decision, policy_name=None, style="draft", window_s=None,
+            now=None):
     """The response headers for `decision`, as a list of (name, value).
 
-    draft=True (or "draft"): the IETF draft's structured fields
+    style "draft" (the default): the IETF draft's structured fields
         RateLimit-Policy: "<name>";q=<limit>[;w=<window_s>]
         RateLimit: "<name>";r=<remaining>;t=<seconds to reset>
-    draft=False (or "legacy"): the older RateLimit-Limit,
-    RateLimit-Remaining and RateLimit-Reset (seconds from now); "none":
-    no RateLimit headers.  A denial adds Retry-After (whole seconds, at
-    least 1).  policy_name defaults to "default" (printable ASCII);
-    `now` (epoch ms) to the clock checks use.  The same C function builds
-    the Apache module's and the PHP extension's headers.
+    "legacy": the older RateLimit-Limit, RateLimit-Remaining and
+    RateLimit-Reset (seconds from now); "none": no RateLimit headers.  The
+    same three words choose the headers in every binding (the
+    middlewares' headers=, PHP's $style, TkshmHeaders, tkshm_headers).  A
+    denial adds Retry-After (whole seconds, at least 1).  policy_name
+    defaults to "default" (printable ASCII); `now` (epoch ms) to the clock
+    checks use.  The same C function builds the Apache module's and the
+    PHP extension's headers.
     """
     if not isinstance(decision, Decision):
         raise TypeError("decision must be a tkshm.Decision")
     try:
-        style = _STYLES[draft]
+        code = _STYLES[style]
     except (KeyError, TypeError):
-        raise ValueError("draft must be True, False, 'draft', 'legacy' "
-                         "or 'none'") from None
+        raise ValueError("style must be 'draft', 'legacy' or 'none', not %r"
+                         % (style,)) from None
     if now is None:
         now = now_ms()
-    return _tkshm.http_headers(decision, style, policy_name,
+    return _tkshm.http_headers(decision, code, policy_name,
                                -1 if window_s is None else int(window_s),
                                float(now))

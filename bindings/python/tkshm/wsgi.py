@@ -24,12 +24,9 @@ The key is the client address by default, an IPv6 address aggregated to its
 /64 (one host usually owns a whole /64).
 """
 
-import hashlib
-
-from . import LEASE_KEY_MAX, Error, Redis, Table, app_table_name, \
-    client_key as _client_key, default_table_path, headers as _headers
-
-_STATUS_TEXT = {429: "Too Many Requests", 503: "Service Unavailable"}
+from . import Error, client_key as _client_key
+from ._http import STATUS_TEXT, check_style, default_name, fails_closed, \
+    fit_key, is_strict, open_table, response_headers  # noqa: F401
 
 
 def client_key(environ):
@@ -43,41 +40,12 @@ def client_key(environ):
         return addr
 
 
-def fit_key(key):
-    """The key as the table takes it, whatever the client sent: a key
-    that came from the request (a header, an API key) must not be able to
-    skip the limit by being refused.  An empty key becomes one shared
-    bucket; a key longer than LEASE_KEY_MAX bytes (the shortest limit of
-    any table) becomes a BLAKE2b digest of it, so each long key still has
-    a bucket of its own and nobody can aim at another's."""
-    if isinstance(key, str):
-        key = key.encode("utf-8", "surrogatepass")
-    if not key:
-        return b"\x00empty"
-    if len(key) > LEASE_KEY_MAX:
-        return b"\x00b2:" + hashlib.blake2b(key, digest_size=20).digest()
-    return key
-
-
-def is_strict(table):
-    """True when `table`'s canonical policy string says mode=strict."""
-    _, _, cross_host = getattr(table, "policy", "").partition(";")
-    return "mode=strict" in cross_host.split(",")
-
-
-def fails_closed(table):
-    """True when `table` is a strict or lease table whose failure policy
-    is fail-closed (its canonical policy string says so): a check it
-    cannot decide must deny, whatever the caller's own fallback."""
-    _, _, cross_host = getattr(table, "policy", "").partition(";")
-    return "failure=fail-closed" in cross_host.split(",")
-
-
 class RateLimitMiddleware:
     """Checks every request against `table`; a denial answers `status`
-    (429) without calling the app.  headers: True adds the IETF draft's
-    RateLimit-Policy/RateLimit, "legacy" the older RateLimit-Limit/
-    -Remaining/-Reset, False none (Retry-After is always sent on a denial).
+    (429) without calling the app.  headers: "draft" (the default) adds
+    the IETF draft's RateLimit-Policy/RateLimit, "legacy" the older
+    RateLimit-Limit/-Remaining/-Reset, "none" none (Retry-After is always
+    sent on a denial).
     key_func(environ) returns the key (str or bytes), or None to let the
     request through unchecked; an empty or over-long key is fitted
     (fit_key), never refused.  cost is a number or a function of environ.
@@ -95,33 +63,16 @@ class RateLimitMiddleware:
     default_key = staticmethod(client_key)
 
     def __init__(self, app, table, key_func=client_key, cost=1, status=429,
-                 headers=True, policy_name=None, fail_open=True, name=None,
-                 slots=65536, redis=None):
+                 headers="draft", policy_name=None, fail_open=True,
+                 name=None, slots=65536, redis=None):
         self.app = app
-        if isinstance(table, str):
-            # The application's default table: a named file that every
-            # worker opens (a changed policy or more slots change it).
-            table = Table(default_table_path(name or app_table_name(app)),
-                          table, slots=slots)
-        if redis is not None and is_strict(table):
-            if isinstance(redis, dict):
-                redis = Redis(**redis)
-            table.attach(redis)
-        self.table = table
+        self.table = open_table(table, default_name(app, name), slots, redis)
         self.key_func = key_func
         self.cost = cost
-        self.status = "%d %s" % (status, _STATUS_TEXT.get(status, "Denied"))
-        self.headers = headers
+        self.status = "%d %s" % (status, STATUS_TEXT.get(status, "Denied"))
+        self.headers = check_style(headers)
         self.policy_name = policy_name
-        self.fail_open = fail_open and not fails_closed(table)
-
-    def _headers(self, d):
-        if self.headers is False or self.headers is None:
-            if d.allowed:
-                return []
-            return [h for h in _headers(d) if h[0] == "Retry-After"]
-        return _headers(d, self.policy_name,
-                        draft=self.headers != "legacy")
+        self.fail_open = fail_open and not fails_closed(self.table)
 
     def __call__(self, environ, start_response):
         key = self.key_func(environ)
@@ -137,7 +88,7 @@ class RateLimitMiddleware:
             start_response("503 Service Unavailable",
                            [("Content-Type", "text/plain")])
             return [b"rate limiter unavailable\n"]
-        extra = self._headers(d)
+        extra = response_headers(d, self.headers, self.policy_name)
         if not d.allowed:
             body = b"Too Many Requests\n"
             start_response(self.status, [

@@ -1,0 +1,237 @@
+"""Per-route limits, whatever the framework: the engine under the Flask and
+Django decorators and the FastAPI dependency.
+
+    limits = RouteLimits("shop.views.login",
+                         [Limit("5/minute"), Limit("100/day", key="user")])
+    verdict = limits.decide(request, adapter)
+    if not verdict.allowed:
+        ...  # answer verdict.status with verdict.headers
+
+A route's limits are decided as one: the request is admitted only if every
+limit admits, and a denial consumes nothing anywhere (tkshm.check_multi).
+Each limit has its own table file in tkshm.run_dir(), opened by every
+worker process alike, so a limit holds across workers however the server
+started them; limits given one `name` share one table (and so one bucket
+per key) across every route that names it.
+
+The adapter is what a framework knows about its request: its client
+address, a header, the user (see KeySource).
+"""
+
+import hashlib
+import os
+import sys
+
+from . import Error, check_multi, client_key, default_table_path
+from ._http import STATUS_TEXT, check_style, fails_closed, fit_key, \
+    open_table, response_headers
+
+__all__ = ["KeySource", "Limit", "RouteLimits", "Verdict", "key_of"]
+
+
+class KeySource:
+    """What a framework adapter tells about a request: override all three.
+    client_addr() is the peer's address as the server saw it (behind a
+    proxy, give the limit a key function instead); header() is None when
+    the header is absent; user() is None for an anonymous request."""
+
+    def client_addr(self, request):
+        raise NotImplementedError
+
+    def header(self, request, name):
+        raise NotImplementedError
+
+    def user(self, request):
+        raise NotImplementedError
+
+
+def _address_key(addr):
+    """"a:" and the address as tkshm.client_key() keys it (an IPv6
+    address aggregated to its /64); a name that is not an IP address (a
+    unix socket's) as it is."""
+    addr = addr or "-"
+    try:
+        return "a:" + client_key(addr)
+    except Error:
+        return "a:" + addr
+
+
+def key_of(spec, request, source):
+    """The key `spec` gives for `request`, or None (the limit does not
+    apply).  spec is "ip" (the client address, IPv6 aggregated to its
+    /64), "header:<Name>" (the header's value; a request without it is
+    keyed by its address, so leaving the header out never skips the
+    limit), "user" (the user's id; an anonymous request is keyed by its
+    address) or a function of the request.  The prefixes a:, h: and u:
+    keep an address, a header value and a user id from ever naming one
+    bucket."""
+    if callable(spec):
+        return spec(request)
+    if spec == "ip":
+        return _address_key(source.client_addr(request))
+    if spec == "user":
+        user = source.user(request)
+        if user is None:
+            return _address_key(source.client_addr(request))
+        return "u:" + str(user)
+    value = source.header(request, spec[len("header:"):])
+    if value is None:
+        return _address_key(source.client_addr(request))
+    return "h:" + value
+
+
+def _check_key_spec(key):
+    if callable(key) or key in ("ip", "user"):
+        return key
+    if isinstance(key, str) and key.startswith("header:") and \
+            len(key) > len("header:"):
+        return key
+    raise ValueError("key must be 'ip', 'user', 'header:<Name>' or a "
+                     "function of the request, not %r" % (key,))
+
+
+class Limit:
+    """One limit of a route.
+
+    rate: a rate string ("5/minute", "100 per hour", "10/second,burst=20")
+        or any tkshm policy string ("slidingWindow:limit=100,windowMs=
+        60000"), with its cross-host options after a ';'.
+    key: "ip" (default), "header:<Name>", "user" or a function of the
+        framework's request returning str, bytes or None (None: this limit
+        does not apply to the request).
+    cost: a number, or a function of the request.
+    name: the table's name: limits that give the same name share one
+        table (with one rate) across routes; by default each route's limit
+        has a table of its own.
+    table: a tkshm.Table to use instead (shared with whoever holds it).
+    policy_name: the name the RateLimit headers give the policy."""
+
+    def __init__(self, rate, key="ip", cost=1, name=None, table=None,
+                 policy_name=None):
+        if table is None and not isinstance(rate, str):
+            raise TypeError("rate must be a rate or policy string")
+        self.rate = rate
+        self.key = _check_key_spec(key)
+        if not callable(cost) and not isinstance(cost, (int, float)):
+            raise TypeError("cost must be a number or a function")
+        self.cost = cost
+        self.name = name
+        self.table = table
+        self.policy_name = policy_name
+
+    def __repr__(self):
+        return "Limit(%r, key=%r)" % (self.rate, self.key)
+
+
+def _code_digest(route_id):
+    """A digest of where the route's code lives, so that two deployments
+    of one code base on a host do not share tables."""
+    module = route_id.rpartition(".")[0]
+    where = getattr(sys.modules.get(module), "__file__", None) or os.getcwd()
+    return hashlib.blake2b(os.path.abspath(where).encode("utf-8", "replace"),
+                           digest_size=4).hexdigest()
+
+
+class Verdict:
+    """What decide() found: allowed; status (the HTTP status to answer a
+    denial or a failure with, else None); headers, [(name, value)], for
+    the response either way; decision, the binding tkshm.Decision (None
+    when no limit applied or the check failed)."""
+
+    __slots__ = ("allowed", "status", "headers", "decision")
+
+    def __init__(self, allowed, status=None, headers=(), decision=None):
+        self.allowed = allowed
+        self.status = status
+        self.headers = list(headers)
+        self.decision = decision
+
+    @property
+    def reason(self):
+        """The status line's text for status."""
+        return STATUS_TEXT.get(self.status, "Denied")
+
+    def __bool__(self):
+        return self.allowed
+
+
+# The table names declared in this process and their rates: one name, one
+# rate (opening a named table with another rate would change the live
+# table under the routes that share it).
+_declared = {}
+
+
+class RouteLimits:
+    """The limits of one route (route_id: its view's module and qualified
+    name), decided as one.  headers: "draft", "legacy" or "none"; status:
+    the denial's status; fail_open: a check that fails (a full table) lets
+    the request through (never for a table whose policy fails closed);
+    slots: the size of the tables this makes; redis: a tkshm.Redis (or a
+    dict of its options) attached to the strict ones."""
+
+    def __init__(self, route_id, limits, headers="draft", status=429,
+                 fail_open=True, slots=65536, redis=None):
+        if not limits:
+            raise ValueError("a route needs at least one Limit")
+        if len(limits) > 16:
+            raise ValueError("a route takes at most 16 limits")
+        self.route_id = route_id
+        self.limits = list(limits)
+        self.headers = check_style(headers)
+        self.status = status
+        self.fail_open = fail_open
+        names = [self._table_name(i, lim)
+                 for i, lim in enumerate(self.limits)]
+        # Opened now, so that a wrong rate is an error at startup, not at
+        # the first request; a handle survives fork(), and the files are
+        # what every worker shares.
+        self.tables = [
+            lim.table if name is None else
+            open_table(lim.rate, name, slots, redis)
+            for lim, name in zip(self.limits, names)]
+
+    def _table_name(self, index, limit):
+        if limit.table is not None:
+            return None
+        if limit.name is None:
+            name = "route-%s-%d-%s" % (self.route_id, index,
+                                       _code_digest(self.route_id))
+        else:
+            name = "limit-" + limit.name
+        seen = _declared.setdefault(name, limit.rate)
+        if seen != limit.rate:
+            raise ValueError("the table %r is declared with two rates, %r "
+                             "and %r: limits that share a name share one "
+                             "rate" % (limit.name, seen, limit.rate))
+        return name
+
+    def _dimensions(self, request, source):
+        dims, which = [], []
+        for i, (lim, table) in enumerate(zip(self.limits, self.tables)):
+            key = key_of(lim.key, request, source)
+            if key is None:
+                continue
+            cost = lim.cost(request) if callable(lim.cost) else lim.cost
+            dims.append((table, fit_key(key), cost))
+            which.append(i)
+        return dims, which
+
+    def decide(self, request, source):
+        """Checks `request` against every limit that applies to it, as one
+        decision, and says how to answer."""
+        try:
+            dims, which = self._dimensions(request, source)
+            if not dims:
+                return Verdict(True)
+            decision, binding, _ = check_multi(dims)
+        except Error:
+            closed = any(fails_closed(t) for t in self.tables)
+            if self.fail_open and not closed:
+                return Verdict(True)
+            return Verdict(False, 503)
+        lim = self.limits[which[binding]]
+        headers = response_headers(decision, self.headers,
+                                   lim.policy_name)
+        if decision.allowed:
+            return Verdict(True, None, headers, decision)
+        return Verdict(False, self.status, headers, decision)

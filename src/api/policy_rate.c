@@ -231,8 +231,7 @@ tk_policy_parse_rate(const char *spec, tkshm_policy *out, char *err,
 	tkshm_policy p;
 	int rc;
 
-	if (!tk_rate_read(spec, end, &limit, &period_ms, &burst, err,
-			  err_len))
+	if (!tk_rate_read(spec, end, &limit, &period_ms, &burst, err, err_len))
 		return TKSHM_EPOLICY;
 	memset(&p, 0, sizeof p);
 	p.kind = TKSHM_KIND_GCRA;
@@ -247,8 +246,8 @@ tk_policy_parse_rate(const char *spec, tkshm_policy *out, char *err,
 				       "no whitespace");
 				return TKSHM_EPOLICY;
 			}
-		rc = tk_global_parse(semi + 1, strlen(semi + 1), &p.global,
-				     err, err_len);
+		rc = tk_global_parse(semi + 1, strlen(semi + 1), &p.global, err,
+				     err_len);
 		if (rc != TKSHM_OK)
 			return rc;
 	}

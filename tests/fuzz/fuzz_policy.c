@@ -108,7 +108,7 @@ static int
 tkf_rate_in_grammar(const char *rate, size_t len)
 {
 #define TKF_NUM "(0|[1-9][0-9]*)([.][0-9]+)?([eE][+-]?[0-9]+)?"
-#define TKF_WS "[ \t]*"
+#define TKF_WS	"[ \t]*"
 	static regex_t rate_re;
 	static int compiled;
 	char buf[TKF_SPEC_MAX + 1];
@@ -118,9 +118,9 @@ tkf_rate_in_grammar(const char *rate, size_t len)
 			    "^" TKF_WS TKF_NUM TKF_WS "(/|per)" TKF_WS
 			    "(" TKF_NUM TKF_WS ")?"
 			    "(ms|milliseconds?|s|secs?|seconds?|m|mins?|"
-			    "minutes?|h|hrs?|hours?|d|days?|months?|years?)"
-			    TKF_WS "(," TKF_WS "burst" TKF_WS "=" TKF_WS
-			    TKF_NUM TKF_WS ")?$",
+			    "minutes?|h|hrs?|hours?|d|days?|months?|years?)" TKF_WS
+			    "(," TKF_WS "burst" TKF_WS "=" TKF_WS TKF_NUM TKF_WS
+			    ")?$",
 			    REG_EXTENDED | REG_ICASE | REG_NOSUB) != 0)
 			abort();
 		compiled = 1;

@@ -47,8 +47,7 @@ assert_refused(const char *spec, const char *says)
 	assert_int_equal(tkshm_policy_parse(spec, &p, err, sizeof err),
 			 TKSHM_EPOLICY);
 	if (!strstr(err, says))
-		fail_msg("\"%s\": \"%s\" does not say \"%s\"", spec, err,
-			 says);
+		fail_msg("\"%s\": \"%s\" does not say \"%s\"", spec, err, says);
 	assert_memory_equal(&p, &before, sizeof p);
 }
 
@@ -60,7 +59,8 @@ test_rate_forms(void **state)
 		    "gcra:limit=10,periodMs=1000,burst=10");
 	assert_rate("100 per minute", 100, 60000, 100,
 		    "gcra:limit=100,periodMs=60000,burst=100");
-	assert_rate("5/min", 5, 60000, 5, "gcra:limit=5,periodMs=60000,burst=5");
+	assert_rate("5/min", 5, 60000, 5,
+		    "gcra:limit=5,periodMs=60000,burst=5");
 	assert_rate(" 3 PER Hour ", 3, 3600000, 3,
 		    "gcra:limit=3,periodMs=3600000,burst=3");
 	assert_rate("10 / 5 minutes", 10, 300000, 10,
@@ -68,13 +68,15 @@ test_rate_forms(void **state)
 	assert_rate("10/5min", 10, 300000, 10,
 		    "gcra:limit=10,periodMs=300000,burst=10");
 	assert_rate("5/ms", 5, 1, 5, "gcra:limit=5,periodMs=1,burst=5");
-	assert_rate("2/d", 2, 86400000, 2, "gcra:limit=2,periodMs=86400000,burst=2");
+	assert_rate("2/d", 2, 86400000, 2,
+		    "gcra:limit=2,periodMs=86400000,burst=2");
 	/* A month and a year as the `limits` library counts them. */
 	assert_rate("1000/month", 1000, 2592000000.0, 1000,
 		    "gcra:limit=1000,periodMs=2592000000,burst=1000");
 	assert_rate("1/year", 1, 31104000000.0, 1,
 		    "gcra:limit=1,periodMs=31104000000,burst=1");
-	assert_rate("10/0.5s", 10, 500, 10, "gcra:limit=10,periodMs=500,burst=10");
+	assert_rate("10/0.5s", 10, 500, 10,
+		    "gcra:limit=10,periodMs=500,burst=10");
 }
 
 static void
@@ -141,20 +143,20 @@ test_rate_refused(void **state)
 static void
 test_rate_round_trip(void **state)
 {
-	const char *specs[] = { "7/second", "100 per 3 hours,burst=250",
-				"1/ms", "9 per day;mode=strict,prefix=x" };
+	const char *specs[] = { "7/second", "100 per 3 hours,burst=250", "1/ms",
+				"9 per day;mode=strict,prefix=x" };
 	char buf[TKSHM_POLICY_MAX], err[160];
 	tkshm_policy p, back;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
-		assert_int_equal(tkshm_policy_parse(specs[i], &p, err,
-						    sizeof err),
-				 TKSHM_OK);
+		assert_int_equal(
+			tkshm_policy_parse(specs[i], &p, err, sizeof err),
+			TKSHM_OK);
 		assert_true(tkshm_policy_format(&p, buf, sizeof buf) > 0);
-		assert_int_equal(tkshm_policy_parse(buf, &back, err,
-						    sizeof err),
-				 TKSHM_OK);
+		assert_int_equal(
+			tkshm_policy_parse(buf, &back, err, sizeof err),
+			TKSHM_OK);
 		assert_true(tkshm_policy_equal(&p, &back));
 	}
 }

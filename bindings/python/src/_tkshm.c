@@ -1805,11 +1805,13 @@ multi_dimension_of(module_state *st, PyObject *item, tkshm_dimension *dim,
 	if (!PyTuple_Check(item) ||
 	    !PyArg_ParseTuple(item, "OO|O:check_multi", &table_obj, &key,
 			      &cost_obj)) {
-		if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
+		if (!PyErr_Occurred() ||
+		    PyErr_ExceptionMatches(PyExc_TypeError)) {
 			PyErr_Clear();
-			PyErr_SetString(PyExc_TypeError,
-					"each dimension is a tuple (table, key) "
-					"or (table, key, cost)");
+			PyErr_SetString(
+				PyExc_TypeError,
+				"each dimension is a tuple (table, key) "
+				"or (table, key, cost)");
 		}
 		return -1;
 	}
@@ -1827,7 +1829,8 @@ multi_dimension_of(module_state *st, PyObject *item, tkshm_dimension *dim,
 	dim->cost = 1.0;
 	if (cost_obj) {
 		if (!PyFloat_Check(cost_obj) && !PyLong_Check(cost_obj)) {
-			PyErr_SetString(PyExc_TypeError, "cost must be a number");
+			PyErr_SetString(PyExc_TypeError,
+					"cost must be a number");
 			return -1;
 		}
 		dim->cost = PyFloat_AsDouble(cost_obj);
@@ -1943,7 +1946,8 @@ mod_check_multi(PyObject *m, PyObject *args, PyObject *kwds)
 		Py_DECREF(seq);
 		return PyErr_Format(PyExc_ValueError,
 				    "check_multi takes 1 to %d dimensions, "
-				    "not %zd", TKSHM_MULTI_MAX, n);
+				    "not %zd",
+				    TKSHM_MULTI_MAX, n);
 	}
 	for (i = 0; i < n; i++) {
 		rc = multi_dimension_of(st, PySequence_Fast_GET_ITEM(seq, i),
@@ -1972,9 +1976,9 @@ mod_check_multi(PyObject *m, PyObject *args, PyObject *kwds)
 		 * or detached meanwhile is not used. */
 		rc = multi_still_attached(seq, dims, ro);
 		if (rc == TKSHM_OK) {
-			Py_BEGIN_ALLOW_THREADS rc = multi_run(
-				mode, dims, (size_t)n, given, now, &out, each,
-				&binding);
+			Py_BEGIN_ALLOW_THREADS rc =
+				multi_run(mode, dims, (size_t)n, given, now,
+					  &out, each, &binding);
 			Py_END_ALLOW_THREADS
 		}
 		table_release_redis(ro);

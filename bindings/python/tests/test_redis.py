@@ -1,115 +1,30 @@
 """tkshm.Redis: strict tables decided on a real redis-server.
 
-Run by ctest (python_redis) with PYTHONPATH set; exits 77 (skipped) without
+Run by ctest (python_redis) in the wheel's venv; exits 77 (skipped) without
 /usr/bin/redis-server or without the library's Redis tier.  Each server is
-this process's own: 127.0.0.1 on a free port below 45536, no persistence,
-stopped by its pid in teardown.
+this process's own (redis_servers.py): 127.0.0.1 on a free port below
+45536, no persistence, stopped by its pid and process group in teardown.
 """
 
-import ctypes
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
-import time
 import unittest
 
 import tkshm
 from tkshm.wsgi import RateLimitMiddleware
 
-REDIS_SERVER = "/usr/bin/redis-server"
+from redis_servers import REDIS_SERVER, Server
+
 STRICT = "gcra:limit=%d,periodMs=3600000;mode=strict,prefix=%s,failure=%s"
-
-
-def free_port():
-    """A port the kernel says is free now (bind to 0), below 45536."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port < 45536:
-            return port
-    raise RuntimeError("no free port below 45536")
-
-
-def _die_with_parent():
-    # The server gets SIGKILL if this test dies without its teardown
-    # (a ctest timeout): PR_SET_PDEATHSIG.
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL, 0, 0, 0)
-
-
-class RedisServer:
-    """A private redis-server.  It is known up when it answers PING on its
-    unix socket, which only it can have made: another server that took
-    the port first (then ours exits) never answers there."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="tkshm-py-redis-")
-        self.owner = os.getpid()
-        self.proc = None
-        for _ in range(10):
-            self.port = free_port()
-            self._spawn()
-            if self._wait_up():
-                return
-            self.stop(keep_dir=True)
-        shutil.rmtree(self.dir, ignore_errors=True)
-        raise RuntimeError("redis-server did not start")
-
-    def _spawn(self):
-        self.sock = os.path.join(self.dir, "redis.sock")
-        log = open(os.path.join(self.dir, "redis.log"), "ab")
-        self.proc = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--daemonize", "no",
-             "--dir", self.dir, "--unixsocket", self.sock,
-             "--unixsocketperm", "700", "--loglevel", "warning"],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            preexec_fn=_die_with_parent)
-        log.close()
-
-    def _wait_up(self):
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False  # the port was taken: it exited
-            try:
-                with socket.socket(socket.AF_UNIX) as s:
-                    s.settimeout(1)
-                    s.connect(self.sock)
-                    s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
-                        return True
-            except OSError:
-                pass
-            time.sleep(0.02)
-        return False
-
-    def stop(self, keep_dir=False):
-        """SIGTERM by pid, up to 5 s, then SIGKILL; only by its owner."""
-        if os.getpid() != self.owner:
-            return
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-        if not keep_dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class StrictTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = RedisServer()
+        cls.server = Server().start()
 
     @classmethod
     def tearDownClass(cls):
@@ -372,7 +287,7 @@ class RedisDownTest(unittest.TestCase):
     flagged DECISION_FALLBACK and counted."""
 
     def test_failure_policy_decides(self):
-        server = RedisServer()
+        server = Server().start()
         d = tempfile.mkdtemp(prefix="tkshm-py-down-")
         try:
             r = tkshm.Redis(port=server.port, connect_timeout_ms=200,
@@ -387,7 +302,7 @@ class RedisDownTest(unittest.TestCase):
                 x = t.check("k")
                 self.assertTrue(x.allowed)
                 self.assertFalse(x.flags & tkshm.DECISION_FALLBACK)
-            server.stop(keep_dir=True)
+            server.stop()
             for _ in range(5):
                 x = closed.check("k")
                 self.assertFalse(x.allowed)

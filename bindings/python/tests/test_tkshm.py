@@ -1,4 +1,5 @@
-"""Unit tests of the Python extension (run by ctest with PYTHONPATH set)."""
+"""Unit tests of the Python extension.  Run as a script (ctest's python_unit
+runs it with the interpreter of the venv the wheel is installed in)."""
 
 import gc
 import os
@@ -639,4 +640,4 @@ class WsgiTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    unittest.main(verbosity=2)

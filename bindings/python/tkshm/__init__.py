@@ -24,6 +24,7 @@ import os
 import re
 import stat
 import sys
+from typing import TYPE_CHECKING
 
 from ._tkshm import (  # noqa: F401
     Change,
@@ -39,6 +40,10 @@ from ._tkshm import (  # noqa: F401
 )
 from . import _tkshm
 
+if TYPE_CHECKING:
+    # What the loop below copies, as a type checker sees it (_tkshm.pyi).
+    from ._tkshm import *  # noqa: F401,F403
+
 # The library's error codes (tkshm.EKEYEMPTY, ...), KEY_MAX, DECISION_* flags.
 for _name in dir(_tkshm):
     if _name.isupper():
@@ -52,7 +57,7 @@ __all__ = ["Change", "Decision", "Error", "Redis", "Table", "app_table_name",
            "run_dir", "strerror"]
 
 
-def run_dir():
+def run_dir() -> str:
     """The directory default tables live in, the first that is usable:
     $XDG_RUNTIME_DIR/tkshm (a user's runtime directory, set by a login
     session or systemd's RuntimeDirectory), /run/tkshm (root, or a
@@ -70,7 +75,7 @@ def run_dir():
     return _own_dir("/run/tkshm") or "/dev/shm"
 
 
-def _own_dir(path):
+def _own_dir(path: str) -> str | None:
     """path when it is (or can now be made) a directory of ours that only
     we can write, else None; Error if it is a symbolic link."""
     try:
@@ -92,7 +97,7 @@ def _own_dir(path):
     return path
 
 
-def default_table_path(name):
+def default_table_path(name: str) -> str:
     """The path of the table called `name` in run_dir(): every process of
     a user that asks for one name gets one table, however it was started
     (no --preload needed).  The name keeps [A-Za-z0-9._-]; /dev/shm names
@@ -104,7 +109,7 @@ def default_table_path(name):
     return os.path.join(d, safe)
 
 
-def app_table_name(app):
+def app_table_name(app: object) -> str:
     """The default table name of a WSGI or ASGI application object: its
     module and qualified name, and a digest of the module's file, so two
     deployments of one code base on a host do not share a table."""
@@ -120,8 +125,9 @@ def app_table_name(app):
 _STYLES = {"draft": 0, "legacy": 1, "none": 2}
 
 
-def headers(decision, policy_name=None, style="draft", window_s=None,
-            now=None):
+def headers(decision: Decision, policy_name: str | None = None,
+            style: str = "draft", window_s: float | None = None,
+            now: float | None = None) -> list[tuple[str, str]]:
     """The response headers for `decision`, as a list of (name, value).
 
     style "draft" (the default): the IETF draft's structured fields

@@ -10,16 +10,17 @@ RateLimit fields, the default), "legacy" (RateLimit-Limit, -Remaining and
 """
 
 import hashlib
+from typing import Any
 
-from . import LEASE_KEY_MAX, Error, Redis, Table, app_table_name, \
-    default_table_path, headers as _headers
+from . import LEASE_KEY_MAX, Decision, Error, Redis, Table, \
+    app_table_name, default_table_path, headers as _headers
 
 HEADER_STYLES = ("draft", "legacy", "none")
 
 STATUS_TEXT = {429: "Too Many Requests", 503: "Service Unavailable"}
 
 
-def check_style(style):
+def check_style(style: str) -> str:
     """`style` if it is one of HEADER_STYLES, else ValueError saying so."""
     if style not in HEADER_STYLES:
         raise ValueError("headers must be 'draft', 'legacy' or 'none', "
@@ -27,13 +28,15 @@ def check_style(style):
     return style
 
 
-def response_headers(decision, style, policy_name=None):
+def response_headers(decision: Decision, style: str,
+                     policy_name: str | None = None
+                     ) -> list[tuple[str, str]]:
     """The headers a response to `decision` carries under `style`:
     Retry-After on a denial whatever the style."""
     return _headers(decision, policy_name, style=style)
 
 
-def fit_key(key):
+def fit_key(key: str | bytes) -> bytes:
     """The key as the table takes it, whatever the client sent: a key
     that came from the request (a header, an API key) must not be able to
     skip the limit by being refused.  An empty key becomes one shared
@@ -49,24 +52,25 @@ def fit_key(key):
     return key
 
 
-def _cross_host_options(table):
+def _cross_host_options(table: Table) -> list[str]:
     _, _, cross_host = getattr(table, "policy", "").partition(";")
     return cross_host.split(",")
 
 
-def is_strict(table):
+def is_strict(table: Table) -> bool:
     """True when `table`'s canonical policy string says mode=strict."""
     return "mode=strict" in _cross_host_options(table)
 
 
-def fails_closed(table):
+def fails_closed(table: Table) -> bool:
     """True when `table` is a strict or lease table whose failure policy
     is fail-closed (its canonical policy string says so): a check it
     cannot decide must deny, whatever the caller's own fallback."""
     return "failure=fail-closed" in _cross_host_options(table)
 
 
-def open_table(table, name, slots=65536, redis=None):
+def open_table(table: Table | str, name: str, slots: int = 65536,
+               redis: Redis | dict[str, Any] | None = None) -> Table:
     """`table` if it is a tkshm.Table, else the table file called `name`
     in tkshm.run_dir() with the policy (or rate) string `table`, opened by
     every worker alike (a changed policy or more slots change the live
@@ -84,6 +88,6 @@ def open_table(table, name, slots=65536, redis=None):
     return table
 
 
-def default_name(app, name=None):
+def default_name(app: object, name: str | None = None) -> str:
     """`name`, or the default table name of the application `app`."""
     return name or app_table_name(app)

@@ -127,6 +127,10 @@ def _code_digest(route_id):
     """A digest of where the route's code lives, so that two deployments
     of one code base on a host do not share tables."""
     module = route_id.rpartition(".")[0]
+    # The route's module is the longest loaded prefix: a method's or a
+    # nested function's qualified name has dots of its own.
+    while module and module not in sys.modules:
+        module = module.rpartition(".")[0]
     where = getattr(sys.modules.get(module), "__file__", None) or os.getcwd()
     return hashlib.blake2b(os.path.abspath(where).encode("utf-8", "replace"),
                            digest_size=4).hexdigest()
@@ -154,6 +158,9 @@ class Verdict:
     def __bool__(self):
         return self.allowed
 
+
+# The longest table name default_table_path() keeps whole.
+_NAME_MAX = 96
 
 # The table names declared in this process and their rates: one name, one
 # rate (opening a named table with another rate would change the live
@@ -198,6 +205,13 @@ class RouteLimits:
                                        _code_digest(self.route_id))
         else:
             name = "limit-" + limit.name
+        if len(name) > _NAME_MAX:
+            # default_table_path() keeps _NAME_MAX characters: a longer
+            # name keeps a prefix and a digest of the whole, so that two
+            # limits never share a table by a common prefix.
+            digest = hashlib.blake2b(name.encode("utf-8", "replace"),
+                                     digest_size=8).hexdigest()
+            name = name[:_NAME_MAX - 17] + "-" + digest
         seen = _declared.setdefault(name, limit.rate)
         if seen != limit.rate:
             raise ValueError("the table %r is declared with two rates, %r "

@@ -24,12 +24,20 @@ The key is the client address by default, an IPv6 address aggregated to its
 /64 (one host usually owns a whole /64).
 """
 
-from . import Error, client_key as _client_key
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from . import Error, Redis, Table, client_key as _client_key
 from ._http import STATUS_TEXT, check_style, default_name, fails_closed, \
     fit_key, is_strict, open_table, response_headers  # noqa: F401
 
+if TYPE_CHECKING:  # the WSGI types of typeshed (wsgiref.types is 3.11+)
+    from _typeshed import OptExcInfo
+    from _typeshed.wsgi import StartResponse, WSGIApplication, \
+        WSGIEnvironment
 
-def client_key(environ):
+
+def client_key(environ: "WSGIEnvironment") -> str:
     """REMOTE_ADDR as tkshm.client_key() keys it: an IPv6 address becomes
     its /64 ("2001:db8::/64"), a v4-mapped one its IPv4 address; anything
     that is not an IP address (a unix socket's name) is used as it is."""
@@ -62,9 +70,15 @@ class RateLimitMiddleware:
 
     default_key = staticmethod(client_key)
 
-    def __init__(self, app, table, key_func=client_key, cost=1, status=429,
-                 headers="draft", policy_name=None, fail_open=True,
-                 name=None, slots=65536, redis=None):
+    def __init__(
+            self, app: "WSGIApplication", table: Table | str,
+            key_func: "Callable[[WSGIEnvironment], str | bytes | None]"
+            = client_key,
+            cost: "float | Callable[[WSGIEnvironment], float]" = 1,
+            status: int = 429, headers: str = "draft",
+            policy_name: str | None = None, fail_open: bool = True,
+            name: str | None = None, slots: int = 65536,
+            redis: Redis | dict[str, Any] | None = None) -> None:
         self.app = app
         self.table = open_table(table, default_name(app, name), slots, redis)
         self.key_func = key_func
@@ -74,7 +88,8 @@ class RateLimitMiddleware:
         self.policy_name = policy_name
         self.fail_open = fail_open and not fails_closed(self.table)
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: "WSGIEnvironment",
+                 start_response: "StartResponse") -> Iterable[bytes]:
         key = self.key_func(environ)
         if key is None:
             return self.app(environ, start_response)
@@ -99,7 +114,9 @@ class RateLimitMiddleware:
         if not extra:
             return self.app(environ, start_response)
 
-        def _start(status, response_headers, exc_info=None):
+        def _start(status: str, response_headers: list[tuple[str, str]],
+                   exc_info: "OptExcInfo | None" = None
+                   ) -> Callable[[bytes], object]:
             return start_response(status, list(response_headers) + extra,
                                   exc_info)
 

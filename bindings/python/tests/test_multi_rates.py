@@ -166,6 +166,22 @@ class RouteLimitsTest(HeaderVocabularyTest):
         with self.assertRaises(ValueError):
             Limit("1/day", key="cookie")
 
+    def test_costs_are_finite_numbers(self):
+        for bad in (-1, float("nan"), float("inf"), True, "2"):
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                Limit("1/day", cost=bad)
+        # A cost function's bad answer is raised (the application's bug),
+        # never taken for a failed check that a fail-open limit admits.
+        rl = RouteLimits("tests.cost", [Limit("5 per day",
+                                              cost=lambda r: r["cost"])])
+        for bad in (float("nan"), -2, None):
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                rl.decide({"addr": "192.0.2.9", "cost": bad}, Source())
+        self.assertTrue(rl.decide({"addr": "192.0.2.9", "cost": 5},
+                                  Source()))
+        self.assertFalse(rl.decide({"addr": "192.0.2.9", "cost": 1},
+                                   Source()))
+
     def test_all_or_nothing_and_shared_names(self):
         a = RouteLimits("tests.a", [Limit("3 per day"),
                                     Limit("1 per day", name="shared")])

@@ -1,6 +1,7 @@
 """The type information tkshm ships (ctest python_stubs, in the venv of the
 fixture python_wheel): tkshm/_tkshm.pyi against the real extension, and the
-annotations of tkshm/__init__.py, wsgi.py and _http.py under mypy --strict.
+annotations of tkshm/__init__.py, wsgi.py, _http.py and route.py under
+mypy --strict.
 
 - mypy.stubtest compares every name, method signature (the C docstrings
   carry __text_signature__) and attribute of the stub with the module;
@@ -164,7 +165,8 @@ class StubTest(unittest.TestCase):
 class AnnotationsTest(unittest.TestCase):
     def test_package_sources_strict(self):
         files = [os.path.join(SOURCE, n) for n in
-                 ("__init__.py", "wsgi.py", "_http.py", "_tkshm.pyi")]
+                 ("__init__.py", "wsgi.py", "_http.py", "route.py",
+                  "_tkshm.pyi")]
         with tempfile.TemporaryDirectory() as cwd:
             out, status = run_mypy("--strict", *files, cwd=cwd)
         self.assertEqual(status, 0, out)

@@ -19,14 +19,23 @@ address, a header, the user (see KeySource).
 """
 
 import hashlib
+import math
 import os
 import sys
+from typing import Any, Callable, Dict, List, Optional, Sequence, \
+    Tuple, Union
 
-from . import Error, check_multi, client_key, default_table_path
+from . import Decision, Error, Redis, Table, check_multi, client_key, \
+    default_table_path
 from ._http import STATUS_TEXT, check_style, fails_closed, fit_key, \
     open_table, response_headers
 
 __all__ = ["KeySource", "Limit", "RouteLimits", "Verdict", "key_of"]
+
+# What a limit is keyed by: "ip", "user", "header:<Name>", or a function of
+# the framework's request returning the key (None: the limit does not
+# apply to the request).
+KeySpec = Union[str, Callable[[Any], Union[str, bytes, None]]]
 
 
 class KeySource:
@@ -35,17 +44,17 @@ class KeySource:
     proxy, give the limit a key function instead); header() is None when
     the header is absent; user() is None for an anonymous request."""
 
-    def client_addr(self, request):
+    def client_addr(self, request: Any) -> Optional[str]:
         raise NotImplementedError
 
-    def header(self, request, name):
+    def header(self, request: Any, name: str) -> Optional[str]:
         raise NotImplementedError
 
-    def user(self, request):
+    def user(self, request: Any) -> Any:
         raise NotImplementedError
 
 
-def _address_key(addr):
+def _address_key(addr: Optional[str]) -> str:
     """"a:" and the address as tkshm.client_key() keys it (an IPv6
     address aggregated to its /64); a name that is not an IP address (a
     unix socket's) as it is."""
@@ -56,7 +65,8 @@ def _address_key(addr):
         return "a:" + addr
 
 
-def key_of(spec, request, source):
+def key_of(spec: "KeySpec", request: Any,
+           source: KeySource) -> Union[str, bytes, None]:
     """The key `spec` gives for `request`, or None (the limit does not
     apply).  spec is "ip" (the client address, IPv6 aggregated to its
     /64), "header:<Name>" (the header's value; a request without it is
@@ -80,7 +90,18 @@ def key_of(spec, request, source):
     return "h:" + value
 
 
-def _check_key_spec(key):
+def _check_cost(cost: Any) -> float:
+    """cost if it is a finite number >= 0; a cost function that returns
+    anything else is the application's bug, raised, never a check that
+    fails (which a fail-open limit would admit)."""
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or \
+            not math.isfinite(cost) or cost < 0:
+        raise ValueError("a limit's cost must be a finite number >= 0, "
+                         "not %r" % (cost,))
+    return float(cost)
+
+
+def _check_key_spec(key: "KeySpec") -> "KeySpec":
     if callable(key) or key in ("ip", "user"):
         return key
     if isinstance(key, str) and key.startswith("header:") and \
@@ -106,24 +127,25 @@ class Limit:
     table: a tkshm.Table to use instead (shared with whoever holds it).
     policy_name: the name the RateLimit headers give the policy."""
 
-    def __init__(self, rate, key="ip", cost=1, name=None, table=None,
-                 policy_name=None):
+    def __init__(self, rate: Optional[str], key: "KeySpec" = "ip",
+                 cost: Union[float, Callable[[Any], float]] = 1,
+                 name: Optional[str] = None, table: Optional[Table] = None,
+                 policy_name: Optional[str] = None) -> None:
         if table is None and not isinstance(rate, str):
             raise TypeError("rate must be a rate or policy string")
         self.rate = rate
         self.key = _check_key_spec(key)
-        if not callable(cost) and not isinstance(cost, (int, float)):
-            raise TypeError("cost must be a number or a function")
-        self.cost = cost
+        self.cost: Union[float, Callable[[Any], float]] = \
+            cost if callable(cost) else _check_cost(cost)
         self.name = name
         self.table = table
         self.policy_name = policy_name
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Limit(%r, key=%r)" % (self.rate, self.key)
 
 
-def _code_digest(route_id):
+def _code_digest(route_id: str) -> str:
     """A digest of where the route's code lives, so that two deployments
     of one code base on a host do not share tables."""
     module = route_id.rpartition(".")[0]
@@ -144,28 +166,39 @@ class Verdict:
 
     __slots__ = ("allowed", "status", "headers", "decision")
 
-    def __init__(self, allowed, status=None, headers=(), decision=None):
+    def __init__(self, allowed: bool, status: Optional[int] = None,
+                 headers: Sequence[Tuple[str, str]] = (),
+                 decision: Optional[Decision] = None) -> None:
         self.allowed = allowed
         self.status = status
         self.headers = list(headers)
         self.decision = decision
 
     @property
-    def reason(self):
+    def reason(self) -> str:
         """The status line's text for status."""
-        return STATUS_TEXT.get(self.status, "Denied")
+        return STATUS_TEXT.get(self.status or 0, "Denied")
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return self.allowed
 
 
 # The longest table name default_table_path() keeps whole.
 _NAME_MAX = 96
 
+def _open_limit(limit: Limit, name: Optional[str], slots: int,
+                redis: Union[Redis, Dict[str, Any], None]) -> Table:
+    """The limit's own table, or the table file `name` at its rate."""
+    if limit.table is not None:
+        return limit.table
+    assert name is not None and limit.rate is not None  # Limit checks it
+    return open_table(limit.rate, name, slots, redis)
+
+
 # The table names declared in this process and their rates: one name, one
 # rate (opening a named table with another rate would change the live
 # table under the routes that share it).
-_declared = {}
+_declared: Dict[str, Optional[str]] = {}
 
 
 class RouteLimits:
@@ -176,8 +209,10 @@ class RouteLimits:
     slots: the size of the tables this makes; redis: a tkshm.Redis (or a
     dict of its options) attached to the strict ones."""
 
-    def __init__(self, route_id, limits, headers="draft", status=429,
-                 fail_open=True, slots=65536, redis=None):
+    def __init__(self, route_id: str, limits: Sequence[Limit],
+                 headers: str = "draft", status: int = 429,
+                 fail_open: bool = True, slots: int = 65536,
+                 redis: Union[Redis, Dict[str, Any], None] = None) -> None:
         if not limits:
             raise ValueError("a route needs at least one Limit")
         if len(limits) > 16:
@@ -192,12 +227,10 @@ class RouteLimits:
         # Opened now, so that a wrong rate is an error at startup, not at
         # the first request; a handle survives fork(), and the files are
         # what every worker shares.
-        self.tables = [
-            lim.table if name is None else
-            open_table(lim.rate, name, slots, redis)
-            for lim, name in zip(self.limits, names)]
+        self.tables = [_open_limit(lim, name, slots, redis)
+                       for lim, name in zip(self.limits, names)]
 
-    def _table_name(self, index, limit):
+    def _table_name(self, index: int, limit: Limit) -> Optional[str]:
         if limit.table is not None:
             return None
         if limit.name is None:
@@ -216,21 +249,24 @@ class RouteLimits:
         if seen != limit.rate:
             raise ValueError("the table %r is declared with two rates, %r "
                              "and %r: limits that share a name share one "
-                             "rate" % (limit.name, seen, limit.rate))
+                             "rate, and a route is declared once"
+                             % (limit.name or name, seen, limit.rate))
         return name
 
-    def _dimensions(self, request, source):
+    def _dimensions(self, request: Any, source: KeySource
+                    ) -> Tuple[List[Tuple[Table, bytes, float]], List[int]]:
         dims, which = [], []
         for i, (lim, table) in enumerate(zip(self.limits, self.tables)):
             key = key_of(lim.key, request, source)
             if key is None:
                 continue
-            cost = lim.cost(request) if callable(lim.cost) else lim.cost
+            cost = _check_cost(lim.cost(request)) \
+                if callable(lim.cost) else float(lim.cost)
             dims.append((table, fit_key(key), cost))
             which.append(i)
         return dims, which
 
-    def decide(self, request, source):
+    def decide(self, request: Any, source: KeySource) -> Verdict:
         """Checks `request` against every limit that applies to it, as one
         decision, and says how to answer."""
         try:

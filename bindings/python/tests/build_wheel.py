@@ -10,8 +10,11 @@ OUT/dist         the sdist, and the wheel built from it (python3 -m build
                  in a temporary directory, so one compile proves both)
 OUT/venv         --system-site-packages (Debian's gunicorn, uvicorn, flask,
                  django, fastapi, mypy), the wheel installed
-OUT/venv-sdist   the sdist installed by pip from outside the repository
-                 (--no-build-isolation), a second compile
+OUT/venv-sdist   a plain venv (no system packages: what `python3 -m venv`
+                 makes), the sdist installed by pip from outside the
+                 repository (--no-build-isolation: the build finds
+                 Debian's wheel package through buildsupport/backend.py),
+                 a second compile
 
 Each environment must import tkshm from its own site-packages, never from
 the build tree or a copy installed in the system's dist-packages.  Run by
@@ -68,11 +71,11 @@ def clean_env(tmp):
     return env
 
 
-def make_venv(path, env):
-    """A fresh environment at path that sees the system's packages."""
+def make_venv(path, env, system_site=True):
+    """A fresh environment at path, seeing the system's packages or not."""
     shutil.rmtree(path, ignore_errors=True)
-    run([sys.executable, "-m", "venv", "--system-site-packages", path],
-        env=env)
+    run([sys.executable, "-m", "venv", path] +
+        (["--system-site-packages"] if system_site else []), env=env)
     return os.path.join(path, "bin", "python")
 
 
@@ -128,7 +131,8 @@ def main():
         pip_install(python, wheel, env, tmp)
         run([python, "-c", PROBE], env=env, cwd=tmp)
 
-        python = make_venv(os.path.join(out, "venv-sdist"), env)
+        python = make_venv(os.path.join(out, "venv-sdist"), env,
+                           system_site=False)
         pip_install(python, sdist, env, tmp, "--no-build-isolation")
         run([python, "-c", PROBE], env=env, cwd=tmp)
     finally:

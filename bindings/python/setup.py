@@ -8,10 +8,21 @@ is in pyproject.toml; here is what is computed or needs code: the version
 """
 
 import glob
+import importlib.util
 import os
 import sys
 
-from setuptools import Extension, setup
+# A plain venv (python3 -m venv, no --system-site-packages) has setuptools
+# but not `wheel`, which setuptools needs to build a wheel: where no
+# package index can supply it (pip install --no-build-isolation), the
+# system's copy, Debian's python3-wheel, is used, after everything of the
+# venv's own on the path.
+SYSTEM_PACKAGES = "/usr/lib/python3/dist-packages"
+if importlib.util.find_spec("wheel") is None and \
+        os.path.isdir(os.path.join(SYSTEM_PACKAGES, "wheel")):
+    sys.path.append(SYSTEM_PACKAGES)
+
+from setuptools import Extension, setup  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # setuptools' PEP 517 backend runs this file with another directory on

@@ -12,9 +12,9 @@ OUT/venv         --system-site-packages (Debian's gunicorn, uvicorn, flask,
                  django, fastapi, mypy), the wheel installed
 OUT/venv-sdist   a plain venv (no system packages: what `python3 -m venv`
                  makes), the sdist installed by pip from outside the
-                 repository (--no-build-isolation: the build finds
-                 Debian's wheel package through buildsupport/backend.py),
-                 a second compile
+                 repository (--no-build-isolation: setup.py finds
+                 Debian's wheel package, the venv having none), a second
+                 compile
 
 Each environment must import tkshm from its own site-packages, never from
 the build tree or a copy installed in the system's dist-packages.  Run by

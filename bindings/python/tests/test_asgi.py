@@ -223,6 +223,112 @@ class MiddlewareTest(FreshRunDir):
             self.assertEqual(remaining(client.get("/")), 1)
         self.assertEqual(mw.table.peek("k").remaining, 1)
 
+    def test_costs_out_of_range_are_never_admitted_by_fail_open(self):
+        # The table refuses a cost above 2^53-1 or too small to change the
+        # state (ECOST): that is no failed check for fail-open to admit.
+        # A huge cost is denied, a tiny one charged as a whole unit.
+        costs = {"huge": 2 ** 60, "huger": 10 ** 400, "tiny": 1e-12}
+        for label, value in costs.items():
+            app = hello_app()
+            mw = tkshm_asgi.RateLimitMiddleware(
+                app, gcra(2), name="cost-" + label, key_func=lambda s: "k",
+                cost=lambda s, v=value: v if s["path"] == "/odd" else 1)
+            with TestClient(mw) as client:
+                if label == "tiny":
+                    self.assertEqual(client.get("/odd").status_code, 200)
+                    self.assertEqual(mw.table.peek("k").remaining, 1)
+                else:
+                    self.assertEqual(client.get("/odd").status_code, 429)
+                    self.assertEqual(mw.table.peek("k").remaining, 2)
+                self.assertEqual(client.get("/").status_code, 200)
+                if label != "tiny":
+                    self.assertEqual(client.get("/").status_code, 200)
+                r = client.get("/odd")
+            self.assertEqual(r.status_code, 429, label)
+            self.assertIn("Retry-After", r.headers)
+
+    def test_costs_that_are_not_numbers_are_raised(self):
+        # The application's bug, raised: never a failed check that
+        # fail-open would admit.
+        for value in (-1, float("nan"), float("inf"), True, "1", None):
+            mw = tkshm_asgi.RateLimitMiddleware(
+                hello_app(), gcra(2), name="badcost",
+                cost=lambda s, v=value: v)
+            with TestClient(mw) as client:
+                with self.assertRaises(ValueError, msg=repr(value)):
+                    client.get("/")
+            with self.assertRaises(ValueError, msg=repr(value)):
+                tkshm_asgi.RateLimitMiddleware(hello_app(), gcra(2),
+                                               name="badcost", cost=value)
+
+    def test_a_cost_of_zero_passes_unchecked(self):
+        # Nothing to consume (the table refuses a cost of 0): not a failed
+        # check, which fail_open=False would answer 503.
+        app = hello_app()
+        mw = tkshm_asgi.RateLimitMiddleware(app, gcra(1), name="free",
+                                            key_func=lambda s: "k",
+                                            cost=lambda s: 0,
+                                            fail_open=False)
+        with TestClient(mw) as client:
+            codes = [client.get("/").status_code for _ in range(3)]
+        self.assertEqual(codes, [200] * 3)
+        self.assertEqual(app.state.calls, 3)
+        self.assertEqual(mw.table.peek("k").remaining, 1)
+
+    def test_unusable_options_are_refused_at_once(self):
+        # Not at every request: a policy name the headers cannot carry
+        # (tkshm.Error at each check), a status that is not one.
+        for bad in ({"policy_name": "caf\u00e9"}, {"policy_name": "a\nb"},
+                    {"policy_name": "x", "headers": "none",
+                     "status": "429"},
+                    {"status": 200}, {"status": True}):
+            with self.assertRaises(ValueError, msg=bad):
+                tkshm_asgi.RateLimitMiddleware(hello_app(), gcra(2),
+                                               name="opts", **bad)
+
+    def test_client_addresses_that_are_not_ip_addresses(self):
+        # None (no peer), a unix socket's path, a NUL: keyed as they are,
+        # never an exception.
+        for client, key in ((None, "-"), (["/run/app.sock", 0],
+                                          "/run/app.sock"),
+                            (("", 0), "-"), (("1.2.3.4\0", 1), "1.2.3.4\0"),
+                            (("::ffff:10.0.0.1", 1), "10.0.0.1")):
+            self.assertEqual(tkshm_asgi.client_key({"client": client}), key)
+
+    def test_two_middlewares_on_one_default_table(self):
+        # A global limit and a tighter one on /api, both named after the
+        # app: the second open changed the first's table to its own
+        # policy, so /api was admitted at 100, not 3.  Refused now, until
+        # each has a name.
+        def api_key(scope):
+            return "api" if scope["path"].startswith("/api") else None
+
+        def layered(**names):
+            app = hello_app()
+            app.add_middleware(tkshm_asgi.RateLimitMiddleware,
+                               table=gcra(100), name=names.get("all"))
+            app.add_middleware(tkshm_asgi.RateLimitMiddleware,
+                               table=gcra(3), key_func=api_key,
+                               name=names.get("api"))
+            return app
+
+        with TestClient(layered()) as client:
+            with self.assertRaises(ValueError) as e:
+                client.get("/api/x")
+        self.assertIn("name=", str(e.exception))
+        with TestClient(layered(all="all", api="api")) as client:
+            codes = [client.get("/api/x").status_code for _ in range(4)]
+            r = client.get("/")
+        self.assertEqual(codes, [200] * 3 + [429])
+        self.assertEqual(r.headers["RateLimit-Policy"], '"default";q=100')
+        # One policy twice: one table, as a name shared on purpose.
+        first = tkshm_asgi.RateLimitMiddleware(hello_app(), gcra(5),
+                                               name="same")
+        second = tkshm_asgi.RateLimitMiddleware(hello_app(), "gcra:limit=5,"
+                                                "periodMs=86400000,burst=5",
+                                                name="same")
+        self.assertEqual(first.table.policy, second.table.policy)
+
     def test_failed_check_fails_open_unless_closed(self):
         recorder = ThreadRecorder(self)
         cases = (("fail-open", True, 200), ("fail-open", False, 503),
@@ -502,6 +608,44 @@ class DependencyTest(FreshRunDir):
         self.assertEqual(user_id(WithIdentity("Ann")), "id-42")
         self.assertEqual(user_id(SimpleUser("Ann")), "Ann")
         self.assertIsNone(user_id(None))
+
+    def test_several_rate_limits_on_one_route(self):
+        # The app's, the router's and the route's own: each its own
+        # tables on the route (they used to share route_id's, which two
+        # rates refused at every request and one rate counted twice).
+        app = FastAPI(dependencies=[Depends(RateLimit(gcra(100)))])
+        twice = RateLimit(gcra(3))
+
+        @app.get("/a", dependencies=[Depends(RateLimit(gcra(3)))])
+        def a():
+            return "ok"
+
+        @app.get("/b", dependencies=[Depends(RateLimit(gcra(4))),
+                                     Depends(RateLimit(gcra(4)))])
+        def b():
+            return "ok"
+
+        @app.get("/c", dependencies=[Depends(twice), Depends(twice)])
+        def c():
+            return "ok"
+
+        with TestClient(app) as client:
+            for path, limit in (("/a", 3), ("/b", 4), ("/c", 3)):
+                codes = [client.get(path).status_code
+                         for _ in range(limit + 2)]
+                self.assertEqual(codes, [200] * limit + [429] * 2, path)
+            r = client.get("/a")
+        self.assertEqual(r.headers["RateLimit-Policy"], '"default";q=3')
+        # the app's on each route, /a 1, /b 2, /c 1 (one RateLimit twice)
+        self.assertEqual(len(self.tables()), 7)
+
+    def test_unusable_options_are_refused_at_once(self):
+        for bad in ({"policy_name": "caf\u00e9"}, {"status": "429"},
+                    {"status": 302}):
+            with self.assertRaises(ValueError, msg=bad):
+                RateLimit(gcra(1), **bad)
+        with self.assertRaises(ValueError):
+            RateLimit(Limit(gcra(1), policy_name="a\r\nX-Evil: 1"))
 
     def test_function_key_and_cost(self):
         dep = RateLimit(gcra(5),

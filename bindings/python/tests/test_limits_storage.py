@@ -141,6 +141,27 @@ class FixedWindowTest(StorageCase):
         self.assertFalse(self.limiter.hit(item, long_a))
         self.assertTrue(self.limiter.hit(item, long_b))
 
+    def test_costs_and_amounts_beyond_a_table_decide(self):
+        # A cost above 2^53-1 would be refused by the table (tkshm.Error:
+        # a 500, or an admission under Flask-Limiter's swallow_errors):
+        # above the limit it is denied, consuming nothing.  An amount of
+        # 2^50 or more would make a table that refuses every cost of 1: an
+        # amount above 2^40 counts as 2^40.
+        item = parse("5/hour")
+        self.assertTrue(self.limiter.hit(item, "c"))
+        self.assertFalse(self.limiter.hit(item, "c", cost=2 ** 60))
+        self.assertFalse(self.limiter.hit(item, "c", cost=6))
+        self.assertEqual(self.limiter.get_window_stats(item, "c")[1], 4)
+        self.assertEqual(self.storage.incr("plain", 60, amount=2 ** 60),
+                         2 ** 60)
+        self.assertEqual(self.storage.incr("plain", 60), 1)
+        for amount in (2 ** 50, 10 ** 20):
+            huge = parse("%d/hour" % amount)
+            self.assertTrue(self.limiter.hit(huge, "c"))
+            self.assertTrue(self.limiter.hit(huge, "c", cost=2 ** 30))
+            self.assertTrue(self.limiter.test(huge, "c"))
+            self.assertFalse(self.limiter.hit(huge, "c", cost=2 ** 41))
+
     def test_elastic_expiry_is_refused(self):
         elastic = strategies.FixedWindowElasticExpiryRateLimiter(self.storage)
         with self.assertRaises(NotImplementedError) as e:
@@ -252,6 +273,36 @@ class MovingWindowTest(StorageCase):
 
 
 class StorageTest(StorageCase):
+    def test_reset_during_another_reset(self):
+        # Another process's reset() is between its two replacements (the
+        # table on its passing policy) when this one runs: this one puts
+        # the table back on the policy its name says, not on that one.
+        fixed = strategies.FixedWindowRateLimiter(self.storage)
+        moving = strategies.MovingWindowRateLimiter(self.storage)
+        fixed.hit(parse("2/hour"), "r")
+        moving.hit(parse("2/hour"), "r")
+        moving.hit(parse("130/hour"), "r")
+        self.storage.incr("plain", 60)
+        expected = {}
+        for name in self.files():
+            table = tkshm.Table(os.path.join(self.tables, name), None)
+            expected[name] = table.policy
+            table.apply(tkshm.limits_storage._unconverted(name))
+            self.assertNotEqual(table.policy, expected[name])
+        self.assertEqual(self.storage.reset(), 4)
+        for name in self.files():
+            table = tkshm.Table(os.path.join(self.tables, name), None)
+            self.assertEqual(table.policy, expected[name], name)
+
+    def test_moving_window_above_amount_max(self):
+        # The huge amounts a fixed window takes, for the moving window.
+        moving = strategies.MovingWindowRateLimiter(self.storage)
+        huge = parse("%d/hour" % 10 ** 20)
+        self.assertTrue(moving.hit(huge, "m"))
+        self.assertTrue(moving.test(huge, "m"))
+        self.assertFalse(moving.hit(parse("5/hour"), "m", cost=2 ** 60))
+        self.assertFalse(moving.hit(parse("500/hour"), "m", cost=2 ** 60))
+
     def test_reset_reaches_every_process(self):
         wait_clear_of_edge(3600)
         fixed = strategies.FixedWindowRateLimiter(self.storage)
@@ -358,6 +409,12 @@ class StorageTest(StorageCase):
             ("tkshm://%s/?slots=8" % where, {"slots": 16},
              "slots=8 in the URI and slots=16"),
             ("tkshm://%s/no/such/prefix" % self.dir, {}, "is not a directory"),
+            # A control character is refused, not dropped (urlsplit drops
+            # a newline: tkshm://a\nb would be tkshm://ab) or passed to a
+            # system call (%00: a ValueError that is no URIError).
+            ("tkshm://a\nb", {}, "no control characters"),
+            ("tkshm://%s/x%%00y/" % where, {}, "no control characters"),
+            ("tkshm://%s/x%%0Ay/" % where, {}, "no control characters"),
         ]
         for uri, options, says in cases:
             with self.subTest(uri=uri, options=options):

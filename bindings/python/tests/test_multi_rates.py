@@ -199,6 +199,66 @@ class RouteLimitsTest(HeaderVocabularyTest):
         with self.assertRaises(ValueError):
             RouteLimits("tests.c", [Limit("2 per day", name="shared")])
 
+    def test_attacker_input_is_never_a_failed_check(self):
+        """A key function that raises on a client's garbage (here
+        tkshm.client_key on a header) is the application's error, raised,
+        never a failed check that a fail-open limit would admit; huge and
+        tiny costs are decided, not refused; a NUL in an address keys."""
+        rl = RouteLimits("tests.garbage", [Limit(
+            "2 per day", key=lambda r: tkshm.client_key(r["X-Real-IP"]))])
+        for _ in range(2):
+            self.assertTrue(rl.decide({"addr": "-", "X-Real-IP": "10.0.0.1"},
+                                      Source()))
+        with self.assertRaises(tkshm.Error):
+            rl.decide({"addr": "-", "X-Real-IP": "garbage"}, Source())
+        huge = RouteLimits("tests.huge", [Limit(
+            "2 per day", cost=lambda r: r["cost"])])
+        self.assertFalse(huge.decide({"addr": "10.0.0.2", "cost": 2 ** 60},
+                                     Source()))
+        tiny = RouteLimits("tests.tiny", [Limit(
+            "tokenBucket:capacity=2,refillPerSec=0.0001",
+            cost=lambda r: r["cost"])])
+        seen = [tiny.decide({"addr": "10.0.0.3", "cost": 1e-300},
+                            Source()).allowed for _ in range(4)]
+        self.assertEqual(seen, [True, True, False, False])
+        self.assertTrue(RouteLimits("tests.nul", [Limit("1 per day")]).decide(
+            {"addr": "bad\x00addr"}, Source()))
+        with self.assertRaises(ValueError):
+            Limit("1 per day", policy_name="caf\u00e9")
+
+    def test_table_names_never_collide_by_spelling(self):
+        a = RouteLimits("tests.x[GET /a/b]", [Limit("1 per day")])
+        b = RouteLimits("tests.x[GET /a_b]", [Limit("1 per day")])
+        req = {"addr": "192.0.2.77"}
+        self.assertTrue(a.decide(req, Source()))
+        self.assertTrue(b.decide(req, Source()))
+
+    def test_wsgi_costs_and_options(self):
+        calls = []
+
+        def app(environ, start_response):
+            calls.append(1)
+            start_response("200 OK", [])
+            return [b"ok"]
+
+        t = private("fixedWindow:limit=2,windowMs=86400000")
+        mw = RateLimitMiddleware(app, t, cost=lambda e: e["cost"])
+        seen = []
+
+        def sr(status, headers, exc_info=None):
+            seen.append(status[:3])
+
+        for cost in (2, 2 ** 60, 1e-300):
+            mw({"REMOTE_ADDR": "192.0.2.1", "cost": cost}, sr)
+        self.assertEqual(seen, ["200", "429", "429"])
+        for cost in (float("nan"), -1):
+            with self.assertRaises(ValueError):
+                mw({"REMOTE_ADDR": "192.0.2.1", "cost": cost}, sr)
+        for bad in ({"cost": -1}, {"status": 200}, {"status": "429"},
+                    {"policy_name": "caf\u00e9"}):
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                RateLimitMiddleware(app, t, **bad)
+
     def test_failure_fails_open_unless_told(self):
         """A check the library cannot decide (a strict table with no
         Redis: ENOREDIS) lets the request through, unless fail_open=False

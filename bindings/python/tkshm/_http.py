@@ -10,9 +10,11 @@ RateLimit fields, the default), "legacy" (RateLimit-Limit, -Remaining and
 """
 
 import hashlib
+import math
+import numbers
 from typing import Any
 
-from . import LEASE_KEY_MAX, Decision, Error, Redis, Table, \
+from . import ECOST, LEASE_KEY_MAX, Decision, Error, Redis, Table, plan, \
     app_table_name, default_table_path, headers as _headers
 
 HEADER_STYLES = ("draft", "legacy", "none")
@@ -91,3 +93,76 @@ def open_table(table: Table | str, name: str, slots: int = 65536,
 def default_name(app: object, name: str | None = None) -> str:
     """`name`, or the default table name of the application `app`."""
     return name or app_table_name(app)
+
+
+def check_policy(policy: str) -> None:
+    """Raises tkshm.Error (or TypeError) now, at startup, if `policy` is
+    not a policy or rate string, where the table it is for will be opened
+    only later: planning a path that cannot exist parses it, and touches
+    nothing."""
+    if not isinstance(policy, str):
+        raise TypeError("table must be a tkshm.Table or a policy string")
+    plan("/dev/null/tkshm", policy)
+
+
+# TKSHM_COST_MAX: the largest cost a check takes (2^53 - 1).
+COST_MAX = 9007199254740991
+
+
+def check_cost(cost: Any) -> float:
+    """`cost` as a check takes it: a finite real number >= 0 (not a
+    bool), a cost above COST_MAX lowered to it (any limit denies it,
+    where the table would refuse it as an error, which a fail-open limit
+    would admit).  Anything else raises ValueError: a cost function that
+    returns it is the application's bug, never a check that fails."""
+    if isinstance(cost, bool) or not isinstance(cost, numbers.Real):
+        raise ValueError("a cost must be a finite number >= 0, not %r"
+                         % (cost,))
+    if isinstance(cost, numbers.Integral):
+        whole = int(cost)
+        if whole < 0:
+            raise ValueError("a cost must be a finite number >= 0, not %r"
+                             % (cost,))
+        return float(min(whole, COST_MAX))
+    try:
+        value = float(cost)
+    except OverflowError:  # a Fraction beyond any float
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ValueError("a cost must be a finite number >= 0, not %r"
+                         % (cost,))
+    return min(value, float(COST_MAX))
+
+
+def check_policy_name(policy_name: str | None) -> str | None:
+    """`policy_name` if the headers can carry it (printable ASCII), else
+    ValueError now, rather than a failure at every request."""
+    if policy_name is not None and (
+            not isinstance(policy_name, str) or
+            any(not " " <= c <= "~" for c in policy_name)):
+        raise ValueError("policy_name must be printable ASCII, not %r"
+                         % (policy_name,))
+    return policy_name
+
+
+def check_status(status: Any) -> int:
+    """A denial's status: an int from 400 to 599."""
+    if isinstance(status, bool) or not isinstance(status, int) or \
+            not 400 <= status <= 599:
+        raise ValueError("status must be an HTTP status from 400 to 599, "
+                         "not %r" % (status,))
+    return status
+
+
+def check_with_cost(table: Table, key: bytes, cost: float) -> Decision:
+    """table.check(key, cost); a cost the table refuses though it is in
+    range (too small to change the key's state, or a fraction of a
+    whole-token budget: ECOST) is checked as the next whole number of
+    units: charged more, never admitted for free or by a fail-open
+    fallback however spent the key is."""
+    try:
+        return table.check(key, cost)
+    except Error as e:
+        if e.code != ECOST or cost == math.ceil(cost):
+            raise
+    return table.check(key, math.ceil(cost))

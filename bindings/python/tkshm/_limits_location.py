@@ -34,6 +34,7 @@ MAX_SLOTS = 1 << 36  # TKSHM_MAX_SLOTS
 # A name in the run directory: default_table_path() would rewrite anything
 # else, and two spellings must not silently name one table.
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}\Z")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # kind-amount-per-<window>ms, or count-per-<window>ms (keys not of limits'
 # shape): the files a location holds, whatever created them.
 TABLE_NAME = re.compile(
@@ -68,6 +69,13 @@ def parse(uri, options):
     """The Location a tkshm:// URI names; `options` are the storage's
     keyword options (Flask-Limiter's storage_options), which may give
     slots and mode too.  URIError names what is wrong."""
+    # urlsplit drops a tab or a newline, and %00 makes a path no system
+    # call takes: a control character, raw or %-escaped, is refused, not
+    # silently dropped (tkshm://a%0Ab would be tkshm://ab).
+    if not isinstance(uri, str) or _CONTROL.search(
+            urllib.parse.unquote(uri)):
+        raise URIError("%r: a tkshm:// URI is a string with no control "
+                       "characters" % (uri,))
     try:
         parts = urllib.parse.urlsplit(uri)
         port = parts.port  # a port that is not a number raises here

@@ -26,13 +26,15 @@ thread, so the loop never waits on the network.
 import asyncio
 import sys
 import types
+import weakref
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, TypeVar
 
-from . import Error, Table, app_table_name, client_key as _client_key, \
-    plan
-from ._http import STATUS_TEXT, check_style, fails_closed, fit_key, \
-    is_strict, open_table, response_headers
+from . import Error, Table, app_table_name, \
+    client_key as _client_key, default_table_path
+from ._http import STATUS_TEXT, check_cost, check_policy, \
+    check_policy_name, check_status, check_style, check_with_cost, \
+    fails_closed, fit_key, is_strict, open_table, response_headers
 from .route import _code_digest
 
 Scope = MutableMapping[str, Any]
@@ -42,8 +44,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 _T = TypeVar("_T")
 
-__all__ = ["RateLimitMiddleware", "check_policy", "client_key",
-           "default_table_name"]
+__all__ = ["RateLimitMiddleware", "check_cost", "check_policy",
+           "client_key", "default_table_name"]
 
 
 def client_key(scope: Scope) -> str:
@@ -55,7 +57,7 @@ def client_key(scope: Scope) -> str:
     addr = (client[0] if client else None) or "-"
     try:
         return _client_key(addr)
-    except Error:
+    except (Error, ValueError):  # ValueError: a NUL in it
         return addr
 
 
@@ -101,16 +103,6 @@ async def _run_in_thread(func: Callable[..., _T], *args: Any) -> _T:
     return await run_sync(func, *args)
 
 
-def check_policy(policy: str) -> None:
-    """Raises tkshm.Error (or TypeError) now, at startup, if `policy` is
-    not a policy or rate string, where the table it is for will be opened
-    only later: planning a path that cannot exist parses it, and touches
-    nothing."""
-    if not isinstance(policy, str):
-        raise TypeError("table must be a tkshm.Table or a policy string")
-    plan("/dev/null/tkshm", policy)
-
-
 def _raw(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
     """ASGI's header list: lower-case names, bytes."""
     return [(n.lower().encode("latin-1"), v.encode("latin-1"))
@@ -125,7 +117,10 @@ class RateLimitMiddleware:
     (Retry-After is always sent on a denial).
     key_func(scope) returns the key (str or bytes), or None to let the
     request through unchecked; an empty or over-long key is fitted
-    (fit_key), never refused.  cost is a number or a function of scope.
+    (fit_key), never refused.  cost is a number or a function of scope:
+    a finite number >= 0 (else ValueError, raised to the server); a cost
+    of 0 lets the request through unchecked, one above any limit is
+    denied.
     table: a tkshm.Table, or a policy string for the application's
     default table, named `name` or else default_table_name(app), with
     `slots` slots, in tkshm.run_dir().  Under add_middleware the app
@@ -135,7 +130,10 @@ class RateLimitMiddleware:
     redis: a tkshm.Redis, or a dict of its options, attached to the table
     if its policy is strict (ignored otherwise).
     A table error (full, busy) fails open unless fail_open=False (503),
-    or unless the table's policy fails closed."""
+    or unless the table's policy fails closed.
+    Two middlewares of a process on one table file (one name) with two
+    policies raise ValueError: the second would change the first's limit
+    under it."""
 
     default_key = staticmethod(client_key)
 
@@ -149,10 +147,11 @@ class RateLimitMiddleware:
                  redis: Any = None) -> None:
         self.app = app
         self.key_func = key_func
-        self.cost = cost
-        self.status = status
+        self.cost: float | Callable[[Scope], Any] = \
+            cost if callable(cost) else check_cost(cost)
+        self.status = check_status(status)
         self.headers = check_style(headers)
-        self.policy_name = policy_name
+        self.policy_name = check_policy_name(policy_name)
         self.fail_open = fail_open
         self._strict = False
         self._spec = (table, slots, redis)
@@ -167,6 +166,8 @@ class RateLimitMiddleware:
 
     def _open(self, name: str) -> Table:
         table, slots, redis = self._spec
+        if isinstance(table, str):
+            _claim(self, default_table_path(name), table)
         self.table = open_table(table, name, slots, redis)
         self.fail_open = self.fail_open and not fails_closed(self.table)
         self._strict = is_strict(self.table)
@@ -190,12 +191,17 @@ class RateLimitMiddleware:
         if key is None:
             await self.app(scope, receive, send)
             return
-        cost = self.cost(scope) if callable(self.cost) else self.cost
+        cost = check_cost(self.cost(scope) if callable(self.cost)
+                          else self.cost)
+        if cost == 0:  # nothing to consume: nothing to decide
+            await self.app(scope, receive, send)
+            return
         try:
             if self._strict:
-                d = await _run_in_thread(table.check, fit_key(key), cost)
+                d = await _run_in_thread(check_with_cost, table,
+                                         fit_key(key), cost)
             else:
-                d = table.check(fit_key(key), cost)
+                d = check_with_cost(table, fit_key(key), cost)
         except Error:
             if self.fail_open:
                 await self.app(scope, receive, send)
@@ -224,6 +230,32 @@ class RateLimitMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+# The table files this process's middlewares opened by a policy string:
+# path -> (the canonical policy, the middleware).
+_claimed: dict[str, tuple[str, "weakref.ref[RateLimitMiddleware]"]] = {}
+
+
+def _claim(mw: RateLimitMiddleware, path: str, policy: str) -> None:
+    """Records that `mw` decides on the table file `path` with `policy`;
+    ValueError, before the file is touched, when another live middleware
+    of this process decides on it with another policy: opening the file
+    with this one would change the other's limit under it (two
+    middlewares of one app, e.g. a global limit and a tighter one on some
+    paths, both name their table after the app)."""
+    with Table(None, policy, private=True, slots=1) as probe:
+        canonical = probe.policy
+    held = _claimed.get(path)
+    other = held[1]() if held is not None else None
+    if other is not None and other is not mw and held is not None and \
+            held[0] != canonical:
+        raise ValueError(
+            "the table %s is already the table of another "
+            "RateLimitMiddleware, with %r: opening it with %r would change "
+            "that one's limit too.  Give each middleware its own name="
+            % (path, held[0], canonical))
+    _claimed[path] = (canonical, weakref.ref(mw))
 
 
 async def _deny(scope: Scope, send: Send, status: int,

@@ -26,7 +26,9 @@ Response of its own: the verdict is then in request.state.rate_limit).
 
 Buckets are per route: one RateLimit used on several routes (or on a
 router, or the whole app) gives each route its own tables (see route_id),
-unless its limits are given a name.
+unless its limits are given a name.  Several RateLimits on one route (the
+app's, the router's and the route's own) each have tables of their own
+there: the second in the route's dependencies is "<route_id>#1".
 """
 
 from collections.abc import Callable, Sequence
@@ -38,7 +40,8 @@ from starlette.responses import Response
 
 from . import Redis
 from ._http import check_style, is_strict
-from .asgi import Scope, _run_in_thread, check_policy
+from ._http import check_policy, check_policy_name, check_status
+from .asgi import Scope, _run_in_thread
 from .route import KeySource, Limit, RouteLimits, Verdict
 
 __all__ = ["RateLimit", "StarletteKeys", "route_id", "user_id"]
@@ -122,6 +125,9 @@ def _limits(rates: Sequence[Any], key: Any, cost: Any, name: str | None,
             # A wrong rate is an error here, at import, not at the route's
             # first request.
             check_policy(rate.rate)
+        # (the headers refuse what is not printable ASCII: at every
+        # request, were it not refused here)
+        check_policy_name(rate.policy_name)
         limits.append(rate)
     if not 1 <= len(limits) <= 16:
         raise ValueError("RateLimit takes 1 to 16 limits, not %d"
@@ -159,7 +165,7 @@ class RateLimit:
                  redis: Any = None) -> None:
         self.limits = _limits(rates, key, cost, name, policy_name)
         self.headers = check_style(headers)
-        self.status = status
+        self.status = check_status(status)
         self.fail_open = fail_open
         self.slots = slots
         # One Redis for every route's tables, not one per table: a dict of
@@ -181,7 +187,12 @@ class RateLimit:
         route = scope.get("route") or scope.get("endpoint")
         found = self._routes.get(id(route))
         if found is None:
-            limits = RouteLimits(route_id(scope), self.limits, self.headers,
+            rid = route_id(scope)
+            position = _position(self, route)
+            if position:
+                # Another RateLimit of the route has route_id's tables.
+                rid = "%s#%d" % (rid, position)
+            limits = RouteLimits(rid, self.limits, self.headers,
                                  self.status, self.fail_open, self.slots,
                                  self.redis)
             found = (route, limits, any(is_strict(t) for t in limits.tables))
@@ -203,9 +214,31 @@ class RateLimit:
         _deny(request, verdict)
 
 
+def _position(limit: RateLimit, route: Any) -> int:
+    """Where `limit` is among the distinct RateLimits the route depends
+    on, in the order of its dependency tree (the app's, the router's,
+    the route's, the endpoint's parameters'): the same in every worker.
+    0 for the first, the only one, or one the tree does not show."""
+    seen: list[RateLimit] = []
+
+    def walk(dependant: Any) -> None:
+        for sub in getattr(dependant, "dependencies", None) or ():
+            call = getattr(sub, "call", None)
+            if isinstance(call, RateLimit) and \
+                    not any(c is call for c in seen):
+                seen.append(call)
+            walk(sub)
+
+    walk(getattr(route, "dependant", None))
+    for i, call in enumerate(seen):
+        if call is limit:
+            return i
+    return 0
+
+
 def _deny(request: HTTPConnection, verdict: Verdict) -> None:
     """Raises what FastAPI answers a denial with."""
     if request.scope["type"] == "websocket":
         raise WebSocketException(WS_POLICY_VIOLATION, verdict.reason)
-    raise HTTPException(verdict.status, verdict.reason,
+    raise HTTPException(verdict.status or 429, verdict.reason,
                         dict(verdict.headers) or None)

@@ -50,6 +50,10 @@ SLIDING_BUCKETS = 64  # slidingWindow's most buckets: the finest estimate
 # The counter of keys that are not limits': a check is always admitted
 # below it (whole costs stay exact up to 2^48).
 COUNTER_LIMIT = 1 << 40
+# The largest amount a table is made with: an amount above it counts as
+# it.  A table of a limit of 2^50 or more refuses a cost of 1 (too small
+# to change its state: tkshm.Error, where the strategy wants a decision).
+AMOUNT_MAX = COUNTER_LIMIT
 ELASTIC = ("tkshm:// does not implement fixed-window-elastic-expiry: every "
            "hit (denied ones too) would have to extend the window, which no "
            "tkshm kind does atomically.  Use the fixed-window or "
@@ -84,9 +88,14 @@ class TkshmStorage(Storage, MovingWindowSupport):
         item = _item(key)
         if item is None or item[1] != window_ms:
             return self._count(key, window_ms, cost)
-        limit = item[0]
-        if limit == 0 or cost == 0:  # nothing to check: nothing consumed
-            return self.get(key) + cost
+        amount = item[0]
+        limit = min(amount, AMOUNT_MAX)
+        if cost == 0:  # nothing to consume: nothing to check
+            return self.get(key)
+        if cost > limit:
+            # Never admitted (a limit of 0 too), consuming nothing; a check
+            # would refuse a cost beyond 2^53-1 as an error.
+            return max(self.get(key) + cost, amount + 1)
         d = self._fixed(limit, window_ms).check(_fit(key), cost)
         used = d.limit - d.remaining
         return used if d.allowed else used + cost
@@ -109,16 +118,18 @@ class TkshmStorage(Storage, MovingWindowSupport):
             return self._peek_counters(key)
         if item[0] == 0:
             return None
-        return self._fixed(*item).peek(_fit(key))
+        return self._fixed(min(item[0], AMOUNT_MAX), item[1]).peek(_fit(key))
 
     def _count(self, key, window_ms, cost):
         """A key that is not limits': counted, admitted or not, in a
         counter that only ever denies past 2^40."""
         table = self._table("count-per-%dms" % window_ms, "fixedWindow:limit"
                             "=%d,windowMs=%d" % (COUNTER_LIMIT, window_ms))
-        if cost == 0:
+        if cost == 0 or cost > COUNTER_LIMIT:
+            # Counted as limits' storages count (the cost added, admitted
+            # or not) only up to 2^40: beyond, the check would refuse it.
             d = table.peek(_fit(key))
-            return d.limit - d.remaining
+            return d.limit - d.remaining + cost
         d = table.check(_fit(key), cost)
         return d.limit - d.remaining + (0 if d.allowed else cost)
 
@@ -146,7 +157,7 @@ class TkshmStorage(Storage, MovingWindowSupport):
         cost = _cost(amount)
         if cost == 0:
             return True
-        if limit <= 0:
+        if cost > min(limit, AMOUNT_MAX):  # (a check refuses a huge cost)
             return False
         table = self._moving(limit, _window_ms(expiry))
         return table.check(_fit(key), cost).allowed
@@ -200,9 +211,11 @@ class TkshmStorage(Storage, MovingWindowSupport):
             table = self._existing(name)
             if table is None:
                 continue
-            policy = table.policy
+            # The policy the name says, not table.policy: that may be the
+            # passing one of another process's reset, which this one
+            # would then leave the table in.
             table.apply(_unconverted(name))
-            table.apply(policy)
+            table.apply(_policy(name))
             done += 1
         return done
 
@@ -214,19 +227,14 @@ class TkshmStorage(Storage, MovingWindowSupport):
                            % (limit, window_ms))
 
     def _moving(self, limit, window_ms):
+        limit = min(limit, AMOUNT_MAX)
         if limit <= LOG_MAX:
             return self._table("log-%d-per-%dms" % (limit, window_ms),
                                "slidingWindowLog:limit=%d,windowMs=%d"
                                % (limit, window_ms))
-        # The S buckets counted in full (the current one partly elapsed)
-        # span at least (S-1)/S of windowMs: widened so that this covers
-        # the whole window, an admission leaves every trailing window
-        # within the limit (the oldest bucket's linear share can only
-        # add).
-        widened = -(-window_ms * SLIDING_BUCKETS // (SLIDING_BUCKETS - 1))
         return self._table("sliding-%d-per-%dms" % (limit, window_ms),
                            "slidingWindow:limit=%d,windowMs=%d,buckets=%d"
-                           % (limit, widened, SLIDING_BUCKETS))
+                           % (limit, _widened(window_ms), SLIDING_BUCKETS))
 
     def _table(self, name, policy):
         """The table `name`, created with `policy` if it does not exist
@@ -297,6 +305,32 @@ def _fit(key):
     if len(raw) > KEY_MAX:
         return b"\x00b2:" + hashlib.blake2b(raw, digest_size=20).digest()
     return raw
+
+
+def _policy(name):
+    """The policy of the table `name`: what _fixed, _moving and _count
+    create it with."""
+    m = _limits_location.TABLE_NAME.match(name)
+    window = int(m.group("window"))
+    if m.group("count"):
+        return "fixedWindow:limit=%d,windowMs=%d" % (COUNTER_LIMIT, window)
+    amount = int(m.group("amount"))
+    if m.group("kind") == "fixed":
+        return "fixedWindow:limit=%d,windowMs=%d" % (amount, window)
+    if m.group("kind") == "log":
+        return "slidingWindowLog:limit=%d,windowMs=%d" % (amount, window)
+    # sliding-A-per-Wms: W is the item's window, the table's is widened.
+    return "slidingWindow:limit=%d,windowMs=%d,buckets=%d" % (
+        amount, _widened(window), SLIDING_BUCKETS)
+
+
+def _widened(window_ms):
+    """The sliding window's width for a moving window of window_ms: the
+    S buckets counted in full (the current one partly elapsed) span at
+    least (S-1)/S of it; widened so that this covers the whole window, an
+    admission leaves every trailing window within the limit (the oldest
+    bucket's linear share can only add)."""
+    return -(-window_ms * SLIDING_BUCKETS // (SLIDING_BUCKETS - 1))
 
 
 def _unconverted(name):

@@ -21,14 +21,15 @@ address, a header, the user (see KeySource).
 import hashlib
 import math
 import os
+import re
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, \
     Tuple, Union
 
-from . import Decision, Error, Redis, Table, check_multi, client_key, \
-    default_table_path
-from ._http import STATUS_TEXT, check_style, fails_closed, fit_key, \
-    open_table, response_headers
+from . import ECOST, Decision, Error, Redis, Table, check_multi, \
+    client_key
+from ._http import STATUS_TEXT, check_cost, check_policy_name, \
+    check_style, fails_closed, fit_key, open_table, response_headers
 
 __all__ = ["KeySource", "Limit", "RouteLimits", "Verdict", "key_of"]
 
@@ -61,7 +62,7 @@ def _address_key(addr: Optional[str]) -> str:
     addr = addr or "-"
     try:
         return "a:" + client_key(addr)
-    except Error:
+    except (Error, ValueError):  # not an IP address; ValueError: a NUL
         return "a:" + addr
 
 
@@ -88,17 +89,6 @@ def key_of(spec: "KeySpec", request: Any,
     if value is None:
         return _address_key(source.client_addr(request))
     return "h:" + value
-
-
-def _check_cost(cost: Any) -> float:
-    """cost if it is a finite number >= 0; a cost function that returns
-    anything else is the application's bug, raised, never a check that
-    fails (which a fail-open limit would admit)."""
-    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or \
-            not math.isfinite(cost) or cost < 0:
-        raise ValueError("a limit's cost must be a finite number >= 0, "
-                         "not %r" % (cost,))
-    return float(cost)
 
 
 def _check_key_spec(key: "KeySpec") -> "KeySpec":
@@ -136,10 +126,10 @@ class Limit:
         self.rate = rate
         self.key = _check_key_spec(key)
         self.cost: Union[float, Callable[[Any], float]] = \
-            cost if callable(cost) else _check_cost(cost)
+            cost if callable(cost) else check_cost(cost)
         self.name = name
         self.table = table
-        self.policy_name = policy_name
+        self.policy_name = check_policy_name(policy_name)
 
     def __repr__(self) -> str:
         return "Limit(%r, key=%r)" % (self.rate, self.key)
@@ -201,6 +191,22 @@ def _open_limit(limit: Limit, name: Optional[str], slots: int,
 _declared: Dict[str, Optional[str]] = {}
 
 
+def _check_all(dims: List[Tuple[Table, bytes, float]]) -> Tuple[Decision, int]:
+    """check_multi(dims): the binding decision and its index.  A cost the
+    tables refuse though it is in range (too small to change a key's
+    state: ECOST) is checked as whole units, as _http.check_with_cost
+    does for one table: charged more, never admitted by a fail-open
+    fallback."""
+    try:
+        decision, binding, _ = check_multi(dims)
+    except Error as e:
+        if e.code != ECOST:
+            raise
+        decision, binding, _ = check_multi(
+            [(t, k, float(math.ceil(c))) for t, k, c in dims])
+    return decision, binding
+
+
 class RouteLimits:
     """The limits of one route (route_id: its view's module and qualified
     name), decided as one.  headers: "draft", "legacy" or "none"; status:
@@ -238,10 +244,12 @@ class RouteLimits:
                                        _code_digest(self.route_id))
         else:
             name = "limit-" + limit.name
-        if len(name) > _NAME_MAX:
-            # default_table_path() keeps _NAME_MAX characters: a longer
-            # name keeps a prefix and a digest of the whole, so that two
-            # limits never share a table by a common prefix.
+        if len(name) > _NAME_MAX or re.search(r"[^A-Za-z0-9._-]", name):
+            # default_table_path() keeps _NAME_MAX characters of
+            # [A-Za-z0-9._-], the others made "_": such a name keeps a
+            # prefix and a digest of the whole, so that two limits never
+            # share a table by a common prefix or spelling ("/a/b" and
+            # "/a_b").
             digest = hashlib.blake2b(name.encode("utf-8", "replace"),
                                      digest_size=8).hexdigest()
             name = name[:_NAME_MAX - 17] + "-" + digest
@@ -260,8 +268,10 @@ class RouteLimits:
             key = key_of(lim.key, request, source)
             if key is None:
                 continue
-            cost = _check_cost(lim.cost(request)) \
+            cost = check_cost(lim.cost(request)) \
                 if callable(lim.cost) else float(lim.cost)
+            if cost == 0:  # nothing to consume: nothing to check
+                continue
             dims.append((table, fit_key(key), cost))
             which.append(i)
         return dims, which
@@ -269,11 +279,14 @@ class RouteLimits:
     def decide(self, request: Any, source: KeySource) -> Verdict:
         """Checks `request` against every limit that applies to it, as one
         decision, and says how to answer."""
+        # Outside the try: a key or cost function that raises (even
+        # tkshm.Error, from tkshm.client_key on a header's garbage) is the
+        # application's error, never a failed check that fail-open admits.
+        dims, which = self._dimensions(request, source)
+        if not dims:
+            return Verdict(True)
         try:
-            dims, which = self._dimensions(request, source)
-            if not dims:
-                return Verdict(True)
-            decision, binding, _ = check_multi(dims)
+            decision, binding = _check_all(dims)
         except Error:
             closed = any(fails_closed(t) for t in self.tables)
             if self.fail_open and not closed:

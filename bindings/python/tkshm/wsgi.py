@@ -28,8 +28,10 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import Error, Redis, Table, client_key as _client_key
-from ._http import STATUS_TEXT, check_style, default_name, fails_closed, \
-    fit_key, is_strict, open_table, response_headers  # noqa: F401
+from ._http import STATUS_TEXT, check_cost, check_policy_name, \
+    check_status, check_style, check_with_cost, default_name, \
+    fails_closed, fit_key, is_strict, open_table, \
+    response_headers  # noqa: F401
 
 if TYPE_CHECKING:  # the WSGI types of typeshed (wsgiref.types is 3.11+)
     from _typeshed import OptExcInfo
@@ -82,10 +84,14 @@ class RateLimitMiddleware:
         self.app = app
         self.table = open_table(table, default_name(app, name), slots, redis)
         self.key_func = key_func
-        self.cost = cost
+        # Every option is checked now: a bad one would otherwise fail
+        # every request, or make checks fail that fail-open admits.
+        self.cost: "float | Callable[[WSGIEnvironment], float]" = \
+            cost if callable(cost) else check_cost(cost)
+        status = check_status(status)
         self.status = "%d %s" % (status, STATUS_TEXT.get(status, "Denied"))
         self.headers = check_style(headers)
-        self.policy_name = policy_name
+        self.policy_name = check_policy_name(policy_name)
         self.fail_open = fail_open and not fails_closed(self.table)
 
     def __call__(self, environ: "WSGIEnvironment",
@@ -94,9 +100,14 @@ class RateLimitMiddleware:
         if key is None:
             return self.app(environ, start_response)
         key = fit_key(key)
-        cost = self.cost(environ) if callable(self.cost) else self.cost
+        # A cost function's bad answer is raised (the application's bug),
+        # never a failed check that fail-open would admit.
+        cost = check_cost(self.cost(environ)) if callable(self.cost) \
+            else float(self.cost)
+        if cost == 0:  # nothing to consume: nothing to decide
+            return self.app(environ, start_response)
         try:
-            d = self.table.check(key, cost)
+            d = check_with_cost(self.table, key, cost)
         except Error:
             if self.fail_open:
                 return self.app(environ, start_response)

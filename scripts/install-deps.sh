@@ -26,7 +26,9 @@ DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev liburcu-dev)
 # per-route limits), python3-flask-limiter and python3-limits (the
 # tkshm:// storage); apache2-dev
 # (apxs) and apache2; php8.2-dev (php-config), php8.2-cli, php8.2-fpm and
-# libfcgi-bin (cgi-fcgi, a FastCGI client).  scripts/lint.sh: clang-tidy,
+# libfcgi-bin (cgi-fcgi, a FastCGI client); nginx-dev (nginx's headers,
+# configure and the binary's configure flags, for the dynamic module) and
+# nginx-light (the nginx its tests start).  scripts/lint.sh: clang-tidy,
 # cppcheck and valgrind.  wrk: the load through an Apache graceful restart
 # (bindings/apache/tests/test_change.py).
 TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
@@ -35,7 +37,8 @@ TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	python3-build python3-venv python3-mypy python3-fastapi python3-httpx
 	python3-flask python3-django python3-flask-limiter python3-limits
 	apache2 apache2-dev php8.2-cli
-	php8.2-dev php8.2-fpm libfcgi-bin clang-tidy cppcheck valgrind wrk)
+	php8.2-dev php8.2-fpm libfcgi-bin nginx-dev nginx-light
+	clang-tidy cppcheck valgrind wrk)
 # The peers the benchmarks measure beside tkshm: nginx (limit_req) driven
 # by wrk, ab, and APCu and Symfony's RateLimiter for the PHP loop.
 BENCH_PKGS=("${TEST_PKGS[@]}" libbenchmark-dev g++ gnuplot-nox nginx-light

@@ -15,24 +15,18 @@ answered (every response carries the worker's pid).
 Run as a script (ctest does): exits 77 (skipped) without uvicorn,
 gunicorn or FastAPI."""
 
-import collections
-import concurrent.futures
 import os
 import random
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
-import time
 import unittest
 
-from test_gunicorn import fetch, free_port
+import web_servers
+from web_servers import DAY_MS, fetch_all, tally
 
 WORKERS = 4
 CLIENTS = 8
-DAY_MS = 86400000
 APP_LIMIT = 20
 LOGIN_LIMIT = 7
 SENT = {"/": 80, "/login": 40}
@@ -94,78 +88,30 @@ APP = textwrap.dedent('''
 ''')
 
 
-class Server:
+class Server(web_servers.Server):
     """The app above, served by `command` from a fresh directory with
     $XDG_RUNTIME_DIR in it, in a process group of its own."""
 
     booted = "Application startup complete."  # once per worker
 
     def __init__(self, command):
-        self.dir = tempfile.mkdtemp(prefix="tkshm-asgi-servers-")
-        self.run = os.path.join(self.dir, "run")
-        os.mkdir(self.run, 0o700)
-        with open(os.path.join(self.dir, "app.py"), "w") as f:
-            f.write(APP)
-        self.port = free_port()
-        self.base = "http://127.0.0.1:%d" % self.port
-        self.log = open(os.path.join(self.dir, "server.log"), "w+")
-        env = dict(os.environ, XDG_RUNTIME_DIR=self.run,
+        super().__init__("tkshm-asgi-servers-", {"app.py": APP})
+        self.start(command(self),
                    TKSHM_TEST_APP="gcra:limit=%d,periodMs=%d" % (
                        APP_LIMIT, DAY_MS),
                    TKSHM_TEST_LOGIN="gcra:limit=%d,periodMs=%d" % (
                        LOGIN_LIMIT, DAY_MS))
-        self.proc = subprocess.Popen(
-            command(self), env=env, cwd=self.dir, stdout=self.log,
-            stderr=subprocess.STDOUT, start_new_session=True)
-
-    def text(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
-    def wait_booted(self):
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError("server exited:\n" + self.text())
-            if self.text().count(self.booted) >= WORKERS:
-                try:
-                    if fetch(self.base + "/healthz")[0] == 200:
-                        return
-                except OSError:
-                    pass
-            time.sleep(0.05)
-        raise AssertionError("server did not start:\n" + self.text())
 
     def stop(self):
-        """SIGTERM to the server's process group, SIGKILL if it lingers."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            pass
-        except ProcessLookupError:
-            self.proc.wait()
-        try:  # the master gone, no worker of its group may outlive it
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.dir)
+        super().stop(15)
 
 
 def uvicorn(srv):
-    return [sys.executable, "-m", "uvicorn", "--workers", str(WORKERS),
-            "--host", "127.0.0.1", "--port", str(srv.port), "--app-dir",
-            srv.dir, "app:api"]
+    return srv.uvicorn("app:api", WORKERS)
 
 
 def gunicorn(srv):
-    return [sys.executable, "-m", "gunicorn", "--workers", str(WORKERS),
-            "--worker-class", "uvicorn.workers.UvicornWorker", "--bind",
-            "127.0.0.1:%d" % srv.port, "--chdir", srv.dir,
-            "--graceful-timeout", "5", "app:api"]
+    return srv.gunicorn("app:api", WORKERS, "uvicorn.workers.UvicornWorker")
 
 
 def burst(base):
@@ -173,23 +119,17 @@ def burst(base):
     headers by their lower-case names)]."""
     paths = [p for p, n in SENT.items() for _ in range(n)]
     random.shuffle(paths)
-
-    def one(path):
-        status, headers, _ = fetch(base + path)
-        return path, status, {k.lower(): v for k, v in headers.items()}
-
-    with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
-        return list(pool.map(one, paths))
+    return [(path, status, {k.lower(): v for k, v in headers.items()})
+            for path, status, headers in fetch_all(base, paths, CLIENTS)]
 
 
 class AsgiServersTest(unittest.TestCase):
     def serve(self, command, label):
         srv = Server(command)
         self.addCleanup(srv.stop)
-        srv.wait_booted()
+        srv.wait_booted(WORKERS, 20)
         results = burst(srv.base)
-        workers = collections.Counter(h.get("x-worker")
-                                      for _, _, h in results)
+        _, workers = tally(results)
         self.assertNotIn(None, workers)
         # Otherwise a table per worker would pass the exactness test.
         self.assertGreaterEqual(len(workers), 2, workers)

@@ -14,19 +14,14 @@ also checks that the requests did spread over several workers.
 Run as a script (ctest does): exits 77 (skipped) without gunicorn, Flask
 or Flask-Limiter."""
 
-import collections
-import concurrent.futures
 import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 import unittest
 
-from test_gunicorn import DAY_MS, fetch, free_port
+import web_servers
+from web_servers import DAY_MS, fetch_all, tally
 
 LIMIT = 10
 WORKERS = 4
@@ -66,71 +61,18 @@ APP = textwrap.dedent('''
 ''' % LIMIT)
 
 
-class Server:
+class Server(web_servers.Server):
     """gunicorn with WORKERS sync workers serving APP from a fresh
     directory, with $XDG_RUNTIME_DIR in it."""
 
+    name = "gunicorn"
+
     def __init__(self, storage_uri, strategy):
-        self.dir = tempfile.mkdtemp(prefix="tkshm-flask-limiter-")
+        super().__init__("tkshm-flask-limiter-", {"app.py": APP})
         self.tables = os.path.join(self.dir, "tables")
-        with open(os.path.join(self.dir, "app.py"), "w") as f:
-            f.write(APP)
-        self.port = free_port()
-        self.base = "http://127.0.0.1:%d" % self.port
-        self.log = open(os.path.join(self.dir, "gunicorn.log"), "w+")
-        run = os.path.join(self.dir, "run")
-        os.mkdir(run, 0o700)
-        env = dict(os.environ, XDG_RUNTIME_DIR=run, TEST_STRATEGY=strategy,
+        self.start(self.gunicorn("app:app", WORKERS), TEST_STRATEGY=strategy,
                    TEST_STORAGE_URI=storage_uri.replace("TABLES",
                                                         self.tables))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--workers", str(WORKERS),
-             "--worker-class", "sync", "--bind", "127.0.0.1:%d" % self.port,
-             "--chdir", self.dir, "--graceful-timeout", "5", "app:app"],
-            # cwd: python -m puts it first on sys.path, where a source
-            # tree's tkshm/ (no extension built in it) must not be.
-            cwd=self.dir, env=env, stdout=self.log,
-            stderr=subprocess.STDOUT)
-
-    def text(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
-    def wait_booted(self):
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError("gunicorn exited:\n" + self.text())
-            if self.text().count("Booting worker") >= WORKERS:
-                try:
-                    if fetch(self.base + "/healthz")[0] == 200:
-                        return
-                except OSError:
-                    pass
-            time.sleep(0.05)
-        raise AssertionError("gunicorn did not start:\n" + self.text())
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.dir)
-
-
-def burst(base):
-    """REQUESTS requests from CLIENTS threads: [(status, headers)]."""
-    def one(_):
-        status, headers, _ = fetch(base + "/")
-        return status, headers
-
-    with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
-        return list(pool.map(one, range(REQUESTS)))
 
 
 class FlaskLimiterTest(unittest.TestCase):
@@ -145,21 +87,18 @@ class FlaskLimiterTest(unittest.TestCase):
         the server, the responses)."""
         srv = Server(storage_uri, strategy)
         self.addCleanup(srv.stop)
-        srv.wait_booted()
-        results = burst(srv.base)
-        codes = [status for status, _ in results]
-        self.assertEqual(codes.count(200) + codes.count(429), REQUESTS,
-                         srv.text())
-        per_worker = collections.Counter(h.get("X-Worker")
-                                         for _, h in results)
+        srv.wait_booted(WORKERS, 30)
+        results = fetch_all(srv.base, ["/"] * REQUESTS, CLIENTS)
+        codes, per_worker = tally(results)
+        self.assertEqual(codes[200] + codes[429], REQUESTS, srv.text())
         self.assertNotIn(None, per_worker)
         # One worker alone would admit exactly the limit with any storage.
         self.assertGreaterEqual(len(per_worker), 2, per_worker)
-        for status, headers in results:
+        for _, status, headers in results:
             self.assertEqual(headers.get("X-RateLimit-Limit"), str(LIMIT))
             if status == 429:
                 self.assertGreaterEqual(int(headers["Retry-After"]), 1)
-        return codes.count(200), per_worker, srv
+        return codes[200], per_worker, srv
 
     def compare(self, strategy, table):
         admitted, per_worker, _ = self.serve("memory://", strategy)

@@ -5,25 +5,20 @@ the right RateLimit headers.  The test starts and stops gunicorn itself.
 
 Run as a script (ctest does): exits 77 (skipped) without gunicorn."""
 
-import concurrent.futures
 import os
-import shutil
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 import unittest
-import urllib.error
-import urllib.request
+
+import web_servers
+from web_servers import DAY_MS, fetch_all
 
 LIMIT = 50
 REQUESTS = 200
 CLIENTS = 8
 WORKERS = 4
-DAY_MS = 86400000
 POLICY = "fixedWindow:limit=%d,windowMs=%d" % (LIMIT, DAY_MS)
 
 APP = textwrap.dedent('''
@@ -52,18 +47,17 @@ APP = textwrap.dedent('''
 ''')
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+class Server(web_servers.Server):
+    """gunicorn with WORKERS sync workers serving APP, its table a file in
+    its directory."""
 
+    name = "gunicorn"
 
-def fetch(url):
-    try:
-        with urllib.request.urlopen(url, timeout=30) as r:
-            return r.status, dict(r.headers), r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), e.read()
+    def __init__(self):
+        super().__init__("tkshm-gunicorn-", {"app.py": APP}, run_dir=False)
+        self.start(self.gunicorn("app:application", WORKERS),
+                   TKSHM_TEST_TABLE=os.path.join(self.dir, "rl.tkshm"),
+                   TKSHM_TEST_POLICY=POLICY)
 
 
 class GunicornTest(unittest.TestCase):
@@ -73,64 +67,19 @@ class GunicornTest(unittest.TestCase):
         left = DAY_MS - now % DAY_MS
         if left < 60000:
             time.sleep(left / 1000 + 1)
-        self.dir = tempfile.mkdtemp(prefix="tkshm-gunicorn-")
-        with open(os.path.join(self.dir, "app.py"), "w") as f:
-            f.write(APP)
-        self.port = free_port()
-        self.log = open(os.path.join(self.dir, "gunicorn.log"), "w+")
-        env = dict(os.environ)
-        env["TKSHM_TEST_TABLE"] = os.path.join(self.dir, "rl.tkshm")
-        env["TKSHM_TEST_POLICY"] = POLICY
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--workers", str(WORKERS),
-             "--worker-class", "sync", "--bind",
-             "127.0.0.1:%d" % self.port, "--chdir", self.dir,
-             "--graceful-timeout", "5", "app:application"],
-            env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        self.base = "http://127.0.0.1:%d" % self.port
-
-    def tearDown(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.dir)
-
-    def gunicorn_log(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
-    def wait_ready(self):
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            self.assertIsNone(self.proc.poll(),
-                              "gunicorn exited:\n" + self.gunicorn_log())
-            booted = self.gunicorn_log().count("Booting worker")
-            try:
-                status, _, _ = fetch(self.base + "/healthz")
-                if status == 200 and booted >= WORKERS:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        self.fail("gunicorn did not start:\n" + self.gunicorn_log())
+        self.srv = Server()
+        self.addCleanup(self.srv.stop)
 
     def test_exact_admission_across_workers(self):
-        self.wait_ready()
-        with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
-            results = list(pool.map(lambda _: fetch(self.base + "/"),
-                                    range(REQUESTS)))
-        codes = [s for s, _, _ in results]
+        srv = self.srv
+        srv.wait_booted(WORKERS, 30)
+        results = fetch_all(srv.base, ["/"] * REQUESTS, CLIENTS)
+        codes = [s for _, s, _ in results]
         self.assertEqual(codes.count(200), LIMIT, codes)
         self.assertEqual(codes.count(429), REQUESTS - LIMIT, codes)
 
-        ok = [h for s, h, _ in results if s == 200]
-        denied = [h for s, h, _ in results if s == 429]
+        ok = [h for _, s, h in results if s == 200]
+        denied = [h for _, s, h in results if s == 429]
         workers = {h["X-Worker"] for h in ok}
         self.assertGreaterEqual(len(workers), 2, "one worker served all")
         # each admission saw a different remaining count: 49 .. 0
@@ -153,8 +102,8 @@ class GunicornTest(unittest.TestCase):
             self.assertGreaterEqual(retry, 1)
 
         # stop: SIGTERM, workers and master exit
-        self.proc.send_signal(signal.SIGTERM)
-        self.assertEqual(self.proc.wait(30), 0, self.gunicorn_log())
+        srv.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(srv.proc.wait(30), 0, srv.text())
         print("gunicorn: %d x 200 by %d workers, %d x 429"
               % (len(ok), len(workers), len(denied)), file=sys.stderr)
 

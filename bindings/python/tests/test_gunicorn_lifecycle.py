@@ -18,20 +18,17 @@
 
 Run as a script (ctest does): exits 77 (skipped) without gunicorn."""
 
-import collections
-import concurrent.futures
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
 import unittest
 
-from test_gunicorn import DAY_MS, fetch, free_port
+import web_servers
+from web_servers import DAY_MS, fetch, fetch_all, tally
 
 WORKERS = 4
 REQUESTS = 80
@@ -86,7 +83,7 @@ APP = textwrap.dedent('''
 ''')
 
 
-class Server:
+class Server(web_servers.Server):
     """A gunicorn with WORKERS sync workers serving APP from a fresh
     directory, $XDG_RUNTIME_DIR in it (test_uvicorn.py: a uvicorn)."""
 
@@ -94,78 +91,27 @@ class Server:
         now = time.time() * 1000
         if DAY_MS - now % DAY_MS < 60000:  # never across a window's end
             time.sleep((DAY_MS - now % DAY_MS) / 1000 + 1)
-        self.dir = tempfile.mkdtemp(prefix="tkshm-gunicorn-life-")
-        self.run = os.path.join(self.dir, "run")
-        os.mkdir(self.run, 0o700)
-        with open(os.path.join(self.dir, "app.py"), "w") as f:
-            f.write(APP)
+        super().__init__("tkshm-gunicorn-life-", {"app.py": APP})
         self.set_policy(policy)
-        self.port = free_port()
-        self.base = "http://127.0.0.1:%d" % self.port
-        self.log = open(os.path.join(self.dir, "gunicorn.log"), "w+")
-        env = dict(os.environ, XDG_RUNTIME_DIR=self.run,
-                   TKSHM_TEST_TABLE=table)
-        self.proc = subprocess.Popen(self.command(preload), env=env,
-                                     stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+        self.start(self.command(preload), TKSHM_TEST_TABLE=table)
 
     booted = "Booting worker"  # in the log, once per worker started
 
     def command(self, preload):
-        return [sys.executable, "-m", "gunicorn", "--workers", str(WORKERS),
-                "--worker-class", "sync", "--bind",
-                "127.0.0.1:%d" % self.port, "--chdir", self.dir,
-                "--graceful-timeout", "5"] + (
-                    ["--preload"] if preload else []) + ["app:application"]
+        return self.gunicorn("app:application", WORKERS, options=(
+            ["--preload"] if preload else []))
 
     def set_policy(self, policy):
         with open(os.path.join(self.dir, "policy.txt"), "w") as f:
             f.write(policy + "\n")
 
-    def text(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
     def wait_booted(self, n):
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError("server exited:\n" + self.text())
-            if self.text().count(self.booted) >= n:
-                try:
-                    if fetch(self.base + "/healthz")[0] == 200:
-                        return
-                except OSError:
-                    pass
-            time.sleep(0.05)
-        raise AssertionError("server did not start:\n" + self.text())
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.dir)
+        super().wait_booted(n, 20)
 
 
 def burst(base, n=REQUESTS):
-    """n requests from CLIENTS threads: [(status, worker pid)]."""
-    def one(_):
-        status, headers, _ = fetch(base + "/")
-        return status, headers.get("X-Worker")
-
-    with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
-        return list(pool.map(one, range(n)))
-
-
-def served_by(results):
-    """How many requests each worker served."""
-    return collections.Counter(w for _, w in results)
+    """n requests from CLIENTS threads: [(path, status, headers)]."""
+    return fetch_all(base, ["/"] * n, CLIENTS)
 
 
 class SharedLimitTest(unittest.TestCase):
@@ -174,10 +120,10 @@ class SharedLimitTest(unittest.TestCase):
         self.addCleanup(srv.stop)
         srv.wait_booted(WORKERS)
         results = burst(srv.base)
-        codes = [s for s, _ in results]
+        codes = [s for _, s, _ in results]
         self.assertEqual(codes.count(200) + codes.count(429), REQUESTS,
                          codes)
-        per_worker = served_by(results)
+        _, per_worker = tally(results)
         # Otherwise a table per worker would pass the exactness test.
         self.assertGreaterEqual(len(per_worker), 2, per_worker)
         return srv, codes.count(200), per_worker
@@ -247,7 +193,7 @@ class ReloadTest(unittest.TestCase):
         srv = Server(day % 10, False)
         self.addCleanup(srv.stop)
         srv.wait_booted(WORKERS)
-        self.assertEqual([s for s, _ in burst(srv.base, 30)].count(200), 10)
+        self.assertEqual(tally(burst(srv.base, 30))[0][200], 10)
         statuses, stop = [], threading.Event()
 
         def hammer():

@@ -18,7 +18,8 @@ import time
 import unittest
 
 from test_gunicorn_lifecycle import GCRA_11, REQUESTS, WORKERS, Server, \
-    burst, served_by
+    burst
+from web_servers import tally
 
 
 class Uvicorn(Server):
@@ -26,9 +27,8 @@ class Uvicorn(Server):
 
     def command(self, preload):
         assert not preload  # uvicorn has no such thing
-        return [sys.executable, "-m", "uvicorn", "--workers", str(WORKERS),
-                "--interface", "wsgi", "--host", "127.0.0.1", "--port",
-                str(self.port), "--app-dir", self.dir, "app:application"]
+        return self.uvicorn("app:application", WORKERS,
+                            options=["--interface", "wsgi"])
 
 
 class UvicornTest(unittest.TestCase):
@@ -37,10 +37,10 @@ class UvicornTest(unittest.TestCase):
         self.addCleanup(srv.stop)
         srv.wait_booted(WORKERS)
         results = burst(srv.base)
-        codes = [s for s, _ in results]
+        codes = [s for _, s, _ in results]
         self.assertEqual(codes.count(200) + codes.count(429), REQUESTS,
                          codes)
-        per_worker = served_by(results)
+        _, per_worker = tally(results)
         self.assertGreaterEqual(len(per_worker), 2, per_worker)
         return srv, codes.count(200), per_worker
 

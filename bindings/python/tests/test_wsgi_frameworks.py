@@ -13,19 +13,15 @@ Run as a script (ctest does): exits 77 (skipped) without gunicorn, or
 without both Flask and Django (one of them missing skips its test)."""
 
 import collections
-import concurrent.futures
 import importlib.util
 import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 import unittest
 
-from test_gunicorn import DAY_MS, fetch, free_port
+import web_servers
+from web_servers import DAY_MS, fetch_all, tally
 
 WORKERS = 4
 CLIENTS = 8
@@ -120,73 +116,18 @@ DJANGO_APP = textwrap.dedent('''
 ''')
 
 
-class Server:
+class Server(web_servers.Server):
     """gunicorn with WORKERS sync workers serving `source` (as app.py,
     `attr` its WSGI callable) from a fresh directory, with
     $XDG_RUNTIME_DIR in it; its own process group, stopped by pid."""
 
+    name = "gunicorn"
+
     def __init__(self, source, attr):
-        self.dir = tempfile.mkdtemp(prefix="tkshm-wsgi-frameworks-")
-        with open(os.path.join(self.dir, "app.py"), "w") as f:
-            f.write(source)
-        self.run = os.path.join(self.dir, "run")
-        os.mkdir(self.run, 0o700)
-        self.base = "http://127.0.0.1:%d" % free_port()
-        self.log = open(os.path.join(self.dir, "gunicorn.log"), "w+")
-        env = dict(os.environ, XDG_RUNTIME_DIR=self.run,
+        super().__init__("tkshm-wsgi-frameworks-", {"app.py": source})
+        self.start(self.gunicorn("app:" + attr, WORKERS),
                    TEST_LOGIN=policy(LOGIN_LIMIT),
                    TEST_INDEX=policy(INDEX_LIMIT))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--workers", str(WORKERS),
-             "--worker-class", "sync", "--bind", self.base[len("http://"):],
-             "--graceful-timeout", "5", "app:" + attr],
-            # cwd: python -m puts it first on sys.path, where a source
-            # tree's tkshm/ (no extension built in it) must not be.
-            cwd=self.dir, env=env, stdout=self.log,
-            stderr=subprocess.STDOUT, start_new_session=True)
-
-    def text(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
-    def wait_booted(self):
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError("gunicorn exited:\n" + self.text())
-            if self.text().count("Booting worker") >= WORKERS:
-                try:
-                    if fetch(self.base + "/healthz")[0] == 200:
-                        return
-                except OSError:
-                    pass
-            time.sleep(0.05)
-        raise AssertionError("gunicorn did not start:\n" + self.text())
-
-    def stop(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.dir)
-
-
-def burst(base):
-    """PER_ROUTE requests to each of / and /login, interleaved, from
-    CLIENTS threads: [(path, status, headers)]."""
-    paths = ["/", "/login"] * PER_ROUTE
-
-    def one(path):
-        status, headers, _ = fetch(base + path)
-        return path, status, headers
-
-    with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
-        return list(pool.map(one, paths))
 
 
 class FrameworksTest(unittest.TestCase):
@@ -199,8 +140,9 @@ class FrameworksTest(unittest.TestCase):
     def serve(self, framework, source, attr):
         srv = Server(source, attr)
         self.addCleanup(srv.stop)
-        srv.wait_booted()
-        results = burst(srv.base)
+        srv.wait_booted(WORKERS, 30)
+        # / and /login interleaved
+        results = fetch_all(srv.base, ["/", "/login"] * PER_ROUTE, CLIENTS)
         admitted = collections.Counter()
         for path, status, headers in results:
             self.assertIn(status, (200, 429), srv.text())
@@ -209,8 +151,7 @@ class FrameworksTest(unittest.TestCase):
                 admitted[path] += 1
             else:
                 self.assertGreaterEqual(int(headers["Retry-After"]), 1)
-        workers = collections.Counter(h.get("X-Worker")
-                                      for _, _, h in results)
+        _, workers = tally(results)
         self.assertNotIn(None, workers)
         print("\n%s, gunicorn --workers %d, %d clients: /login %d of %d "
               "admitted (limit %d per day), / %d of %d (default limit %d "

@@ -58,7 +58,7 @@ TKSHM_API int tkshm_http_client_key(const char *addr, unsigned v6_prefix_bits,
 /** Which RateLimit headers to send.  Every binding names them with the
  *  same three words, "draft", "legacy" and "none": Python's headers= and
  *  tkshm.headers(style=), PHP's Tkshm\headers($style), Apache's
- *  TkshmHeaders (docs/http-headers.md). */
+ *  TkshmHeaders, nginx's tkshm_headers (docs/http-headers.md). */
 typedef enum tkshm_http_style {
 	/** The IETF draft's structured fields (draft-ietf-httpapi-ratelimit-
 	 *  headers):  RateLimit-Policy: "<name>";q=<limit>[;w=<window s>]

@@ -438,9 +438,11 @@ void
 tkt_expect_status(const struct tkt_proc *p, int want, const char *what)
 {
 	if (p->status != want)
-		fail_msg("%s: exit status %d, expected %d\nstdout:\n%s\n"
-			 "stderr:\n%s",
-			 what, p->status, want, p->out, p->err);
+		/* stderr first: cmocka truncates a long message, and the
+		 * reason a program gives for its status is on stderr. */
+		fail_msg("%s: exit status %d, expected %d\nstderr:\n%s\n"
+			 "stdout:\n%s",
+			 what, p->status, want, p->err, p->out);
 }
 
 void

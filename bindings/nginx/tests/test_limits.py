@@ -237,7 +237,8 @@ def test_internal_redirects():
 
 
 def test_status_page():
-    """tkshm_status_page: every table's counters, as text or JSON."""
+    """tkshm_status_page: every table's counters, as text, JSON or
+    Prometheus's text format."""
     http = site(
         'tkshm_table p file={dir}/p.tbl policy=3/day;\n'
         'tkshm_table q anonymous policy=5/minute;',
@@ -262,6 +263,20 @@ def test_status_page():
               and doc["p"]["allowed"] == 3 and doc["p"]["denied"] == 7
               and doc["q"]["file"] == "" and doc["q"]["slots"] >= 8,
               "JSON status: %s" % doc)
+        s, h, text = n.get("/tkshm?prometheus")
+        samples = dict(line.rsplit(" ", 1)
+                       for line in text.decode().splitlines()
+                       if not line.startswith("#"))
+        types = [line.split()[2] for line in text.decode().splitlines()
+                 if line.startswith("# TYPE")]
+        check(s == 200 and h["content-type"].startswith("text/plain")
+              and samples['tkshm_allowed_total{table="p"}'] == "3"
+              and samples['tkshm_denied_total{table="p"}'] == "7"
+              and samples['tkshm_allowed_total{table="q"}'] == "0"
+              and int(samples['tkshm_slots{table="q"}']) >= 8
+              and samples["tkshm_status_errors"] == "0"
+              and len(types) == len(set(types)) == 14,
+              "Prometheus status: %s" % text.decode())
     with_nginx(http, body)
 
 

@@ -130,6 +130,7 @@ class Httpd:
         self.port = free_port()
         self.proc = None
         self.log_file = None
+        self.signalled_children = set()
         docs = {"healthz": "ok\n", "index.html": "index\n"}
         docs.update(files or {})
         for path, text in docs.items():
@@ -204,9 +205,13 @@ class Httpd:
         """httpd's exit status, waiting for it to stop by itself."""
         return self.proc.wait(timeout)
 
-    def wait_ready(self, generation=1, timeout=20):
+    def wait_ready(self, generation=1, timeout=20, old_gone=False):
         """Until /healthz answers and the MPM's first children run (and,
-        after a restart, the generation's log line is written)."""
+        after a restart, the generation's log line is written).  old_gone:
+        also until every child that ran when the restart was signalled has
+        exited, so that no request is answered by the old generation (an
+        idle old child can still accept one connection after a graceful
+        restart, before it reads the news)."""
         want = 4 if self.mpm == "prefork" else 2
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -214,8 +219,11 @@ class Httpd:
                 raise AssertionError("httpd exited (%d):\n%s"
                                      % (self.proc.returncode, self.output()))
             up = self.output().count("resuming normal operations")
-            if up >= generation and \
-                    len(child_pids(self.proc.pid)) >= want:
+            children = child_pids(self.proc.pid)
+            if old_gone and set(children) & self.signalled_children:
+                time.sleep(0.05)
+                continue
+            if up >= generation and len(children) >= want:
                 try:
                     if self.get("/healthz")[0] == 200:
                         return
@@ -225,6 +233,9 @@ class Httpd:
         raise AssertionError("httpd did not start:\n" + self.output())
 
     def signal(self, sig):
+        # The children of the generation being replaced (wait_ready's
+        # old_gone).
+        self.signalled_children = set(child_pids(self.proc.pid))
         os.kill(self.proc.pid, sig)
 
     def stop(self):

@@ -51,10 +51,10 @@ class AnonymousTest(unittest.TestCase):
         # several children serve these: they share the parent's mapping
         self.assertEqual(self.statuses(4), [200] * 4)
         h.signal(signal.SIGUSR1)  # graceful
-        h.wait_ready(generation=2)
+        h.wait_ready(generation=2, old_gone=True)
         self.assertEqual(self.statuses(3), [200] * 3)
         h.signal(signal.SIGHUP)  # restart
-        h.wait_ready(generation=3)
+        h.wait_ready(generation=3, old_gone=True)
         self.assertEqual(self.statuses(5), [200] * 3 + [429] * 2)
         rows = h.access_log(lambda r: r[4].startswith("/anon"), rows=12)
         self.assertGreater(len({r[0] for r in rows}), 1, rows)
@@ -65,7 +65,7 @@ class AnonymousTest(unittest.TestCase):
         self.assertEqual(self.statuses(11), [200] * 10 + [429])
         h.write_conf(ANON % (2, DAY))
         h.signal(signal.SIGUSR1)
-        h.wait_ready(generation=2)
+        h.wait_ready(generation=2, old_gone=True)
         # in place: the key keeps its state (a day's worth of units spent,
         # under either limit); afresh it would have 2 to spend
         self.assertEqual(self.statuses(3), [429] * 3)
@@ -78,10 +78,10 @@ class AnonymousTest(unittest.TestCase):
         self.assertEqual(self.statuses(11), [200] * 10 + [429])
         h.write_conf("")  # the parent closes the table
         h.signal(signal.SIGUSR1)
-        h.wait_ready(generation=2)
+        h.wait_ready(generation=2, old_gone=True)
         h.write_conf(ANON % (10, DAY))
         h.signal(signal.SIGUSR1)
-        h.wait_ready(generation=3)
+        h.wait_ready(generation=3, old_gone=True)
         self.assertEqual(self.statuses(11), [200] * 10 + [429])
 
     def test_on_full_change_starts_afresh(self):
@@ -92,7 +92,7 @@ class AnonymousTest(unittest.TestCase):
         h.write_conf((ANON % (10, DAY)).replace(
             "periodMs=%d" % DAY, "periodMs=%d onFull=refuse" % DAY))
         h.signal(signal.SIGUSR1)
-        h.wait_ready(generation=2)
+        h.wait_ready(generation=2, old_gone=True)
         self.assertEqual(self.statuses(11), [200] * 10 + [429])
         self.assertIn("onFull= or hugepages changed, which a live table "
                       "cannot take: a new anonymous table, keys start "
@@ -107,7 +107,7 @@ class AnonymousTest(unittest.TestCase):
         self.assertEqual(self.statuses(4), [200] * 4)
         h.write_conf(site % 64)
         h.signal(signal.SIGUSR1)
-        h.wait_ready(generation=2)
+        h.wait_ready(generation=2, old_gone=True)
         self.assertEqual(self.statuses(7), [200] * 6 + [429])
         self.assertRegex(h.output(), re.escape(h.conf) + r":\d+: slots 4096 "
                          r"kept \(64 asked: a table does not shrink\)\n")

@@ -50,6 +50,7 @@ typedef struct {
     ngx_http_tkshm_table_t    *table;
     ngx_http_complex_value_t  *key;    /* NULL: the client's address */
     double                     cost;
+    ngx_uint_t                 nodelay;  /* leakyBucket: admit at once */
 } ngx_http_tkshm_limit_t;
 
 typedef struct {

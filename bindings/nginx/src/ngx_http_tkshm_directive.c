@@ -131,17 +131,18 @@ ngx_http_tkshm_table_policy(ngx_conf_t *cf, ngx_http_tkshm_table_t *t,
                            &t->name, v, why);
         return NGX_CONF_ERROR;
     }
-    /* The shaper and the concurrency kinds have calls of their own: a
-     * check of them is refused (TKSHM_ENOTSUP). */
-    if (t->policy.kind == TKSHM_KIND_LEAKY_BUCKET
-        || t->policy.kind == TKSHM_KIND_CONCURRENCY
+    /* The concurrency kinds have calls of their own (a check of them is
+     * refused, TKSHM_ENOTSUP) and hold a permit across the response; the
+     * shaper (leakyBucket) is served by a reservation and a delay. */
+    if (t->policy.kind == TKSHM_KIND_CONCURRENCY
         || t->policy.kind == TKSHM_KIND_ADAPTIVE_CONCURRENCY)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "tkshm_table %V: policy \"%V\" cannot limit "
                            "requests (use gcra, tokenBucket, fixedWindow, "
-                           "slidingWindow, slidingWindowLog, quota or "
-                           "tokenBudget, or a rate such as 10/second)",
+                           "slidingWindow, slidingWindowLog, quota, "
+                           "tokenBudget or leakyBucket, or a rate such as "
+                           "10/second)",
                            &t->name, v);
         return NGX_CONF_ERROR;
     }
@@ -310,14 +311,18 @@ ngx_http_tkshm_limit_option(ngx_conf_t *cf, ngx_http_tkshm_limit_t *lim,
         lim->cost = (double) n;
         return NGX_CONF_OK;
     }
+    if (arg->len == 7 && ngx_strncmp(arg->data, "nodelay", 7) == 0) {
+        lim->nodelay = 1;
+        return NGX_CONF_OK;
+    }
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "tkshm_limit: unknown argument \"%V\": expected "
-                       "key=VALUE or cost=N", arg);
+                       "key=VALUE, cost=N or nodelay", arg);
     return NGX_CONF_ERROR;
 }
 
-/* tkshm_limit NAME [key=VALUE] [cost=N]: several at one level are decided
- * as one (nothing is consumed unless every limit admits). */
+/* tkshm_limit NAME [key=VALUE] [cost=N] [nodelay]: several at one level
+ * are decided as one (nothing is consumed unless every limit admits). */
 char *
 ngx_http_tkshm_limit_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -405,7 +410,8 @@ ngx_http_tkshm_headers_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 
 /* What only the whole http{} shows: every table used is declared, and a
  * lease table is the only limit where it is used (a multi check cannot
- * give back budget a lease table spent). */
+ * give back budget a lease table spent), and so is a leakyBucket table (a
+ * reservation is not a check: it cannot join one all-or-nothing). */
 ngx_int_t
 ngx_http_tkshm_check_tables(ngx_conf_t *cf, ngx_http_tkshm_main_conf_t *mcf)
 {
@@ -426,6 +432,15 @@ ngx_http_tkshm_check_tables(ngx_conf_t *cf, ngx_http_tkshm_main_conf_t *mcf)
             ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                           "tkshm_table %V (%V:%ui) is a lease table: it must "
                           "be the only tkshm_limit of a level",
+                          &tables[i]->name, &tables[i]->file, tables[i]->line);
+            return NGX_ERROR;
+        }
+        if (tables[i]->multi_use
+            && tables[i]->policy.kind == TKSHM_KIND_LEAKY_BUCKET)
+        {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "tkshm_table %V (%V:%ui) is a leakyBucket table: it "
+                          "must be the only tkshm_limit of a level",
                           &tables[i]->name, &tables[i]->file, tables[i]->line);
             return NGX_ERROR;
         }

@@ -149,6 +149,105 @@ ngx_http_tkshm_set_headers(ngx_http_request_t *r,
     }
 }
 
+/* Retry-After of a rejected reservation, in whole seconds rounded up (a
+ * client retrying sooner would be rejected again). */
+static void
+ngx_http_tkshm_retry_after(ngx_http_request_t *r, int64_t ms)
+{
+    u_char           *p;
+    ngx_table_elt_t  *h;
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    h = ngx_list_push(&r->headers_out.headers);
+    if (p == NULL || h == NULL) {
+        return;
+    }
+    h->hash = 1;
+    ngx_str_set(&h->key, "Retry-After");
+    h->value.data = p;
+    h->value.len = ngx_sprintf(p, "%L", (ms + 999) / 1000) - p;
+}
+
+/* The write event handler of a request parked by a reservation: nginx's
+ * request handler clears wev->delayed when the timer fires; an earlier
+ * write event (the socket became writable) only re-arms the event.  Then
+ * the phases run again from the preaccess handler, which finds the mark
+ * and lets the request through. */
+static void
+ngx_http_tkshm_delay(ngx_http_request_t *r)
+{
+    ngx_event_t  *wev = r->connection->write;
+
+    if (wev->delayed) {
+        if (ngx_handle_write_event(wev, 0) != NGX_OK) {
+            ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        }
+        return;
+    }
+    if (ngx_handle_read_event(r->connection->read, 0) != NGX_OK) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+    r->read_event_handler = ngx_http_block_reading;
+    r->write_event_handler = ngx_http_core_run_phases;
+    ngx_http_core_run_phases(r);
+}
+
+/* A leakyBucket limit (its level's only one): a reservation.  Accepted
+ * with a wait: the request is parked on a timer for it (a worker never
+ * sleeps; ngx_http_test_reading finalizes it if the client goes away),
+ * unless nodelay; rejected: beyond the queue, denied at once. */
+static ngx_int_t
+ngx_http_tkshm_shape(ngx_http_request_t *r, ngx_http_tkshm_loc_conf_t *lcf,
+    ngx_http_tkshm_limit_t *lim, ngx_pool_cleanup_t *mark)
+{
+    int                 rc;
+    ngx_str_t           key;
+    ngx_int_t           k;
+    tkshm_reservation   res;
+
+    k = ngx_http_tkshm_key(r, lim, &key);
+    if (k == NGX_DECLINED) {
+        mark->data = (void *) (uintptr_t) NGX_HTTP_TKSHM_NONE;
+        return NGX_DECLINED;
+    }
+    if (k != NGX_OK) {
+        return NGX_DECLINED;
+    }
+    rc = tkshm_reserve_at(lim->table->handle, key.data, key.len, lim->cost,
+                          tkshm_now_ms(), &res);
+    if (rc != TKSHM_OK) {
+        /* As a failed check: let the request through. */
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "tkshm: reservation in table %V failed: %s (%s)",
+                      &lim->table->name, tkshm_strerror(rc),
+                      tkshm_error_name(rc));
+        return NGX_DECLINED;
+    }
+    if (res.accepted) {
+        mark->data = (void *) (uintptr_t) NGX_HTTP_TKSHM_ALLOWED;
+        if (res.delay_ms <= 0 || lim->nodelay || lcf->dry_run) {
+            return NGX_DECLINED;
+        }
+        r->read_event_handler = ngx_http_test_reading;
+        r->write_event_handler = ngx_http_tkshm_delay;
+        r->connection->write->delayed = 1;
+        ngx_add_timer(r->connection->write, (ngx_msec_t) res.delay_ms);
+        return NGX_AGAIN;
+    }
+    ngx_log_error(lcf->log_level, r->connection->log, 0,
+                  "tkshm: table %V %s the request, retry after %L ms",
+                  &lim->table->name, lcf->dry_run ? "would deny" : "denies",
+                  res.retry_after_ms);
+    if (lcf->dry_run) {
+        mark->data = (void *) (uintptr_t) NGX_HTTP_TKSHM_DRY_RUN;
+        return NGX_DECLINED;
+    }
+    mark->data = (void *) (uintptr_t) NGX_HTTP_TKSHM_DENIED;
+    ngx_http_tkshm_retry_after(r, res.retry_after_ms);
+    return lcf->status;
+}
+
 /* Checks the request's limits; *binding names the deciding dimension. */
 static ngx_int_t
 ngx_http_tkshm_decide(ngx_http_request_t *r, ngx_http_tkshm_loc_conf_t *lcf,
@@ -207,6 +306,7 @@ ngx_http_tkshm_handler(ngx_http_request_t *r)
     ngx_int_t                   rc;
     tkshm_decision              d;
     ngx_pool_cleanup_t         *mark;
+    ngx_http_tkshm_limit_t     *lim;
     ngx_http_tkshm_table_t     *tables[TKSHM_MULTI_MAX];
     ngx_http_tkshm_loc_conf_t  *lcf;
 
@@ -222,6 +322,11 @@ ngx_http_tkshm_handler(ngx_http_request_t *r)
     }
     mark->handler = ngx_http_tkshm_mark;
     mark->data = (void *) (uintptr_t) NGX_HTTP_TKSHM_ERROR;
+    lim = lcf->limits->elts;
+    if (lim[0].table->policy.kind == TKSHM_KIND_LEAKY_BUCKET) {
+        /* The only limit of its level (checked at configuration). */
+        return ngx_http_tkshm_shape(r, lcf, &lim[0], mark);
+    }
 
     /* One clock read for the check and the headers' reset times. */
     now_ms = tkshm_now_ms();

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""What mod_tkshm costs a request: Apache httpd (event MPM) with and
-without the module, beside nginx with and without limit_req, loaded by wrk
-on the same machine.
+"""What mod_tkshm and ngx_http_tkshm_module cost a request: Apache httpd
+(event MPM) with and without mod_tkshm, nginx with and without limit_req
+and nginx with ngx_http_tkshm_module, loaded by wrk on the same machine.
 
     python3 bench/apache/bench.py --module PATH/mod_tkshm.so \\
         --hook PATH/tkshm_bench_apache_hook --inspect PATH/tkshm-inspect \\
+        [--nginx-module PATH/ngx_http_tkshm_module.so] \\
         --out DIR/apache.jsonl [--quick]
 
 First the module's request hook alone (hook_bench.c: the CPU time it adds
@@ -16,7 +17,13 @@ stopped at the end, also on failure):
   apache         httpd with mod_tkshm, the same file under locations that
                  differ by their limit only;
   nginx          nginx (2 workers), the same file, locations with and
-                 without limit_req (its zone keyed the same way).
+                 without limit_req (its zone keyed the same way); the
+                 module is not loaded: this is plain nginx;
+  nginx-tkshm    the same nginx with ngx_http_tkshm_module loaded
+                 (load_module), locations with and without tkshm_limit,
+                 tables of the same policies as mod_tkshm's (default
+                 tkshm_headers, draft, as mod_tkshm's default); left out
+                 without --nginx-module.
 No access log anywhere: the cases differ by the limiter alone.
 
 Cases (wrk -t2 -c32, keep-alive), rounds alternating the servers and
@@ -29,21 +36,22 @@ locations so that a drift of the machine spreads over all of them:
 Then `paced`: a gcra policy of 1,000/s with a burst of 100 on one key,
 hammered for a few seconds: admissions must stay within burst + rate x
 time, and come close to it.
-Then `crowd`: 10 times more clients than a table holds.  mod_tkshm's table
-has CROWD_SLOTS slots, nginx's zone 32 KiB (about 200 states: the
-undersized zone of shared/notes/peers.md, 3.1), both 1 request per second
-per X-Key (mod_tkshm burst 1, nginx burst 0: the first request of a key
-then one a second, the same allowance), and wrk sends X-Key from
-10 x CROWD_SLOTS keys for a few seconds: admissions must stay near
-keys x (1 + rate x time).  The table's counters (evictions, evictions in
-debt) are read with tkshm-inspect stats.
+Then `crowd`: 10 times more clients than a table holds.  mod_tkshm's and
+ngx_http_tkshm_module's tables have CROWD_SLOTS slots (on_full=evict),
+nginx's limit_req zone 32 KiB (about 200 states: the undersized zone of
+shared/notes/peers.md, 3.1), all 1 request per second per X-Key (tkshm
+burst 1, limit_req burst 0: the first request of a key then one a second,
+the same allowance), and wrk sends X-Key from 10 x CROWD_SLOTS keys for a
+few seconds: admissions must stay near keys x (1 + rate x time).  The
+tables' counters (evictions, evictions in debt) are read with tkshm-inspect
+stats.
 
 Each run also records the CPU time (user + system) all the server's
 processes used while wrk ran, per request served: the cost of a request
 that other work on a shared machine disturbs far less than req/s.
 
 Writes JSON Lines: one "machine" record, one "run" record per wrk run and
-one "paced" and one "crowd" record per server.  Standard library only; needs apache2,
+one "paced" and one "crowd" record per server but apache-plain.  Standard library only; needs apache2,
 nginx and wrk (bench/run.sh's dependencies)."""
 
 import argparse
@@ -172,18 +180,63 @@ http {{
 }}
 """
 
+# nginx with ngx_http_tkshm_module: the tables of APACHE_TKSHM (the same
+# policies, slots and on_full) in locations of the same paths as NGINX_CONF's
+# limit_req ones.  Default tkshm_headers (draft), as mod_tkshm's default.
+NGINX_TKSHM_CONF = """
+load_module "{module}";
+worker_processes 2;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+{user}
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    keepalive_requests 100000000;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    tkshm_table hot file={shm}.ngx-hot policy=gcra:limit=64000,periodMs=1000,burst=1000000000;
+    tkshm_table keys file={shm}.ngx-keys policy=gcra:limit=64000,periodMs=1000,burst=1000000000 slots=262144;
+    tkshm_table deny file={shm}.ngx-deny policy=gcra:limit=1,periodMs=86400000;
+    tkshm_table paced file={shm}.ngx-paced policy=gcra:limit={rate},periodMs=1000,burst={burst};
+    tkshm_table crowd file={shm}.ngx-crowd policy=gcra:limit={crowd_rate},periodMs=1000,burst={crowd_burst} slots={crowd_slots} on_full=evict;
+    server {{
+        listen 127.0.0.1:{port};
+        root {docs};
+        location /none/ {{ }}
+        location /hot/ {{ tkshm_limit hot; }}
+        location /keys/ {{ tkshm_limit keys key=$http_x_key; }}
+        location /deny/ {{ tkshm_limit deny; }}
+        location /paced/ {{ tkshm_limit paced; }}
+        location /crowd/ {{ tkshm_limit crowd key=$http_x_key; }}
+    }}
+}}
+"""
+
 # The wrk runs of one round: (server, case, path, with keys.lua).
 PLAIN_CASES = [("apache-plain", "none", "/none/f", False),
                ("apache", "none", "/none/f", False),
                ("apache", "hot", "/hot/f", False),
                ("nginx", "none", "/none/f", False),
-               ("nginx", "hot", "/hot/f", False)]
+               ("nginx", "hot", "/hot/f", False),
+               ("nginx-tkshm", "none", "/none/f", False),
+               ("nginx-tkshm", "hot", "/hot/f", False)]
 KEYED_CASES = [("apache", "keys_none", "/none/f", True),
                ("apache", "keys", "/keys/f", True),
                ("nginx", "keys_none", "/none/f", True),
-               ("nginx", "keys", "/keys/f", True)]
+               ("nginx", "keys", "/keys/f", True),
+               ("nginx-tkshm", "keys_none", "/none/f", True),
+               ("nginx-tkshm", "keys", "/keys/f", True)]
 DENY_CASES = [("apache", "deny", "/deny/f", False),
-              ("nginx", "deny", "/deny/f", False)]
+              ("nginx", "deny", "/deny/f", False),
+              ("nginx-tkshm", "deny", "/deny/f", False)]
+# The servers whose tables tkshm-inspect reads after the crowd case.
+CROWD_TABLES = {"apache": SHM_PREFIX + ".crowd",
+                "nginx-tkshm": SHM_PREFIX + ".ngx-crowd"}
 
 
 def run_user():
@@ -292,20 +345,24 @@ def start_apache(servers, name, work, docs, module):
     servers[name].wait_ready("/none/f")
 
 
-def start_nginx(servers, work, docs):
-    d = os.path.join(work, "nginx")
+def start_nginx(servers, name, work, docs, module):
+    """nginx with limit_req (module None), or with ngx_http_tkshm_module
+    loaded from `module`."""
+    d = os.path.join(work, name)
     os.makedirs(d)
     port = free_port()
     user = run_user()
-    conf = NGINX_CONF.format(dir=d, port=port, docs=docs, rate=PACED_RATE,
-                             burst=PACED_BURST, crowd_rate=CROWD_RATE,
-                             user="user %s;" % user.pw_name if user else "")
+    conf = (NGINX_TKSHM_CONF if module else NGINX_CONF).format(
+        dir=d, port=port, docs=docs, rate=PACED_RATE, burst=PACED_BURST,
+        crowd_rate=CROWD_RATE, crowd_burst=CROWD_BURST,
+        crowd_slots=CROWD_SLOTS, module=module, shm=SHM_PREFIX,
+        user="user %s;" % user.pw_name if user else "")
     with open(os.path.join(d, "nginx.conf"), "w") as f:
         f.write(conf)
-    servers["nginx"] = Server("nginx", [NGINX, "-p", d, "-c",
-                                        os.path.join(d, "nginx.conf")],
-                              port, work)
-    servers["nginx"].wait_ready("/none/f")
+    servers[name] = Server(name, [NGINX, "-p", d, "-c",
+                                  os.path.join(d, "nginx.conf")],
+                           port, work)
+    servers[name].wait_ready("/none/f")
 
 
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
@@ -415,6 +472,7 @@ def machine(args):
             "load_avg_1m": os.getloadavg()[0],
             "httpd": first_line([HTTPD, "-v"]),
             "nginx": first_line([NGINX, "-v"]),
+            "nginx_module": bool(args.nginx_module),
             "wrk": first_line(["wrk", "--version"]),
             "quick": args.quick, "seconds": args.seconds,
             "rounds": args.rounds, "threads": THREADS,
@@ -428,6 +486,9 @@ def main():
                     help="tkshm_bench_apache_hook (hook_bench.c)")
     ap.add_argument("--inspect", required=True,
                     help="tkshm-inspect (reads the crowd table's counters)")
+    ap.add_argument("--nginx-module",
+                    help="ngx_http_tkshm_module.so (without it, the "
+                         "nginx-tkshm cases are left out)")
     ap.add_argument("--out", required=True, help="the JSON Lines file")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke: one round of 1 s runs")
@@ -443,6 +504,13 @@ def main():
     if not os.path.isfile(a.module):
         sys.exit("bench.py: no module at %s" % a.module)
     a.module = os.path.abspath(a.module)  # httpd reads it from ServerRoot
+    if a.nginx_module:
+        if not os.path.isfile(a.nginx_module):
+            sys.exit("bench.py: no nginx module at %s" % a.nginx_module)
+        # nginx reads a relative load_module from its prefix
+        a.nginx_module = os.path.abspath(a.nginx_module)
+    servers_run = ["apache", "nginx"] + \
+        (["nginx-tkshm"] if a.nginx_module else [])
     records = [machine(a)]
     records += run_hook(a.hook, a.quick)
 
@@ -458,13 +526,16 @@ def main():
         # registered before they are waited for: all are stopped below
         start_apache(servers, "apache-plain", work, docs, None)
         start_apache(servers, "apache", work, docs, a.module)
-        start_nginx(servers, work, docs)
+        start_nginx(servers, "nginx", work, docs, None)
+        if a.nginx_module:
+            start_nginx(servers, "nginx-tkshm", work, docs, a.nginx_module)
         for s in servers.values():  # warm up: workers, caches
             wrk(s, "/none/f", 1, False)
 
         for group, rounds in ((PLAIN_CASES, a.rounds),
                               (KEYED_CASES, a.rounds),
                               (DENY_CASES, max(1, a.rounds // 2))):
+            group = [c for c in group if c[0] in servers]
             for rnd in range(rounds):
                 # each round starts one case further: no case always
                 # runs first
@@ -481,7 +552,7 @@ def main():
                              r["cpu_us_per_request"], r["non2xx"]),
                           file=sys.stderr)
 
-        for server in ("apache", "nginx"):
+        for server in servers_run:
             r = wrk(servers[server], "/paced/f", paced_s, False)
             admitted = r["requests"] - r["non2xx"]
             r.update({"suite": "apache", "record": "paced",
@@ -495,11 +566,11 @@ def main():
             print("%-12s paced: %d admitted of %d (bound %.0f)"
                   % (server, admitted, r["requests"], r["bound"]),
                   file=sys.stderr)
-        for server in ("apache", "nginx"):
+        for server in servers_run:
             r = wrk(servers[server], "/crowd/f", crowd_s, True, CROWD_KEYS)
             admitted = r["requests"] - r["non2xx"]
-            # nginx's burst 0 admits a key's first request and then one per
-            # 1/rate: the same allowance as mod_tkshm's burst 1
+            # limit_req's burst 0 admits a key's first request and then one
+            # per 1/rate: the same allowance as the tables' burst 1
             r.update({"suite": "apache", "record": "crowd",
                       "server": server, "keys": CROWD_KEYS,
                       "rate": CROWD_RATE, "burst": CROWD_BURST,
@@ -508,8 +579,8 @@ def main():
                       # ran (its wall time bounds every check's time)
                       "bound": CROWD_KEYS * (CROWD_BURST +
                                              CROWD_RATE * r["wall_s"])})
-            if server == "apache":
-                st = table_stats(a.inspect, SHM_PREFIX + ".crowd")
+            if server in CROWD_TABLES:
+                st = table_stats(a.inspect, CROWD_TABLES[server])
                 r["slots"] = st.get("slots")
                 r["table_stats"] = st
                 c = st.get("counters", st)

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the Apache module's section of RESULTS.md from apache.jsonl.
+"""Writes the server modules' section of RESULTS.md from apache.jsonl:
+mod_tkshm (Apache httpd) and ngx_http_tkshm_module (nginx), beside nginx's
+limit_req.
 
     python3 bench/apache/report.py [--results DIR]
 
@@ -47,7 +49,12 @@ WHAT = {
     "deny": "limit, every request denied (429)",
 }
 LIMITER = {"apache": "mod_tkshm", "apache-plain": "(module not loaded)",
-           "nginx": "limit_req"}
+           "nginx": "limit_req", "nginx-tkshm": "ngx_http_tkshm_module"}
+# The servers whose limiter is a tkshm table: the paced and crowd targets
+# are judged for them, reported for limit_req.
+TKSHM_SERVERS = ("apache", "nginx-tkshm")
+# The servers in the order of the tables.
+SERVERS = ("apache-plain", "apache", "nginx", "nginx-tkshm")
 
 
 def fmt_rate(x):
@@ -98,10 +105,12 @@ def by_case(runs):
     return out
 
 
-def ratio(cases, server, case, field):
+def ratio(cases, server, case, field, base_key=None):
     """case / baseline of `field`: the median over rounds of each round's
-    pair (the two runs of a round are seconds apart), or None."""
-    base = cases.get((server, BASELINE.get(case)), {})
+    pair (the two runs of a round are seconds apart), or None.  The
+    baseline is the same server's unlimited case, or base_key (server,
+    case)."""
+    base = cases.get(base_key or (server, BASELINE.get(case)), {})
     mine = cases.get((server, case), {})
     ratios = [mine[k][field] / base[k][field] for k in mine
               if k in base and mine[k].get(field) is not None and
@@ -109,9 +118,10 @@ def ratio(cases, server, case, field):
     return statistics.median(ratios) if ratios else None
 
 
-def cpu_overhead(cases, server, case):
-    """What the limit adds to the server's CPU time per request."""
-    r = ratio(cases, server, case, "cpu_us_per_request")
+def cpu_overhead(cases, server, case, base_key=None):
+    """What the limit adds to the server's CPU time per request (against
+    base_key when given)."""
+    r = ratio(cases, server, case, "cpu_us_per_request", base_key)
     return None if r is None else r - 1
 
 
@@ -206,37 +216,81 @@ def targets(cases, paced, crowd, hooks):
                 fmt_rate(median_rps(cases, ("apache", case))),
                 fmt_rate(median_rps(cases, ("apache", BASELINE[case])))),
             "reported"])
-    p = next((x for x in paced if x.get("server") == "apache"), None)
-    if p is None:
-        rows.append(["mod_tkshm, a paced key under load: admissions within "
-                     "burst + rate x time", "-", "-", "not measured"])
-        rows.append(["... and at least %.0f%% of it" % (MIN_PACED_SHARE *
-                                                          100), "-", "-",
-                     "not measured"])
-    else:
+    # ngx_http_tkshm_module through nginx: no hook bench, so its share is
+    # judged from nginx's CPU per request, against plain nginx (the module
+    # not loaded) with the same requests, round by round
+    for case, what in (("hot", "one hot key"),
+                       ("keys", "100k keys (X-Key)")):
+        base = ("nginx", BASELINE[case])
+        o = cpu_overhead(cases, "nginx-tkshm", case, base)
+        target = ("ngx_http_tkshm_module, %s: nginx's CPU per request "
+                  "against plain nginx without a limit, at most %+.0f%%"
+                  % (what, MAX_OVERHEAD * 100))
+        if o is None:
+            rows.append([target, "-", "-", "not measured"])
+            continue
+        same = cpu_overhead(cases, "nginx-tkshm", case)
+        loaded = cpu_overhead(cases, "nginx-tkshm", BASELINE[case], base)
+        lreq = cpu_overhead(cases, "nginx", case)
         rows.append([
-            "mod_tkshm, a paced key under load (gcra %d/s, burst %d): "
+            target, "%+.1f%%" % (100 * o),
+            "%s vs %s of CPU per request; %s vs %s; against the same "
+            "nginx (module loaded) without a limit %s; the module loaded, "
+            "no limit, against plain nginx %s; limit_req against plain "
+            "nginx %s" % (
+                fmt_us(median_of(cases, ("nginx-tkshm", case),
+                                 "cpu_us_per_request")),
+                fmt_us(median_of(cases, base, "cpu_us_per_request")),
+                fmt_rate(median_rps(cases, ("nginx-tkshm", case))),
+                fmt_rate(median_rps(cases, base)),
+                fmt_pct(same), fmt_pct(loaded), fmt_pct(lreq)),
+            verdict(o <= MAX_OVERHEAD)])
+    for server in TKSHM_SERVERS + ("nginx",):
+        p = next((x for x in paced if x.get("server") == server), None)
+        judged = server in TKSHM_SERVERS
+        if p is None:
+            rows.append(["%s, a paced key under load: admissions within "
+                         "burst + rate x time" % LIMITER[server], "-", "-",
+                         "not measured"])
+            if judged:
+                rows.append(["... and at least %.0f%% of it"
+                             % (MIN_PACED_SHARE * 100), "-", "-",
+                             "not measured"])
+            continue
+        share = p["admitted"] / p["ideal"] if p["ideal"] else 0
+        if not judged:
+            rows.append([
+                "%s, a paced key under load (%d r/s, burst %d nodelay): "
+                "admitted / (burst + rate x time)"
+                % (LIMITER[server], p["rate"], p["burst"]),
+                "%.3f" % (p["admitted"] / p["bound"]) if p["bound"]
+                else "-",
+                "%d admitted, bound %.0f over %.2f s; %.1f%% of %.0f"
+                % (p["admitted"], p["bound"], p["wall_s"], 100 * share,
+                   p["ideal"]),
+                "reported"])
+            continue
+        rows.append([
+            "%s, a paced key under load (gcra %d/s, burst %d): "
             "admissions within burst + rate x time"
-            % (p["rate"], p["burst"]),
+            % (LIMITER[server], p["rate"], p["burst"]),
             "%d admitted" % p["admitted"],
             "bound %.0f over %.2f s" % (p["bound"], p["wall_s"]),
             verdict(p["admitted"] <= p["bound"])])
-        share = p["admitted"] / p["ideal"] if p["ideal"] else 0
         rows.append([
             "... and at least %.0f%% of what the policy allows while wrk "
             "runs" % (MIN_PACED_SHARE * 100),
             "%.1f%%" % (100 * share),
             "%d of %.0f" % (p["admitted"], p["ideal"]),
             verdict(share >= MIN_PACED_SHARE)])
-    for server in ("apache", "nginx"):
+    for server in TKSHM_SERVERS + ("nginx",):
+        judged = server in TKSHM_SERVERS
         c = next((x for x in crowd if x.get("server") == server), None)
         target = ("%s, 10x more clients than %s: admitted / (keys x (burst"
                   " + rate x time))%s" % (
                       LIMITER[server],
-                      "table slots" if server == "apache"
-                      else "its zone holds",
-                      " at most %.1f" % MAX_CROWD_RATIO
-                      if server == "apache" else ""))
+                      "table slots" if judged else "its zone holds",
+                      " at most %.1f" % MAX_CROWD_RATIO if judged else ""))
         if c is None:
             rows.append([target, "-", "-", "not measured"])
             continue
@@ -248,14 +302,15 @@ def targets(cases, paced, crowd, hooks):
                 "; %s evictions, %s in debt" % (
                     fmt_count(c.get("evictions")),
                     fmt_count(c.get("evictions_in_debt")))
-                if server == "apache" else ""),
+                if judged else ""),
             (verdict(r is not None and r <= MAX_CROWD_RATIO)
-             if server == "apache" else "reported")])
+             if judged else "reported")])
     return md_table(["target", "measured", "figures", "result"], rows)
 
 
 def section(machine, runs, paced, crowd, hooks, bad):
-    out = [BEGIN, "## Apache httpd: mod_tkshm", "",
+    out = [BEGIN, "## Apache httpd and nginx: mod_tkshm and "
+           "ngx_http_tkshm_module", "",
            "Written by `bench/apache/report.py` from `apache.jsonl`"
            " (`bench/apache/bench.py`); `bench/apache/run.sh` makes both.",
            "", machine_line(machine), ""]
@@ -264,7 +319,9 @@ def section(machine, runs, paced, crowd, hooks, bad):
         return "\n".join(out)
     if machine:
         out += ["Apache httpd (event MPM, 2 processes of 32 threads) and"
-                " nginx (2 workers) serve a 2-byte static file, without an"
+                " nginx (2 workers; `nginx` with `limit_req` and without"
+                " the module, `nginx-tkshm` with ngx_http_tkshm_module"
+                " loaded) serve a 2-byte static file, without an"
                 " access log, to `wrk -t%d -c%d` (keep-alive) on the same"
                 " machine; each case ran %d round(s) of %d s, the rounds"
                 " alternating servers and cases%s.  The load generator and"
@@ -289,11 +346,18 @@ def section(machine, runs, paced, crowd, hooks, bad):
             " request without a limit (below).  Through the server, the"
             " same difference is within what other work on the machine"
             " does to each round (see the rounds' spread below): reported,"
-            " not judged.", "",
+            " not judged.  ngx_http_tkshm_module has no such bench of its"
+            " own: its share is nginx-tkshm's CPU per request against plain"
+            " nginx's (`nginx`, the module not loaded) with the same"
+            " requests, the median over rounds of each round's pair, with"
+            " the default `tkshm_headers` (draft: two headers on every"
+            " response, as mod_tkshm's default); `the module loaded, no"
+            " limit, against plain nginx` is the same comparison of two"
+            " unlimited runs, a measure of the noise.", "",
             targets(cases, paced, crowd, hooks), ""]
 
     rows = []
-    for server in ("apache-plain", "apache", "nginx"):
+    for server in SERVERS:
         for case in ("none", "hot", "keys_none", "keys", "deny"):
             key = (server, case)
             if key not in cases:
@@ -321,7 +385,9 @@ def section(machine, runs, paced, crowd, hooks, bad):
             " cheaper, as a denial skips the file).  `CPU per request`:"
             " the user and system time of all the server's processes"
             " while wrk ran, over the requests served.  `apache-plain` is"
-            " httpd without the module.", "",
+            " httpd without the module; `nginx` is nginx without the"
+            " module (its limited rows: `limit_req`), `nginx-tkshm` nginx"
+            " with ngx_http_tkshm_module loaded.", "",
             md_table(["server", "limiter", "case", "req/s (median)",
                       "rounds min - max", "req/s lost", "CPU per request",
                       "CPU added", "p50", "p99", "non-2xx"], rows)
@@ -350,7 +416,7 @@ def section(machine, runs, paced, crowd, hooks, bad):
             c["server"], LIMITER.get(c["server"], "?"), crowd_what(c),
             "{:,}".format(c["keys"]),
             "%d/s, burst %d" % (c["rate"], c["burst"])
-            if c["server"] == "apache" else "%dr/s, burst 0" % c["rate"],
+            if c["server"] != "nginx" else "%dr/s, burst 0" % c["rate"],
             "%.2f s" % c["wall_s"], "{:,}".format(c["requests"]),
             "{:,}".format(c["admitted"]), "{:,.0f}".format(c["bound"]),
             "%.2f" % (c["admitted"] / c["bound"]),
@@ -358,15 +424,16 @@ def section(machine, runs, paced, crowd, hooks, bad):
             fmt_count(c.get("evictions_in_debt"))])
     out += ["### 10x more clients than table slots", "",
             "wrk sends X-Key drawn from 10 times as many keys as"
-            " mod_tkshm's table has slots, to a limit of 1 request per"
-            " second per key (mod_tkshm: gcra burst 1; nginx: `limit_req`"
-            " burst 0 `nodelay` on a 32 KiB zone, about 200 states, the"
-            " undersized zone of the survey): `bound` is keys x (burst +"
-            " rate x the wall time of the wrk run), the most the policy"
-            " allows; nginx's burst 0 admits a key's first request, the"
-            " same allowance as burst 1.  Evictions: live keys the full"
-            " table pushed out (`tkshm-inspect stats`), of which in debt"
-            " (their debt remembered for their return).", "",
+            " the tkshm tables have slots, to a limit of 1 request per"
+            " second per key (mod_tkshm and ngx_http_tkshm_module: gcra"
+            " burst 1, a table of the same slots, full: evicting; nginx:"
+            " `limit_req` burst 0 `nodelay` on a 32 KiB zone, about 200"
+            " states, the undersized zone of the survey): `bound` is keys"
+            " x (burst + rate x the wall time of the wrk run), the most the"
+            " policy allows; limit_req's burst 0 admits a key's first"
+            " request, the same allowance as burst 1.  Evictions: live keys"
+            " the full table pushed out (`tkshm-inspect stats`), of which"
+            " in debt (their debt remembered for their return).", "",
             md_table(["server", "limiter", "state", "keys", "policy",
                       "wall time", "requests", "admitted", "bound",
                       "admitted / bound", "evictions", "in debt"], rows)

@@ -38,8 +38,9 @@ hammered for a few seconds: admissions must stay within burst + rate x
 time, and come close to it.
 Then `crowd`: 10 times more clients than a table holds.  mod_tkshm's and
 ngx_http_tkshm_module's tables have CROWD_SLOTS slots (on_full=evict),
-nginx's limit_req zone 32 KiB (about 200 states: the undersized zone of
-shared/notes/peers.md, 3.1), all 1 request per second per X-Key (tkshm
+nginx's limit_req zone 32 KiB (about 200 states: a zone sized too small
+for its clients, which limit_req answers by letting traffic through when
+it is full), all 1 request per second per X-Key (tkshm
 burst 1, limit_req burst 0: the first request of a key then one a second,
 the same allowance), and wrk sends X-Key from 10 x CROWD_SLOTS keys for a
 few seconds: admissions must stay near keys x (1 + rate x time).  The

@@ -36,6 +36,7 @@ typedef struct {
 	ngx_str_t use_file;
 	ngx_uint_t use_line;
 	ngx_uint_t multi_use; /* used in a location with others */
+	ngx_uint_t delay_use; /* used with nodelay or delay= */
 	/* The master's handle, opened once http{} is read; workers inherit the
      * mapping by fork. */
 	tkshm_table *handle;
@@ -51,6 +52,9 @@ typedef struct {
 	ngx_http_complex_value_t *key; /* NULL: the client's address */
 	double cost;
 	ngx_uint_t nodelay; /* leakyBucket: admit at once */
+	/* leakyBucket: this many units of a burst go at once, the rest wait
+     * for their departure less these units' time (limit_req's delay=). */
+	uint64_t delay_free;
 } ngx_http_tkshm_limit_t;
 
 typedef struct {

@@ -320,18 +320,41 @@ ngx_http_tkshm_limit_option(ngx_conf_t *cf, ngx_http_tkshm_limit_t *lim,
 		lim->cost = (double)n;
 		return NGX_CONF_OK;
 	}
+	if (ngx_http_tkshm_option(arg, "delay", &v)) {
+		if (lim->nodelay || lim->delay_free != 0 ||
+		    ngx_http_tkshm_uint(&v, 10, 1, (uint64_t)TKSHM_COST_MAX,
+					&n) != NGX_OK) {
+			ngx_conf_log_error(
+				NGX_LOG_EMERG, cf, 0,
+				"tkshm_limit: invalid \"%V\": delay= is a "
+				"whole number of at least 1, given once and "
+				"not with nodelay",
+				arg);
+			return NGX_CONF_ERROR;
+		}
+		lim->delay_free = n;
+		lim->table->delay_use = 1;
+		return NGX_CONF_OK;
+	}
 	if (arg->len == 7 && ngx_strncmp(arg->data, "nodelay", 7) == 0) {
+		if (lim->delay_free != 0) {
+			ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+					   "tkshm_limit: nodelay and delay= "
+					   "exclude each other");
+			return NGX_CONF_ERROR;
+		}
 		lim->nodelay = 1;
+		lim->table->delay_use = 1;
 		return NGX_CONF_OK;
 	}
 	ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
 			   "tkshm_limit: unknown argument \"%V\": expected "
-			   "key=VALUE, cost=N or nodelay",
+			   "key=VALUE, cost=N, delay=N or nodelay",
 			   arg);
 	return NGX_CONF_ERROR;
 }
 
-/* tkshm_limit NAME [key=VALUE] [cost=N] [nodelay]: several at one level
+/* tkshm_limit NAME [key=VALUE] [cost=N] [delay=N|nodelay]: several at one level
  * are decided as one (nothing is consumed unless every limit admits). */
 char *
 ngx_http_tkshm_limit_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -422,7 +445,8 @@ ngx_http_tkshm_headers_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 /* What only the whole http{} shows: every table used is declared, and a
  * lease table is the only limit where it is used (a multi check cannot
  * give back budget a lease table spent), and so is a leakyBucket table (a
- * reservation is not a check: it cannot join one all-or-nothing). */
+ * reservation is not a check: it cannot join one all-or-nothing); only a
+ * leakyBucket table has a queue for nodelay and delay= to act on. */
 ngx_int_t
 ngx_http_tkshm_check_tables(ngx_conf_t *cf, ngx_http_tkshm_main_conf_t *mcf)
 {
@@ -445,6 +469,17 @@ ngx_http_tkshm_check_tables(ngx_conf_t *cf, ngx_http_tkshm_main_conf_t *mcf)
 				NGX_LOG_EMERG, cf->log, 0,
 				"tkshm_table %V (%V:%ui) is a lease table: it must "
 				"be the only tkshm_limit of a level",
+				&tables[i]->name, &tables[i]->file,
+				tables[i]->line);
+			return NGX_ERROR;
+		}
+		if (tables[i]->delay_use &&
+		    tables[i]->policy.kind != TKSHM_KIND_LEAKY_BUCKET) {
+			ngx_log_error(
+				NGX_LOG_EMERG, cf->log, 0,
+				"tkshm_table %V (%V:%ui) is not a leakyBucket "
+				"table: nodelay and delay= apply to a queue, "
+				"and its limit has none",
 				&tables[i]->name, &tables[i]->file,
 				tables[i]->line);
 			return NGX_ERROR;

@@ -9,6 +9,7 @@
 #include "ngx_http_tkshm.h"
 
 #include <ngx_sha1.h>
+#include <math.h>
 
 /* Keys longer than the table takes are checked by their SHA-1 digest
  * (the prefix, then 40 hex digits: Apache's mod_tkshm's form, so that both
@@ -195,6 +196,23 @@ ngx_http_tkshm_delay(ngx_http_request_t *r)
 	ngx_http_core_run_phases(r);
 }
 
+/* How long an accepted reservation waits, in whole ms (0: it goes at
+ * once).  delay=N lets the first N units of a burst go at once, as
+ * limit_req's delay= does: the wait is the departure's less N units'
+ * spacing.  The departure itself stays reserved, so the queue still
+ * bounds the burst. */
+static ngx_msec_t
+ngx_http_tkshm_wait(ngx_http_tkshm_limit_t *lim, const tkshm_reservation *res)
+{
+	double wait = res->wait_ms;
+
+	if (lim->delay_free != 0) {
+		wait -= (double)lim->delay_free * 1000.0 /
+			lim->table->policy.u.leaky_bucket.rate_per_sec;
+	}
+	return wait <= 0 ? 0 : (ngx_msec_t)ceil(wait);
+}
+
 /* A leakyBucket limit (its level's only one): a reservation.  Accepted
  * with a wait: the request is parked on a timer for it (a worker never
  * sleeps; ngx_http_test_reading finalizes it if the client goes away),
@@ -207,6 +225,7 @@ ngx_http_tkshm_shape(ngx_http_request_t *r, ngx_http_tkshm_loc_conf_t *lcf,
 	ngx_str_t key;
 	ngx_int_t k;
 	tkshm_reservation res;
+	ngx_msec_t wait;
 
 	k = ngx_http_tkshm_key(r, lim, &key);
 	if (k == NGX_DECLINED) {
@@ -228,13 +247,14 @@ ngx_http_tkshm_shape(ngx_http_request_t *r, ngx_http_tkshm_loc_conf_t *lcf,
 	}
 	if (res.accepted) {
 		mark->data = (void *)(uintptr_t)NGX_HTTP_TKSHM_ALLOWED;
-		if (res.delay_ms <= 0 || lim->nodelay || lcf->dry_run) {
+		wait = ngx_http_tkshm_wait(lim, &res);
+		if (wait == 0 || lim->nodelay || lcf->dry_run) {
 			return NGX_DECLINED;
 		}
 		r->read_event_handler = ngx_http_test_reading;
 		r->write_event_handler = ngx_http_tkshm_delay;
 		r->connection->write->delayed = 1;
-		ngx_add_timer(r->connection->write, (ngx_msec_t)res.delay_ms);
+		ngx_add_timer(r->connection->write, wait);
 		return NGX_AGAIN;
 	}
 	ngx_log_error(lcf->log_level, r->connection->log, 0,

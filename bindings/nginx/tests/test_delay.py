@@ -2,7 +2,8 @@
 tkshm's shaper.  A burst at once is served at the bucket's rate (the k-th
 request parked on a timer for k/R seconds), the requests beyond the queue
 (maxQueueMs) are denied at once with Retry-After, `nodelay` admits the
-queued ones at once, and a client leaving while parked does not hurt the
+queued ones at once, `delay=N` the first N after the first at once and
+the rest spaced, and a client leaving while parked does not hurt the
 worker.  Latencies are checked by their lower bounds and their order (a
 loaded CI machine makes upper bounds meaningless); exits 77 without
 nginx."""
@@ -19,11 +20,13 @@ SITE = """
     tkshm_table q anonymous "policy=leakyBucket:ratePerSec=%d,maxQueueMs=500";
     tkshm_table n anonymous "policy=leakyBucket:ratePerSec=2,maxQueueMs=2500";
     tkshm_table p anonymous "policy=leakyBucket:ratePerSec=1,maxQueueMs=5000";
+    tkshm_table d anonymous "policy=leakyBucket:ratePerSec=2,maxQueueMs=2000";
     server {
         listen 127.0.0.1:{port} reuseport;
         root html;
         location /q { try_files /index.html =404; tkshm_limit q; }
         location /n { try_files /index.html =404; tkshm_limit n nodelay; }
+        location /d { try_files /index.html =404; tkshm_limit d delay=3; }
         location /p {
             try_files /index.html =404;
             tkshm_limit p key=$arg_k;
@@ -87,6 +90,22 @@ def check_nodelay(n):
           % max(t for t, _, _ in served))
 
 
+def check_delay_n(n):
+    res = timed_burst(n, "/d", 6)
+    served = [r for r in res if r[1] == 200]
+    # departures 0, 500, ..., 2000 ms: 5 slots; delay=3 lets the first 4
+    # (the one with no wait and 3 more) go at once and the fifth waits
+    # 2000 - 3 x 500 ms.
+    check(len(served) == 5,
+          "delay=3, 6 at once: 5 served: %s"
+          % [(round(t, 3), s) for t, s, _ in res])
+    early = [t for t, _, _ in served[:4]]
+    check(max(early) < 0.4,
+          "the first 4 go at once: %s" % [round(t, 3) for t in early])
+    check(served[4][0] >= 0.47,
+          "the fifth waits its 500 ms: %.3f s" % served[4][0])
+
+
 def check_disconnect(n):
     pids = set(n.workers())
     check(n.get("/p?k=gone")[0] == 200, "the first of key gone is served")
@@ -120,6 +139,7 @@ def test_delay():
         n.start()
         check_burst(n)
         check_nodelay(n)
+        check_delay_n(n)
         check_disconnect(n)
         rows = n.access_log(1)
         check(any(r[1] == "499" for r in rows),
@@ -151,6 +171,28 @@ def test_config():
 """)
         ok, out = n.configtest()
         check(ok, "a leakyBucket table alone is accepted: " + out[-300:])
+        for limit, says in (
+                ("g nodelay", "is not a leakyBucket table: nodelay and "
+                 "delay= apply to a queue"),
+                ("g delay=2", "is not a leakyBucket table"),
+                ("q delay=2 nodelay", "nodelay and delay= exclude each "
+                 "other"),
+                ("q nodelay delay=2", "delay= is a whole number of at "
+                 "least 1, given once and not with nodelay"),
+                ("q delay=0", "delay= is a whole number"),
+                ("q delay=x", "delay= is a whole number"),
+                ("q delay=1 delay=2", "given once")):
+            n.write_conf("""
+    tkshm_table q anonymous "policy=leakyBucket:ratePerSec=1,maxQueueMs=9";
+    tkshm_table g anonymous policy=10/second;
+    server {
+        listen 127.0.0.1:{port};
+        location / { tkshm_limit %s; }
+    }
+""" % limit)
+            ok, out = n.configtest()
+            check(not ok and says in out,
+                  "tkshm_limit %s is refused: %s" % (limit, out[-300:]))
     finally:
         n.cleanup()
 

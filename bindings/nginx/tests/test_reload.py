@@ -1,7 +1,8 @@
 """The state of the tables across "nginx -s reload" under load (file and
 anonymous tables, and a reload that changes a policy in place), and a
 worker killed with SIGKILL under load: no request fails at a reload, and
-exactly the limit is admitted over it."""
+exactly the limit is admitted over it; the same over a binary upgrade
+(SIGUSR2, then SIGQUIT to the old master)."""
 
 import collections
 import os
@@ -9,7 +10,7 @@ import signal
 import threading
 import time
 
-from nginx import Nginx, check, main
+from nginx import Nginx, check, child_pids, main
 
 SERVER = """
     server {
@@ -203,6 +204,98 @@ def test_failed_reload_keeps_state():
         n.cleanup()
 
 
+def read_pid(path, timeout=20, other_than=None):
+    """The pid in `path` once it exists and differs from `other_than`."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(path) as f:
+                pid = int(f.read().strip() or 0)
+            if pid and pid != other_than:
+                return pid
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    raise AssertionError("no pid in %s" % path)
+
+
+def quit_master(n, pid, timeout=20):
+    """SIGQUIT to a master that is not our child; waits until it is gone
+    (or a zombie) and remembers its workers for reap_orphans()."""
+    n.seen.update(child_pids(pid))
+    try:
+        os.kill(pid, signal.SIGQUIT)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+        except OSError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+
+
+def test_binary_upgrade():
+    """nginx's binary upgrade under load: SIGUSR2 starts a new master
+    (the same binary, exec'd with the listening sockets), which opens the
+    table file again; the old master is told to quit.  No request fails
+    and exactly the limit is admitted over the two generations.  (An
+    anonymous table starts afresh in the new master: README, Lifecycle.)
+    nginx ignores SIGUSR2 in a master whose parent is the process that
+    started it (as a new binary's is), so this nginx daemonizes."""
+    n = Nginx(conf("300/day", "300/day"))
+    masters = []
+    try:
+        with open(n.path("nginx.conf")) as f:
+            text = f.read()
+        with open(n.path("nginx.conf"), "w") as f:
+            f.write(text.replace("daemon off;", "daemon on;"))
+        r = n.run()
+        check(r.returncode == 0, "nginx started as a daemon: " + r.stderr)
+        masters.append(read_pid(n.path("nginx.pid")))
+        deadline = time.time() + 20
+        while len(child_pids(masters[0])) < 4 or not n.answers():
+            if time.time() > deadline:
+                raise AssertionError("nginx did not start: " + n.output())
+            time.sleep(0.05)
+        load = Load(n, ["/file"])
+        try:
+            load.wait(lambda: load.total("/file", 200) >= 150)
+            os.kill(masters[0], signal.SIGUSR2)
+            masters.append(read_pid(n.path("nginx.pid"),
+                                    other_than=masters[0]))
+            check(read_pid(n.path("nginx.pid.oldbin")) == masters[0],
+                  "the old master's pid moved to nginx.pid.oldbin")
+            deadline = time.time() + 20
+            while len(child_pids(masters[1])) < 4:
+                if time.time() > deadline:
+                    raise AssertionError("the new master has no workers: "
+                                         + n.output())
+                time.sleep(0.05)
+            new = set(child_pids(masters[1]))
+            quit_master(n, masters[0])
+            served = load.total("/file")
+            load.wait(lambda: load.total("/file") >= served + 200)
+        finally:
+            load.stop()
+        c = load.counts["/file"]
+        check(c[0] == 0, "no request failed over the upgrade: %s" % dict(c))
+        check(c[200] == 300 and set(c) == {200, 429},
+              "exactly 300 admitted over the two masters: %s" % dict(c))
+        rows = n.access_log()
+        check(any(r[0] in {str(p) for p in new} for r in rows),
+              "the new master's workers served")
+        check(n.get("/file")[0] == 429, "the new master's table is full")
+    finally:
+        for pid in masters:
+            quit_master(n, pid)
+        n.cleanup()
+
+
 def test_worker_killed():
     """A worker killed with SIGKILL mid-load: requests it had in flight
     fail, the master forks another, and no more than the limit is ever
@@ -238,4 +331,5 @@ def test_worker_killed():
 
 if __name__ == "__main__":
     main([test_reload_keeps_state, test_reload_changes_policy,
-          test_failed_reload_keeps_state, test_worker_killed])
+          test_failed_reload_keeps_state, test_binary_upgrade,
+          test_worker_killed])

@@ -6,6 +6,7 @@ and nginx with ngx_http_tkshm_module, loaded by wrk on the same machine.
     python3 bench/apache/bench.py --module PATH/mod_tkshm.so \\
         --hook PATH/tkshm_bench_apache_hook --inspect PATH/tkshm-inspect \\
         [--nginx-module PATH/ngx_http_tkshm_module.so] \\
+        [--nginx-timed-module PATH/ngx_http_tkshm_module.so] \\
         --out DIR/apache.jsonl [--quick]
 
 First the module's request hook alone (hook_bench.c: the CPU time it adds
@@ -46,6 +47,12 @@ the same allowance), and wrk sends X-Key from 10 x CROWD_SLOTS keys for a
 few seconds: admissions must stay near keys x (1 + rate x time).  The
 tables' counters (evictions, evictions in debt) are read with tkshm-inspect
 stats.
+
+Then `handler` (with --nginx-timed-module, the module built with
+TKSHM_NGINX_TIMING=ON): ngx_http_tkshm_module's request handler timed
+inside nginx, for the hot and keys cases, each worker's totals logged at
+its exit: the module's own share of a request, which the servers' CPU
+figures cannot resolve on a shared machine.
 
 Each run also records the CPU time (user + system) all the server's
 processes used while wrk ran, per request served: the cost of a request
@@ -189,7 +196,7 @@ load_module "{module}";
 worker_processes 2;
 daemon off;
 pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
+error_log {dir}/error.log {error_level};
 {user}
 events {{ worker_connections 1024; }}
 http {{
@@ -346,7 +353,7 @@ def start_apache(servers, name, work, docs, module):
     servers[name].wait_ready("/none/f")
 
 
-def start_nginx(servers, name, work, docs, module):
+def start_nginx(servers, name, work, docs, module, error_level="warn"):
     """nginx with limit_req (module None), or with ngx_http_tkshm_module
     loaded from `module`."""
     d = os.path.join(work, name)
@@ -357,6 +364,7 @@ def start_nginx(servers, name, work, docs, module):
         dir=d, port=port, docs=docs, rate=PACED_RATE, burst=PACED_BURST,
         crowd_rate=CROWD_RATE, crowd_burst=CROWD_BURST,
         crowd_slots=CROWD_SLOTS, module=module, shm=SHM_PREFIX,
+        error_level=error_level,
         user="user %s;" % user.pw_name if user else "")
     with open(os.path.join(d, "nginx.conf"), "w") as f:
         f.write(conf)
@@ -431,6 +439,42 @@ def run_hook(path, quick):
     return out
 
 
+TIMING_RE = re.compile(r"tkshm timing: calls=(\d+) ns=(\d+) slow=(\d+) "
+                       r"read_ns=([\d.]+)")
+
+
+def run_handler(servers, work, docs, module, seconds):
+    """The module's request handler timed inside nginx (the module built
+    with TKSHM_NGINX_TIMING): per case, an nginx of its own serves wrk,
+    then stops, and each worker logs its handler's calls and time; a
+    sample holds about one clock read, subtracted here."""
+    out = []
+    for case, path, keys in (("hot", "/hot/f", False),
+                             ("keys", "/keys/f", True)):
+        name = "nginx-timed-" + case
+        start_nginx(servers, name, work, docs, module, "notice")
+        wrk(servers[name], path, 1, keys)  # warm up
+        run = wrk(servers[name], path, seconds, keys)
+        servers[name].stop()
+        with open(os.path.join(work, name, "error.log")) as f:
+            found = TIMING_RE.findall(f.read())
+        if not found:
+            raise RuntimeError("%s logged no handler timing" % name)
+        calls = sum(int(m[0]) for m in found)
+        ns = sum(int(m[1]) for m in found)
+        read_ns = min(float(m[3]) for m in found)
+        r = {"suite": "apache", "record": "handler", "server": "nginx-tkshm",
+             "case": case, "calls": calls, "ns": ns,
+             "slow": sum(int(m[2]) for m in found), "read_ns": read_ns,
+             "ns_per_request": ns / calls - read_ns if calls else None,
+             "requests": run["requests"], "workers": len(found)}
+        out.append(r)
+        print("handler %-5s %6.0f ns per request (%d calls, %d slow)"
+              % (case, r["ns_per_request"] or 0, calls, r["slow"]),
+              file=sys.stderr)
+    return out
+
+
 def table_stats(inspect, path):
     """tkshm-inspect stats --json of a table: its counters and slots."""
     p = subprocess.run([inspect, "stats", path, "--json"],
@@ -490,6 +534,9 @@ def main():
     ap.add_argument("--nginx-module",
                     help="ngx_http_tkshm_module.so (without it, the "
                          "nginx-tkshm cases are left out)")
+    ap.add_argument("--nginx-timed-module",
+                    help="ngx_http_tkshm_module.so built with "
+                    "TKSHM_NGINX_TIMING=ON: the handler timed inside nginx")
     ap.add_argument("--out", required=True, help="the JSON Lines file")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke: one round of 1 s runs")
@@ -510,6 +557,11 @@ def main():
             sys.exit("bench.py: no nginx module at %s" % a.nginx_module)
         # nginx reads a relative load_module from its prefix
         a.nginx_module = os.path.abspath(a.nginx_module)
+    if a.nginx_timed_module:
+        if not os.path.isfile(a.nginx_timed_module):
+            sys.exit("bench.py: no nginx module at %s"
+                     % a.nginx_timed_module)
+        a.nginx_timed_module = os.path.abspath(a.nginx_timed_module)
     servers_run = ["apache", "nginx"] + \
         (["nginx-tkshm"] if a.nginx_module else [])
     records = [machine(a)]
@@ -599,6 +651,9 @@ def main():
                   % (server, admitted, r["requests"], r["bound"],
                      r.get("evictions", "-"),
                      r.get("evictions_in_debt", "-")), file=sys.stderr)
+        if a.nginx_timed_module:
+            records += run_handler(servers, work, docs,
+                                   a.nginx_timed_module, a.seconds * 2)
         records[0]["load_avg_1m_end"] = os.getloadavg()[0]
     finally:
         for s in servers.values():

@@ -4,7 +4,8 @@
 #   bench/apache/run.sh [--quick] [--out-dir DIR]
 #
 # 1. builds mod_tkshm, tkshm_bench_apache_hook, tkshm-inspect and
-#    ngx_http_tkshm_module (Release) in build/bench-apache;
+#    ngx_http_tkshm_module (Release) in build/bench-apache, and the nginx
+#    module again with its handler timed in build/bench-apache-timed;
 # 2. runs bench/apache/bench.py: the module's hook alone (hook_bench.c),
 #    then Apache httpd with and without mod_tkshm, nginx with and without
 #    limit_req and nginx with ngx_http_tkshm_module (load_module), loaded
@@ -69,6 +70,13 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
 	-DTKSHM_BUILD_DEMO=OFF -DTKSHM_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" --target mod_tkshm \
 	tkshm_bench_apache_hook tkshm-inspect ngx_http_tkshm_module
+# The same module with its request handler timed (TKSHM_NGINX_TIMING):
+# the module's own share of a request, measured inside nginx.
+cmake -S "$root" -B "$build-timed" -DCMAKE_BUILD_TYPE=Release \
+	-DTKSHM_WERROR=OFF -DTKSHM_BUILD_TESTS=OFF -DTKSHM_BUILD_TOOLS=OFF \
+	-DTKSHM_BUILD_DEMO=OFF -DTKSHM_BUILD_BENCH=OFF \
+	-DTKSHM_NGINX_TIMING=ON >/dev/null
+cmake --build "$build-timed" -j "$(nproc)" --target ngx_http_tkshm_module
 
 quick_arg=()
 [[ $quick -eq 1 ]] && quick_arg=(--quick)
@@ -77,5 +85,6 @@ python3 "$root/bench/apache/bench.py" \
 	--hook "$build/apache/tkshm_bench_apache_hook" \
 	--inspect "$build/tools/tkshm-inspect/tkshm-inspect" \
 	--nginx-module "$build/nginx/ngx_http_tkshm_module.so" \
+	--nginx-timed-module "$build-timed/nginx/ngx_http_tkshm_module.so" \
 	--out "$out_dir/apache.jsonl" ${quick_arg[@]+"${quick_arg[@]}"}
 python3 "$root/bench/apache/report.py" --results "$out_dir"

@@ -10,9 +10,9 @@
  * also what Python's ipaddress prints, so every binding's keys agree.
  */
 #include <arpa/inet.h>
-#include <stdio.h>
 #include <string.h>
 
+#include "digits.h"
 #include "tkshm_http.h"
 
 /* Longest textual address we accept, zone included ("fe80::1%eth0"). */
@@ -26,6 +26,18 @@ mask_prefix(unsigned char a[16], unsigned bits)
 		if (keep >= 8)
 			continue;
 		a[i] &= (unsigned char)(0xff00u >> keep);
+	}
+}
+
+/* The dotted quad of a; dst has room for 16 bytes. */
+static void
+format_v4(const unsigned char a[4], char *dst)
+{
+	char *p = dst;
+
+	for (int i = 0; i < 4; i++) {
+		p = tk_put_dec(p, a[i]);
+		*p++ = i < 3 ? '.' : '\0';
 	}
 }
 
@@ -60,7 +72,7 @@ format_v6(const unsigned char a[16], char *dst)
 			i += best_len - 1;
 			continue;
 		}
-		p += sprintf(p, "%x", group[i]);
+		p = tk_put_hex(p, group[i]);
 		if (i < 7)
 			*p++ = ':';
 	}
@@ -88,7 +100,7 @@ tkshm_http_client_key(const char *addr, unsigned v6_prefix_bits, char *out,
 	if (strchr(text, ':') == NULL) {
 		if (inet_pton(AF_INET, text, a) != 1)
 			return TKSHM_EINVAL;
-		inet_ntop(AF_INET, a, key, sizeof key);
+		format_v4(a, key);
 	} else {
 		char *zone = strchr(text, '%');
 		if (zone != NULL)
@@ -99,13 +111,14 @@ tkshm_http_client_key(const char *addr, unsigned v6_prefix_bits, char *out,
 							     0, 0, 0,	 0,
 							     0, 0, 0xff, 0xff };
 		if (memcmp(a, v4_mapped, sizeof v4_mapped) == 0) {
-			inet_ntop(AF_INET, a + 12, key, sizeof key);
+			format_v4(a + 12, key);
 		} else {
 			mask_prefix(a, v6_prefix_bits);
 			format_v6(a, key);
-			size_t n = strlen(key);
-			snprintf(key + n, sizeof key - n, "/%u",
-				 v6_prefix_bits);
+			char *end = key + strlen(key);
+			*end++ = '/';
+			end = tk_put_dec(end, v6_prefix_bits);
+			*end = '\0';
 		}
 	}
 

@@ -7,11 +7,10 @@
  * is denied again, so Retry-After is at least 1 and a reset is never
  * reported earlier than it happens.
  */
-#include <inttypes.h>
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
+#include "digits.h"
 #include "tkshm_http.h"
 
 /* Seconds until reset_at, rounded up, never negative.  now_ms >= 0 and
@@ -59,6 +58,15 @@ put_sf_string(char *p, const char *name)
 	return p;
 }
 
+/* `prefix` then v in decimal; no NUL. */
+static char *
+put_param(char *p, const char *prefix, int64_t v)
+{
+	while (*prefix != '\0')
+		*p++ = *prefix++;
+	return tk_put_dec(p, v);
+}
+
 int
 tkshm_http_headers(const tkshm_decision *d, tkshm_http_style style,
 		   const char *policy_name, int64_t window_s, double now_ms,
@@ -90,30 +98,34 @@ tkshm_http_headers(const tkshm_decision *d, tkshm_http_style style,
 	case TKSHM_HTTP_DRAFT:
 		h[n++] = (tkshm_http_header){ "RateLimit-Policy", p };
 		p = put_sf_string(p, policy_name);
-		p += sprintf(p, ";q=%" PRId64, d->limit);
+		p = put_param(p, ";q=", d->limit);
 		if (window_s >= 0)
-			p += sprintf(p, ";w=%" PRId64, window_s);
-		p++;
+			p = put_param(p, ";w=", window_s);
+		*p++ = '\0';
 		h[n++] = (tkshm_http_header){ "RateLimit", p };
 		p = put_sf_string(p, policy_name);
-		p += sprintf(p, ";r=%" PRId64 ";t=%" PRId64, d->remaining,
-			     reset_s) +
-		     1;
+		p = put_param(p, ";r=", d->remaining);
+		p = put_param(p, ";t=", reset_s);
+		*p++ = '\0';
 		break;
 	case TKSHM_HTTP_LEGACY:
 		h[n++] = (tkshm_http_header){ "RateLimit-Limit", p };
-		p += sprintf(p, "%" PRId64, d->limit) + 1;
+		p = put_param(p, "", d->limit);
+		*p++ = '\0';
 		h[n++] = (tkshm_http_header){ "RateLimit-Remaining", p };
-		p += sprintf(p, "%" PRId64, d->remaining) + 1;
+		p = put_param(p, "", d->remaining);
+		*p++ = '\0';
 		h[n++] = (tkshm_http_header){ "RateLimit-Reset", p };
-		p += sprintf(p, "%" PRId64, reset_s) + 1;
+		p = put_param(p, "", reset_s);
+		*p++ = '\0';
 		break;
 	case TKSHM_HTTP_NONE:
 		break;
 	}
 	if (!d->allowed) {
 		h[n++] = (tkshm_http_header){ "Retry-After", p };
-		sprintf(p, "%" PRId64, retry_after_s(d->retry_after_ms));
+		p = put_param(p, "", retry_after_s(d->retry_after_ms));
+		*p = '\0';
 	}
 	memcpy(out, h, (size_t)n * sizeof h[0]);
 	return n;

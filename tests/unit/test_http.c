@@ -44,6 +44,10 @@ test_client_key_v4(void **state)
 	/* A dual-stack listener sees v4 clients as mapped v6. */
 	expect_key("::ffff:192.0.2.7", 64, "192.0.2.7");
 	expect_key("::FFFF:c000:0207", 48, "192.0.2.7");
+	/* Every octet's digit count, written without printf. */
+	expect_key("0.0.0.0", 64, "0.0.0.0");
+	expect_key("255.255.255.255", 64, "255.255.255.255");
+	expect_key("1.20.100.9", 64, "1.20.100.9");
 }
 
 static void
@@ -247,6 +251,17 @@ test_headers_extremes_fit(void **state)
 			 3);
 	assert_int_equal(strlen(h[0].value), 2 * 100 + 2 + 23 + 22);
 	assert_string_equal(h[2].value, "9223372036854776");
+	/* The most negative whole numbers, digit for digit. */
+	assert_non_null(strstr(h[0].value, ";q=-9223372036854775808;"
+					   "w=9223372036854775807"));
+	assert_non_null(strstr(h[1].value, ";r=-9223372036854775808;"
+					   "t=9223372036854776"));
+	assert_int_equal(tkshm_http_headers(&d, TKSHM_HTTP_LEGACY, name, -1, 0,
+					    h, buf, need),
+			 4);
+	assert_string_equal(h[0].value, "-9223372036854775808");
+	assert_string_equal(h[2].value, "9223372036854776");
+	assert_string_equal(h[3].value, "9223372036854776");
 	assert_rc(tkshm_http_headers(&d, TKSHM_HTTP_DRAFT, name, 1, 0, h, buf,
 				     need - 1),
 		  TKSHM_ENOMEM);

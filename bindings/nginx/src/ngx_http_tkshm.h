@@ -6,7 +6,8 @@
  * Files: ngx_http_tkshm_module.c (the module, its contexts and variable),
  * ngx_http_tkshm_directive.c (directive arguments), ngx_http_tkshm_tables.c
  * (opening tables in the master), ngx_http_tkshm_handler.c (the request),
- * ngx_http_tkshm_status.c (tkshm_status_page).
+ * ngx_http_tkshm_status.c (tkshm_status_page), ngx_http_tkshm_timing.c (the
+ * handler timed, in benchmark builds).
  */
 #ifndef NGX_HTTP_TKSHM_H_INCLUDED
 #define NGX_HTTP_TKSHM_H_INCLUDED
@@ -97,5 +98,11 @@ ngx_int_t ngx_http_tkshm_open_tables(ngx_conf_t *cf,
 /* ngx_http_tkshm_handler.c */
 ngx_int_t ngx_http_tkshm_handler(ngx_http_request_t *r);
 ngx_http_tkshm_outcome_e ngx_http_tkshm_outcome(ngx_http_request_t *r);
+
+#if (NGX_HTTP_TKSHM_TIMING)
+/* ngx_http_tkshm_timing.c (benchmark builds only) */
+ngx_int_t ngx_http_tkshm_timed_handler(ngx_http_request_t *r);
+void ngx_http_tkshm_timing_report(ngx_cycle_t *cycle);
+#endif
 
 #endif /* NGX_HTTP_TKSHM_H_INCLUDED */

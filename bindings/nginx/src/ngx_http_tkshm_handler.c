@@ -63,6 +63,12 @@ ngx_http_tkshm_key(ngx_http_request_t *r, ngx_http_tkshm_limit_t *lim,
 	ngx_sha1_t sha1;
 
 	if (lim->key == NULL) {
+		/* IPv4: nginx's text of the binary address is the key's form
+         * already (a dotted quad), with no parsing or copy. */
+		if (r->connection->sockaddr->sa_family == AF_INET) {
+			*key = r->connection->addr_text;
+			return key->len ? NGX_OK : NGX_DECLINED;
+		}
 		addr = ngx_pnalloc(r->pool, r->connection->addr_text.len + 1 +
 						    TKSHM_HTTP_CLIENT_KEY_MAX);
 		if (addr == NULL) {

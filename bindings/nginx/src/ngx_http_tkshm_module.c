@@ -95,7 +95,11 @@ ngx_module_t ngx_http_tkshm_module = {
 	NULL,			    /* init process */
 	NULL,			    /* init thread */
 	NULL,			    /* exit thread */
-	NULL,			    /* exit process */
+#if (NGX_HTTP_TKSHM_TIMING)
+	ngx_http_tkshm_timing_report, /* exit process */
+#else
+	NULL, /* exit process */
+#endif
 	NULL,			    /* exit master */
 	NGX_MODULE_V1_PADDING
 };
@@ -219,6 +223,10 @@ ngx_http_tkshm_init(ngx_conf_t *cf)
 	if (h == NULL) {
 		return NGX_ERROR;
 	}
+#if (NGX_HTTP_TKSHM_TIMING)
+	*h = ngx_http_tkshm_timed_handler;
+#else
 	*h = ngx_http_tkshm_handler;
+#endif
 	return NGX_OK;
 }

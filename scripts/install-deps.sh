@@ -26,7 +26,11 @@ DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev liburcu-dev)
 # per-route limits), python3-flask-limiter and python3-limits (the
 # tkshm:// storage); apache2-dev
 # (apxs) and apache2; php8.2-dev (php-config), php8.2-cli, php8.2-fpm and
-# libfcgi-bin (cgi-fcgi, a FastCGI client); nginx-dev (nginx's headers,
+# libfcgi-bin (cgi-fcgi, a FastCGI client); php-pear (pecl: the PECL
+# package of bindings/php, made and validated by its test php_phpize);
+# php-symfony-rate-limiter (Symfony's RateLimiter, which bindings/php/lib's
+# adapter implements and php_symfony compares it with);
+# nginx-dev (nginx's headers,
 # configure and the binary's configure flags, for the dynamic module) and
 # nginx-light (the nginx its tests start).  scripts/lint.sh: clang-tidy,
 # cppcheck and valgrind.  wrk: the load through an Apache graceful restart
@@ -37,7 +41,8 @@ TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	python3-build python3-venv python3-mypy python3-fastapi python3-httpx
 	python3-flask python3-django python3-flask-limiter python3-limits
 	apache2 apache2-dev php8.2-cli
-	php8.2-dev php8.2-fpm libfcgi-bin nginx-dev nginx-light
+	php8.2-dev php8.2-fpm libfcgi-bin php-pear php-symfony-rate-limiter
+	nginx-dev nginx-light
 	clang-tidy cppcheck valgrind wrk)
 # The peers the benchmarks measure beside tkshm: nginx (limit_req) driven
 # by wrk, ab, and APCu and Symfony's RateLimiter for the PHP loop.

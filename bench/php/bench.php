@@ -16,12 +16,17 @@
  *   symfony    Symfony RateLimiter 5.4 (Debian), token_bucket limit 100,
  *              10 per 1 second, CacheStorage over ApcuAdapter, no lock:
  *              $factory->create($key)->consume(1)->isAccepted()
+ *   symfony_tkshm  the same Symfony code and options on tkshm's adapter
+ *              (bindings/php/lib: Tkshm\Symfony\TkshmRateLimiterFactory,
+ *              a tokenBucket:capacity=100,refillPerSec=10 table in
+ *              /dev/shm, 262144 slots)
  *   loop       the loop and the key alone (what every mode also pays)
  *
  * For exactness, each process records the clock before its first check
  * and after its last; with one key (keys = 1, cold at the start) the
- * policy admits 100 + floor(E / 100 ms) (GCRA) or 100 + 10 * floor(E / 1 s)
- * (Symfony's token bucket refills whole intervals) over the E the
+ * policy admits 100 + floor(E / 100 ms) (GCRA, and tkshm's token bucket,
+ * which refills continuously) or 100 + 10 * floor(E / 1 s) (Symfony's
+ * token bucket refills whole intervals) over the E the
  * processes ran, and the line carries both the admitted count and that
  * number.
  *
@@ -32,7 +37,7 @@
  * then start together (at a time the parent sets), check the clock every
  * 256 checks, and report through a file each.  Needs pcntl;
  * apcu with apc.enable_cli=1 for apcu_gcra and symfony; the tkshm
- * extension for tkshm.
+ * extension for tkshm and symfony_tkshm.
  */
 
 declare(strict_types=1);
@@ -53,9 +58,9 @@ function opts(array $argv): array
         }
         $o[$name] = $argv[++$i];
     }
-    if (!in_array($o['mode'], ['tkshm', 'apcu_gcra', 'symfony', 'loop'], true) ||
+    if (!in_array($o['mode'], ['tkshm', 'apcu_gcra', 'symfony', 'symfony_tkshm', 'loop'], true) ||
         (int)$o['keys'] < 1 || (float)$o['seconds'] <= 0 || (int)$o['procs'] < 1) {
-        fwrite(STDERR, "usage: bench.php --mode tkshm|apcu_gcra|symfony|loop --keys N [--seconds S] [--procs P]\n");
+        fwrite(STDERR, "usage: bench.php --mode tkshm|apcu_gcra|symfony|symfony_tkshm|loop --keys N [--seconds S] [--procs P]\n");
         exit(2);
     }
     return ['mode' => $o['mode'], 'keys' => (int)$o['keys'],
@@ -107,6 +112,16 @@ function make_check(string $mode, string $tablePath): Closure
         ], new Symfony\Component\RateLimiter\Storage\CacheStorage(
             new Symfony\Component\Cache\Adapter\ApcuAdapter('rl')));
         return fn(string $k): bool => $factory->create($k)->consume(1)->isAccepted();
+    case 'symfony_tkshm':
+        $factory = new Tkshm\Symfony\TkshmRateLimiterFactory([
+            'id' => 'bench',
+            'policy' => 'token_bucket',
+            'limit' => BURST,
+            'rate' => ['interval' => '1 second', 'amount' => PER_SECOND],
+            'table' => $tablePath,
+            'slots' => 262144,
+        ]);
+        return fn(string $k): bool => $factory->create($k)->consume(1)->isAccepted();
     default:
         return fn(string $k): bool => true;
     }
@@ -149,6 +164,10 @@ if ($o['mode'] === 'symfony') {
     require_once '/usr/share/php/Symfony/Component/RateLimiter/autoload.php';
     require_once '/usr/share/php/Symfony/Component/Cache/autoload.php';
 }
+if ($o['mode'] === 'symfony_tkshm') {
+    require_once '/usr/share/php/Symfony/Component/RateLimiter/autoload.php';
+    require_once dirname(__DIR__, 2) . '/bindings/php/lib/autoload.php';
+}
 if (in_array($o['mode'], ['apcu_gcra', 'symfony'], true)) {
     if (!function_exists('apcu_enabled') || !apcu_enabled()) {
         fwrite(STDERR, "bench.php: APCu is not enabled (-d extension=apcu -d apc.enable_cli=1)\n");
@@ -156,7 +175,7 @@ if (in_array($o['mode'], ['apcu_gcra', 'symfony'], true)) {
     }
     apcu_clear_cache();                         // every case starts cold
 }
-if ($o['mode'] === 'tkshm' && !extension_loaded('tkshm')) {
+if (in_array($o['mode'], ['tkshm', 'symfony_tkshm'], true) && !extension_loaded('tkshm')) {
     fwrite(STDERR, "bench.php: the tkshm extension is not loaded\n");
     exit(2);
 }

@@ -28,6 +28,8 @@ LABEL = {
     "tkshm": "tkshm extension (`Tkshm\\Table::check`)",
     "apcu_gcra": "GCRA over APCu (`apcu_fetch` + `apcu_cas`)",
     "symfony": "Symfony RateLimiter token_bucket, ApcuAdapter, no lock",
+    "symfony_tkshm": "the same Symfony code on tkshm (`Tkshm\\Symfony`"
+                     " factory, tokenBucket table)",
     "loop": "the loop alone (key, no limiter)",
 }
 
@@ -73,7 +75,10 @@ def section(machine, rows, bad):
             " `'k' . mt_rand(1, N)` in a loop for %s s through one limiter"
             " whose state they share; one policy for all: a burst of 100,"
             " then 10 per second (tkshm and APCu: GCRA, T = 100 ms;"
-            " Symfony: token_bucket limit 100, 10 per 1 second).  With"
+            " Symfony: token_bucket limit 100, 10 per 1 second, over APCu"
+            " and, with the same options and the same"
+            " `$factory->create($key)->consume(1)->isAccepted()`, on tkshm's"
+            " adapter: `tokenBucket:capacity=100,refillPerSec=10`).  With"
             " 100k keys every key is checked once before the timed loop."
             "  `php -n` with only the extensions a case needs (APCu:"
             " `apc.enable_cli=1`, `apc.shm_size=128M`).%s" % (
@@ -96,7 +101,8 @@ def section(machine, rows, bad):
     t = []
     for keys in sorted({r["keys"] for r in cases}, reverse=True):
         tk = by.get(("tkshm", keys))
-        for mode in ("tkshm", "apcu_gcra", "symfony", "loop"):
+        for mode in ("tkshm", "apcu_gcra", "symfony", "symfony_tkshm",
+                     "loop"):
             r = by.get((mode, keys))
             if not r:
                 continue
@@ -137,14 +143,38 @@ def section(machine, rows, bad):
             "not measured", ""]
 
     t = []
-    for mode in ("tkshm", "apcu_gcra", "symfony"):
+    for keys in sorted({r["keys"] for r in cases}, reverse=True):
+        a, b = by.get(("symfony_tkshm", keys)), by.get(("symfony", keys))
+        if not a or not b or not a.get("checks_per_sec") or \
+                not b.get("checks_per_sec"):
+            continue
+        cpu = "-"
+        if a.get("cpu_s") and b.get("cpu_s"):
+            cpu = "%.1fx" % ((a["checks"] / a["cpu_s"]) /
+                             (b["checks"] / b["cpu_s"]))
+        t.append(["1 hot key" if keys == 1 else "{:,}".format(keys),
+                  fmt_rate(a["checks_per_sec"]),
+                  fmt_rate(b["checks_per_sec"]),
+                  "%.1fx" % (a["checks_per_sec"] / b["checks_per_sec"]),
+                  cpu])
+    if t:
+        out += ["### Symfony's RateLimiter API: on tkshm and over APCu", "",
+                "The same factory options and calling code; only the"
+                " factory differs.  `per CPU-second`: the ratio of checks"
+                " per CPU-second, as in the first table.", "",
+                md_table(["keys", "on tkshm (checks/s)",
+                          "over APCu (checks/s)", "tkshm's is",
+                          "per CPU-second"], t), ""]
+
+    t = []
+    for mode in ("tkshm", "apcu_gcra", "symfony", "symfony_tkshm"):
         r = by.get((mode, 1))
         if not r or r.get("policy_admits") is None:
             continue
         want = r["policy_admits"]
         got = r.get("allowed", 0)
         verdict = "-"
-        if mode == "tkshm":
+        if mode in ("tkshm", "symfony_tkshm"):
             verdict = "pass" if got == want else "MISS"
         t.append([LABEL.get(mode, mode), "%.3f s" % r.get("wall_s", 0),
                   str(want), str(got),
@@ -152,10 +182,12 @@ def section(machine, rows, bad):
                   verdict])
     out += ["### Exactness on one hot key", "",
             "The key is cold at the start; `the policy admits`: 100 +"
-            " floor(E / 100 ms) for GCRA, 100 + 10 x floor(E / 1 s) for"
+            " floor(E / 100 ms) for GCRA and tkshm's token bucket (it"
+            " refills continuously), 100 + 10 x floor(E / 1 s) for"
             " Symfony's token bucket (it refills whole intervals), E being"
-            " the time from the first check to the last.  Target: tkshm"
-            " admits exactly that number.", "",
+            " the time from the first check to the last.  Target: tkshm,"
+            " directly and under Symfony's API, admits exactly that"
+            " number.", "",
             md_table(["limiter", "E", "the policy admits", "admitted",
                       "over", "exact"], t) if t else "not measured", ""]
     if marks[0]:

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The PHP benchmark: checks/s from a PHP loop in 2 processes (pcntl_fork)
 # with 100k keys and with 1 hot key, through the tkshm extension, a GCRA
-# over APCu (apcu_fetch/apcu_cas, yiisoft style) and Symfony's RateLimiter
-# (token_bucket over ApcuAdapter, no lock), and how many each admits on the
-# hot key against what the policy allows.
+# over APCu (apcu_fetch/apcu_cas, yiisoft style), Symfony's RateLimiter
+# (token_bucket over ApcuAdapter, no lock) and the same Symfony code on
+# tkshm's adapter (bindings/php/lib, Tkshm\Symfony), and how many each
+# admits on the hot key against what the policy allows.
 #
 #   bench/php/run.sh [--quick] [--out-dir DIR]
 #
@@ -16,7 +17,7 @@
 # tkshm.so is built (Release) in build/bench-php unless TKSHM_BENCH_PHP_SO
 # names one already built.  Needs php8.2-cli, php-apcu and Debian's
 # php-symfony-rate-limiter/-cache; a mode whose package is missing is
-# recorded as skipped.
+# recorded as skipped (symfony_tkshm needs php-symfony-rate-limiter only).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -91,6 +92,8 @@ fi
 have_symfony=0
 [[ $have_apcu -eq 1 && -f /usr/share/php/Symfony/Component/RateLimiter/autoload.php &&
 	-f /usr/share/php/Symfony/Component/Cache/autoload.php ]] && have_symfony=1
+have_symfony_rl=0
+[[ -f /usr/share/php/Symfony/Component/RateLimiter/autoload.php ]] && have_symfony_rl=1
 
 jsonl="$out_dir/php.jsonl"
 tmp="$jsonl.tmp"
@@ -129,7 +132,7 @@ PY
 
 failed=0
 for keys in 100000 1; do
-	modes=(tkshm apcu_gcra symfony)
+	modes=(tkshm apcu_gcra symfony symfony_tkshm)
 	# the bare loop (key and loop, no limiter) once: it is the same for both
 	[[ $keys -gt 1 ]] && modes+=(loop)
 	for mode in "${modes[@]}"; do
@@ -137,6 +140,7 @@ for keys in 100000 1; do
 		case $mode in
 		apcu_gcra) [[ $have_apcu -eq 1 ]] || skip="php-apcu is not installed" ;;
 		symfony) [[ $have_symfony -eq 1 ]] || skip="php-apcu or php-symfony-rate-limiter/-cache is not installed" ;;
+		symfony_tkshm) [[ $have_symfony_rl -eq 1 ]] || skip="php-symfony-rate-limiter is not installed" ;;
 		esac
 		if [[ -n "$skip" ]]; then
 			printf '{"suite":"php","record":"case","mode":"%s","keys":%d,"skipped":"%s"}\n' \

@@ -29,6 +29,10 @@ typedef struct {
 	ngx_str_t policy_text;
 	uint64_t slots; /* 0: the library's default */
 	uint32_t mode;
+	/* owner= and group=: who a file the root master makes is given to
+     * (-1: the workers' user and group). */
+	ngx_int_t uid;
+	ngx_int_t gid;
 	tkshm_on_full on_full;
 	/* Where tkshm_table declared it (line 0: not declared, only used),
      * and where a tkshm_limit first used it. */

@@ -161,6 +161,38 @@ ngx_http_tkshm_table_policy(ngx_conf_t *cf, ngx_http_tkshm_table_t *t,
 	return NGX_CONF_OK;
 }
 
+/* owner=USER or group=NAME: resolved now, as nginx resolves "user", so
+ * that nginx -t refuses a name the system does not know. */
+static char *
+ngx_http_tkshm_table_owner(ngx_conf_t *cf, ngx_http_tkshm_table_t *t,
+			   ngx_str_t *arg, ngx_str_t *v)
+{
+	u_char *name;
+	struct group *gr;
+	struct passwd *pw;
+	ngx_uint_t is_owner = arg->data[0] == 'o';
+
+	name = ngx_http_tkshm_pstrdup0(cf->pool, v);
+	if (name == NULL) {
+		return NGX_CONF_ERROR;
+	}
+	if (is_owner) {
+		pw = v->len ? getpwnam((char *)name) : NULL;
+		t->uid = pw ? (ngx_int_t)pw->pw_uid : -2;
+	} else {
+		gr = v->len ? getgrnam((char *)name) : NULL;
+		t->gid = gr ? (ngx_int_t)gr->gr_gid : -2;
+	}
+	if ((is_owner ? t->uid : t->gid) == -2) {
+		ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+				   "tkshm_table %V: %s=%V: no such %s",
+				   &t->name, is_owner ? "owner" : "group", v,
+				   is_owner ? "user" : "group");
+		return NGX_CONF_ERROR;
+	}
+	return NGX_CONF_OK;
+}
+
 /* One "name=value" argument of tkshm_table after NAME. */
 static char *
 ngx_http_tkshm_table_option(ngx_conf_t *cf, ngx_http_tkshm_table_t *t,
@@ -225,16 +257,22 @@ ngx_http_tkshm_table_option(ngx_conf_t *cf, ngx_http_tkshm_table_t *t,
 		t->mode = (uint32_t)n;
 		return NGX_CONF_OK;
 	}
+	if (ngx_http_tkshm_option(arg, "owner", &v) ||
+	    ngx_http_tkshm_option(arg, "group", &v)) {
+		return ngx_http_tkshm_table_owner(cf, t, arg, &v);
+	}
 	ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
 			   "tkshm_table %V: unknown argument \"%V\": expected "
 			   "file=PATH or anonymous, policy=POLICY, slots=N, "
-			   "on_full=evict|refuse or mode=0600",
+			   "on_full=evict|refuse, mode=0600, owner=USER or "
+			   "group=NAME",
 			   &t->name, arg);
 	return NGX_CONF_ERROR;
 }
 
 /* tkshm_table NAME file=PATH|anonymous policy=POLICY [slots=N]
- *             [on_full=evict|refuse] [mode=0600] */
+ *             [on_full=evict|refuse] [mode=0600] [owner=USER]
+ *             [group=NAME] */
 char *
 ngx_http_tkshm_table_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -264,6 +302,8 @@ ngx_http_tkshm_table_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 		return NGX_CONF_ERROR;
 	}
 	t->mode = 0600;
+	t->uid = -1;
+	t->gid = -1;
 	t->on_full = TKSHM_ON_FULL_EVICT;
 	for (i = 2; i < cf->args->nelts; i++) {
 		if (ngx_http_tkshm_table_option(cf, t, &value[i], &have) !=
@@ -276,6 +316,13 @@ ngx_http_tkshm_table_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 				   "tkshm_table %V: %s is missing", &t->name,
 				   (have & 1) ? "policy=POLICY" :
 						"file=PATH (or anonymous)");
+		return NGX_CONF_ERROR;
+	}
+	if (t->path.len == 0 && (t->uid != -1 || t->gid != -1)) {
+		ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+				   "tkshm_table %V: an anonymous table has no "
+				   "file: owner= and group= do not apply",
+				   &t->name);
 		return NGX_CONF_ERROR;
 	}
 	t->file = cf->conf_file->file.name;

@@ -100,7 +100,7 @@ ngx_module_t ngx_http_tkshm_module = {
 #else
 	NULL, /* exit process */
 #endif
-	NULL,			    /* exit master */
+	NULL, /* exit master */
 	NGX_MODULE_V1_PADDING
 };
 

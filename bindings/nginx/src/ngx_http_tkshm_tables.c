@@ -142,16 +142,21 @@ ngx_http_tkshm_anon_open(ngx_cycle_t *cycle, ngx_http_tkshm_table_t *t,
 
 /* The workers run as the "user" directive says; a table file the root
  * master has just made (created, or replaced on a policy change) is given
- * to them, for a worker follows a replacement by opening the path itself.
- * A file that was there keeps its owner. */
+ * to them, for a worker follows a replacement by opening the path itself,
+ * or to owner= and group= when the table names them.  A file that was
+ * there keeps its owner. */
 static void
 ngx_http_tkshm_give_to_workers(ngx_cycle_t *cycle, ngx_http_tkshm_table_t *t)
 {
 	u_char path[NGX_MAX_PATH];
+	ngx_uid_t uid;
+	ngx_gid_t gid;
 	ngx_core_conf_t *ccf;
 
 	ccf = (ngx_core_conf_t *)ngx_get_conf(cycle->conf_ctx, ngx_core_module);
-	if (geteuid() != 0 || ccf->user == (ngx_uid_t)NGX_CONF_UNSET_UINT) {
+	uid = t->uid >= 0 ? (ngx_uid_t)t->uid : ccf->user;
+	gid = t->gid >= 0 ? (ngx_gid_t)t->gid : ccf->group;
+	if (geteuid() != 0 || uid == (ngx_uid_t)NGX_CONF_UNSET_UINT) {
 		return;
 	}
 	/* A bare name is a file of TKSHM_DEFAULT_DIR, as tkshm_open has it. */
@@ -163,12 +168,16 @@ ngx_http_tkshm_give_to_workers(ngx_cycle_t *cycle, ngx_http_tkshm_table_t *t)
 		ngx_snprintf(path, sizeof(path), "%V%Z", &t->path);
 	}
 	path[sizeof(path) - 1] = '\0';
-	if (lchown((char *)path, ccf->user, ccf->group) == -1) {
+	/* an owner= without group=: the group stays the creator's */
+	if (t->uid >= 0 && t->gid < 0) {
+		gid = (ngx_gid_t)-1;
+	}
+	if (lchown((char *)path, uid, gid) == -1) {
 		ngx_log_error(
 			NGX_LOG_WARN, cycle->log, ngx_errno,
-			"tkshm_table %V: chown(\"%s\") to the workers' user "
-			"failed: they cannot follow a replacement of the "
-			"table",
+			"tkshm_table %V: chown(\"%s\") to its owner "
+			"failed: the workers may not follow a replacement "
+			"of the table",
 			&t->name, path);
 	}
 }

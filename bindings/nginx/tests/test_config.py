@@ -1,6 +1,7 @@
 """Every directive error of ngx_http_tkshm_module is reported by
 "nginx -t" with a sentence naming it, and "nginx -t" changes no table."""
 
+import grp
 import hashlib
 import os
 import pwd
@@ -54,6 +55,14 @@ CASES = [
      'invalid on_full "drop": use evict or refuse'),
     ("bad mode", "tkshm_table t anonymous policy=1/s mode=0999;", "",
      'invalid mode "0999"'),
+    ("unknown owner", "tkshm_table t file={dir}/t.tbl policy=1/s "
+     "owner=nosuchuser;", "", "tkshm_table t: owner=nosuchuser: no such user"),
+    ("unknown group", "tkshm_table t file={dir}/t.tbl policy=1/s "
+     "group=nosuchgroup;", "",
+     "tkshm_table t: group=nosuchgroup: no such group"),
+    ("owner of an anonymous table",
+     "tkshm_table t anonymous policy=1/s owner=daemon;", "",
+     "an anonymous table has no file: owner= and group= do not apply"),
     ("bad table name", "tkshm_table t/x anonymous policy=1/s;", "",
      'tkshm_table: invalid name "t/x"'),
     ("strict refused",
@@ -146,6 +155,30 @@ def test_readme_example():
         n.cleanup()
 
 
+def test_owner_and_group():
+    """owner= and group=: the file the root master creates is theirs, with
+    mode=; the workers (nobody, of group nogroup) use it through the
+    group's bits."""
+    if os.geteuid() != 0:
+        print("skipped test_owner_and_group: not root")
+        return
+    n = Nginx("tkshm_table t file={dir}/o.tbl policy=10/day owner=daemon "
+              "group=nogroup mode=0660;" + SERVER % "tkshm_limit t;")
+    try:
+        n.start()
+        st = os.stat(n.path("o.tbl"))
+        check(st.st_uid == pwd.getpwnam("daemon").pw_uid
+              and st.st_gid == grp.getgrnam("nogroup").gr_gid
+              and st.st_mode & 0o777 == 0o660,
+              "the file is daemon's, of group nogroup, mode 0660: uid %d "
+              "gid %d mode %o" % (st.st_uid, st.st_gid, st.st_mode & 0o777))
+        s, h, _ = n.get("/")
+        check(s == 200 and "ratelimit" in h,
+              "the workers check on it: %d %s" % (s, h))
+    finally:
+        n.cleanup()
+
+
 def test_lease_alone_accepted():
     ok, out, _ = configtest("tkshm_table t anonymous \"policy=10/s;mode=lease\";",
                             "tkshm_limit t;")
@@ -191,5 +224,5 @@ def test_configtest_changes_nothing():
 
 
 if __name__ == "__main__":
-    main([test_readme_example, test_every_error, test_lease_alone_accepted,
+    main([test_readme_example, test_owner_and_group, test_every_error, test_lease_alone_accepted,
           test_configtest_changes_nothing])

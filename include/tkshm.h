@@ -247,7 +247,8 @@ typedef struct tkshm_global {
 	double hosts;
 	/** lease mode with gcra: how long leased tokens may be spent,
 	 *  measured from before the lease was asked for (> 0; default
-	 *  1000).  The over-admission bound is r * leaseMs (README). */
+	 *  1000).  The over-admission bound is r * leaseMs
+	 *  (docs/cross-host.md, "Lease"). */
 	double lease_ms;
 	/** The Redis key prefix: a key k is stored as "prefix:k"
 	 *  (ThrottleKit's limiter prefix); empty: k itself.  Letters,

@@ -417,7 +417,7 @@ tk_multi_shares(const tkshm_dimension *share, const size_t *idx,
 
 /* Redis did not answer a multi check: each dimension by its own failure
  * policy.  `any` decides them one by one.  `all` consumes nothing unless
- * every dimension admits (README): fail-open and fail-closed dimensions
+ * every dimension admits (docs/cross-host.md): fail-open and fail-closed dimensions
  * consume nothing, and the safe shares are decided together
  * (tk_multi_shares). */
 static int

@@ -420,7 +420,7 @@ test_kill_restart_recovers(void **state)
 }
 
 /* `all` while Redis cannot be reached consumes nothing unless every
- * dimension admits (README, "Several limits at once").  The safe shares
+ * dimension admits (docs/limits.md, "Several limits at once").  The safe shares
  * were charged one by one: a request that B (limit 1) denied still spent
  * A's share, so 11 denied requests left A (limit 10) with nothing for a
  * lone check; a key named three times, and a fail-closed dimension, did

@@ -16,7 +16,7 @@
  *
  * The one thing that lowers the TAT below V is a reclaim of the key's slot
  * as idle by a process whose `now` is past the TAT, which happens when the
- * processes' clocks disagree (README, "Guarantees and their limits": a
+ * processes' clocks disagree (docs/guarantees.md, "Guarantees and their limits": a
  * lagging now gains at most s/T) - here, across a clock jump, by up to an
  * hour.  The next check of the key then restarts it from absent, at t',
  * and the worker sees it: an admission from an absent state (remaining =

@@ -191,7 +191,7 @@ test_demo_keep_matches_stats(void **state)
 	tkt_proc_free(&p);
 }
 
-/* The README's promise: while the demo runs, `tkshm-inspect list` shows its
+/* docs/operations.md's promise: while the demo runs, `tkshm-inspect list` shows its
  * clients.  The table path is known from the demo's pid. */
 static void
 test_demo_listed_while_running(void **state)

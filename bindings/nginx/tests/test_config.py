@@ -111,48 +111,56 @@ def test_every_error():
               % (what, says, out.strip()[:300]))
 
 
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                      "..", "..", "..", "README.md")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                    "..")
+# The README examples tested as pasted: (file, the heading of the section
+# whose first nginx block it is, the tables it declares).
+EXAMPLES = [
+    ("README.md", "## nginx", ("api", "keys")),
+    ("bindings/nginx/README.md", "## Example", ("api", "day", "keys", "burst")),
+]
 
 
-def readme_example():
-    """The body of http{} in the README's nginx example (its section's
-    first nginx block), with what a machine must change changed: the
-    tables' files go to the test's directory and the server listens on
-    the test's port."""
-    with open(README) as f:
+def readme_example(path, heading):
+    """The body of http{} in the first nginx block of section `heading` of
+    `path`, with what a machine must change changed: the tables' files go
+    to the test's directory and the server listens on the test's port."""
+    with open(os.path.join(ROOT, path)) as f:
         text = f.read()
-    section = text[text.index("\n## nginx\n"):]
+    section = text[text.index("\n%s\n" % heading):]
     block = re.search(r"```nginx\n(.*?)```", section, re.S).group(1)
     check(block.startswith("load_module modules/ngx_http_tkshm_module.so;"),
-          "the README's example loads the module")
+          "%s: the example loads the module" % path)
     body = block[block.index("http {") + len("http {"):block.rindex("}")]
     for old, new in (("file=/dev/shm/", "file={dir}/"),
                      ("listen 80;", "listen 127.0.0.1:{port};")):
-        check(old in body, "the README's example has %r" % old)
+        check(old in body, "%s: the example has %r" % (path, old))
         body = body.replace(old, new)
     return body
 
 
-def test_readme_example():
-    """The README's example configuration, as pasted: nginx -t accepts
-    it, nginx serves with it, the /api/ limits answer with their headers
-    and the status page lists every table."""
-    n = Nginx(readme_example())
-    try:
-        ok, out = n.configtest()
-        check(ok, "nginx -t accepts the README's example: " + out[-400:])
-        n.start()
-        s, h, _ = n.get("/api/x", headers={"X-API-Key": "k1"})
-        check(s == 404 and "ratelimit" in h,
-              "a request to /api/ is checked (404: no such file), with "
-              "RateLimit headers: %d %s" % (s, h))
-        s, _, body = n.get("/tkshm-status")
-        check(s == 200 and all(("%s." % t).encode() in body
-                               for t in ("api", "day", "keys", "burst")),
-              "the status page lists the four tables: %r" % body[:300])
-    finally:
-        n.cleanup()
+def test_readme_examples():
+    """The README examples, as pasted: nginx -t accepts each, nginx serves
+    with it, /api/ answers with RateLimit headers and the status page lists
+    every table."""
+    for path, heading, tables in EXAMPLES:
+        n = Nginx(readme_example(path, heading))
+        try:
+            ok, out = n.configtest()
+            check(ok, "%s: nginx -t accepts the example: %s"
+                  % (path, out[-400:]))
+            n.start()
+            s, h, _ = n.get("/api/x", headers={"X-API-Key": "k1"})
+            check(s == 404 and "ratelimit" in h,
+                  "%s: a request to /api/ is checked (404: no such file), "
+                  "with RateLimit headers: %d %s" % (path, s, h))
+            s, _, body = n.get("/tkshm-status")
+            check(s == 200 and all(("%s." % t).encode() in body
+                                   for t in tables),
+                  "%s: the status page lists %s: %r"
+                  % (path, tables, body[:300]))
+        finally:
+            n.cleanup()
 
 
 def test_owner_and_group():
@@ -224,5 +232,5 @@ def test_configtest_changes_nothing():
 
 
 if __name__ == "__main__":
-    main([test_readme_example, test_owner_and_group, test_every_error, test_lease_alone_accepted,
+    main([test_readme_examples, test_owner_and_group, test_every_error, test_lease_alone_accepted,
           test_configtest_changes_nothing])

@@ -244,7 +244,7 @@ def test_binary_upgrade():
     (the same binary, exec'd with the listening sockets), which opens the
     table file again; the old master is told to quit.  No request fails
     and exactly the limit is admitted over the two generations.  (An
-    anonymous table starts afresh in the new master: README, Lifecycle.)
+    anonymous table starts afresh in the new master: bindings/nginx/README.md, Lifecycle.)
     nginx ignores SIGUSR2 in a master whose parent is the process that
     started it (as a new binary's is), so this nginx daemonizes."""
     n = Nginx(conf("300/day", "300/day"))

@@ -509,7 +509,7 @@ class ClusterLeaseTest(Case):
     """fixedWindow limit 100 per second, mode=lease, on the cluster: two
     hosts (a table file each, served by its own tkshm-syncd with its
     host_id), two workers each, a key per master.  Documented
-    (README, Lease): at most the limit per window, for any number of
+    (docs/cross-host.md, Lease): at most the limit per window, for any number of
     hosts."""
 
     LIMIT = 100

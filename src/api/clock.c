@@ -1,5 +1,12 @@
 /*
- * clock.c - the one place the library reads a clock.
+ * clock.c - the clocks decisions are made with: the epoch milliseconds a
+ * check uses when the caller gives none (CLOCK_REALTIME, ThrottleKit's
+ * clock) and the monotonic milliseconds that time spins and deadlines
+ * inside one call.  Two other readers sleep or wait on a timespec rather
+ * than compute with milliseconds: tkshm_schedule's sleep
+ * (shaper/reserve.c, CLOCK_MONOTONIC) and the writer lock's deadline of a
+ * table change (api/life_api.c, CLOCK_REALTIME, as
+ * pthread_mutex_timedlock wants).
  */
 #include <time.h>
 
@@ -39,10 +46,15 @@ tk_mono_coarse_ms(void)
 	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
+/* "MAJOR.MINOR.PATCH" from tkshm.h's macros, so the two cannot differ. */
+#define TK_STR(x)  #x
+#define TK_XSTR(x) TK_STR(x)
+
 const char *
 tkshm_version(void)
 {
-	return "0.1.0";
+	return TK_XSTR(TKSHM_VERSION_MAJOR) "." TK_XSTR(
+		TKSHM_VERSION_MINOR) "." TK_XSTR(TKSHM_VERSION_PATCH);
 }
 
 uint32_t

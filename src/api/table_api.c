@@ -14,6 +14,7 @@
 #include "api/validate.h"
 #include "global/lease_check.h"
 #include "global/route.h"
+#include "shm/atomic.h"
 #include "shm/table.h"
 #include "tkshm.h"
 
@@ -36,19 +37,31 @@ tk_prefetch_window(const tkshm_table *t, uint64_t fp)
 	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
 }
 
-int
-tk_api_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
-	       double now_ms, tkshm_decision *out)
+/* The checks every keyed call with a time makes first, in the order its
+ * contract lists the errors: the handle and the output, the key, the cost
+ * (cost NULL: the call takes none), the time. */
+static inline int
+tk_check_keyed_call(const tkshm_table *t, const void *out, const void *key,
+		    size_t key_len, const double *cost, double now_ms)
 {
 	int rc;
 
 	if (!t || !out)
 		return TKSHM_ENULL;
-	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK ||
-	    (rc = tk_check_cost(t, cost)) != TKSHM_OK ||
-	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
+	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK)
 		return rc;
-	if ((rc = tk_check_limiter(t)) != TKSHM_OK)
+	if (cost && (rc = tk_check_cost(t, *cost)) != TKSHM_OK)
+		return rc;
+	return tk_check_now(now_ms);
+}
+
+int
+tk_api_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
+	       double now_ms, tkshm_decision *out)
+{
+	int rc = tk_check_keyed_call(t, out, key, key_len, &cost, now_ms);
+
+	if (rc != TKSHM_OK || (rc = tk_check_limiter(t)) != TKSHM_OK)
 		return rc;
 	if (tk_is_global(t))
 		return tk_global_check(t, key, key_len, cost, now_ms, out);
@@ -221,12 +234,9 @@ int
 tk_api_peek_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
 	      tkshm_decision *out)
 {
-	int rc;
+	int rc = tk_check_keyed_call(t, out, key, key_len, NULL, now_ms);
 
-	if (!t || !out)
-		return TKSHM_ENULL;
-	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK ||
-	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
+	if (rc != TKSHM_OK)
 		return rc;
 	if (tk_is_global(t))
 		return tk_global_peek(t, key, key_len, now_ms, out);
@@ -237,13 +247,9 @@ int
 tk_api_forecast_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 		  double now_ms, tkshm_forecast *out)
 {
-	int rc;
+	int rc = tk_check_keyed_call(t, out, key, key_len, &cost, now_ms);
 
-	if (!t || !out)
-		return TKSHM_ENULL;
-	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK ||
-	    (rc = tk_check_cost(t, cost)) != TKSHM_OK ||
-	    (rc = tk_check_now(now_ms)) != TKSHM_OK)
+	if (rc != TKSHM_OK)
 		return rc;
 	/* The table holds a lease or a cached denial, not the limit's state
 	 * (that is in Redis). */
@@ -294,13 +300,12 @@ tk_global_stats(const tkshm_table *t, tkshm_stats *out)
 		return;
 	for (int i = 0; i < TK_G_COUNT; i++)
 		/* Relaxed: a statistics snapshot. */
-		c[i] = atomic_load_explicit(&g->c[i], memory_order_relaxed);
+		c[i] = tk_load_relaxed(&g->c[i]);
 	out->global.redis_calls = c[TK_G_REDIS_CALLS];
 	out->global.redis_errors = c[TK_G_REDIS_ERRORS];
 	out->global.noscript_reloads = c[TK_G_NOSCRIPT_RELOADS];
 	/* Relaxed (every load below): a statistics snapshot. */
-	out->global.breaker_opens =
-		atomic_load_explicit(&g->breaker.opens, memory_order_relaxed);
+	out->global.breaker_opens = tk_load_relaxed(&g->breaker.opens);
 	out->global.cache_denials = c[TK_G_CACHE_DENIALS];
 	out->global.fallback_allowed = c[TK_G_FALLBACK_ALLOWED];
 	out->global.fallback_denied = c[TK_G_FALLBACK_DENIED];
@@ -309,10 +314,8 @@ tk_global_stats(const tkshm_table *t, tkshm_stats *out)
 	out->global.lease_units = c[TK_G_LEASE_UNITS];
 	out->global.lease_round_trips = c[TK_G_LEASE_ROUND_TRIPS];
 	out->global.lease_units_expired = c[TK_G_LEASE_EXPIRED];
-	out->global.hosts =
-		atomic_load_explicit(&g->hosts, memory_order_relaxed);
-	out->global.agent_pid = (int64_t)atomic_load_explicit(
-		&g->agent_pid, memory_order_relaxed);
+	out->global.hosts = tk_load_relaxed(&g->hosts);
+	out->global.agent_pid = (int64_t)tk_load_relaxed(&g->agent_pid);
 	if (t->policy.global.mode == TKSHM_MODE_LEASE) {
 		struct tk_lease_env env;
 
@@ -321,13 +324,11 @@ tk_global_stats(const tkshm_table *t, tkshm_stats *out)
 	} else {
 		/* Strict: up while the shared breaker is closed. */
 		out->global.redis_up =
-			atomic_load_explicit(&g->breaker.open_until,
-					     memory_order_relaxed) == 0;
+			tk_load_relaxed(&g->breaker.open_until) == 0;
 	}
 	/* The heartbeat is monotonic; shown as the epoch ms it was. */
 	if (out->global.agent_pid) {
-		double beat = tk_word_f64(atomic_load_explicit(
-			&g->agent_beat, memory_order_relaxed));
+		double beat = tk_word_f64(tk_load_relaxed(&g->agent_beat));
 		out->global.agent_beat_ms = tkshm_now_ms() - (now - beat);
 	}
 }

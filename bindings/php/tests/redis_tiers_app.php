@@ -161,6 +161,12 @@ function sum_counts(array $keys, array $reports): array
     return $total;
 }
 
+/* Each child's admissions, all keys together. */
+function per_child(array $reports): array
+{
+    return array_map(fn($r) => array_sum(array_column($r['counts'], 'admitted')), $reports);
+}
+
 function messages(array $reports): array
 {
     return array_merge(...array_map(fn($r) => $r['messages'], $reports));
@@ -224,7 +230,8 @@ switch ($cfg['op']) {
             $after[$k] = $parent->check($k)->allowed;
         }
         out(['counts' => sum_counts($keys, $reports), 'messages' => messages($reports),
-            'seconds' => round(microtime(true) - $t0, 3), 'parentAfter' => $after]);
+            'perChild' => per_child($reports), 'seconds' => round(microtime(true) - $t0, 3),
+            'parentAfter' => $after]);
         break;
 
     case 'checks':
@@ -306,7 +313,7 @@ switch ($cfg['op']) {
             });
         $after = $parent->stats();
         out(['counts' => sum_counts($keys, $reports), 'messages' => messages($reports),
-            'seconds' => round(microtime(true) - $t0, 3),
+            'perChild' => per_child($reports), 'seconds' => round(microtime(true) - $t0, 3),
             'firstLeaseS' => $firstAll === null ? null : round($firstAll, 3),
             'rounds' => array_sum(array_column($reports, 'rounds')),
             'tableAllowed' => $after['allowed'] - $before['allowed'],

@@ -26,9 +26,8 @@ from section_report import md_table  # noqa: E402
 import section_report  # noqa: E402
 BEGIN, END = "<!-- bench:apache:begin -->", "<!-- bench:apache:end -->"
 
-# The overhead the module may add to a request: issue 8's bar for Apache
-# ("overhead at most 2%"), which replaces the survey's 1%
-# (shared/notes/peers.md, "HTTP-level overhead").
+# The overhead a module may add to a request: the bar the Apache and nginx
+# issues set ("at most 2%" of the server's own cost per request).
 MAX_OVERHEAD = 0.02
 # A paced key must get at least this share of what its policy allows.
 MIN_PACED_SHARE = 0.95

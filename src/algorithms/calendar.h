@@ -1,7 +1,7 @@
 /*
  * calendar.h - proleptic-Gregorian civil-date arithmetic and the billing
- * periods of ThrottleKit's quota (shared/notes/throttlekit-semantics.md
- * section 2.7).
+ * periods of ThrottleKit's quota (docs/semantics.md, "Calendar
+ * periods").
  *
  * Civil dates.  tk_days_from_civil() and tk_civil_from_days() implement
  * Howard Hinnant's days_from_civil / civil_from_days, written here from the

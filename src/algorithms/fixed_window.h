@@ -3,7 +3,7 @@
  *
  * (state, now, cost) -> (state', decision); no clock, no shared memory.  The
  * arithmetic is IEEE-754 double in ThrottleKit's exact order
- * (shared/notes/throttlekit-semantics.md section 2.4):
+ * (docs/semantics.md, "Fixed window"):
  *
  *   windowStart = floor(now / windowMs) * windowMs      (epoch-aligned)
  *   resetAt     = windowStart + windowMs

@@ -1,7 +1,7 @@
 /*
  * forecast.h - a non-consuming projection of one key, for every algorithm:
- * ThrottleKit's Strategy.forecast(state, now, cost) (shared/seeds/003,
- * shared/notes/throttlekit-semantics.md sections 2.3 and 2.6).
+ * ThrottleKit's Strategy.forecast(state, now, cost) (docs/semantics.md,
+ * "Forecast").
  *
  * A pure function, like the transitions it projects: it reads no clock,
  * touches no shared memory, allocates nothing and never writes the state.
@@ -31,8 +31,8 @@
  *                      ceiling, as with a fractional capacity or burst),
  *                      full_at.  So ceil(now) <= next_replenish_at <=
  *                      full_at, and both are ceil(now) when idle, which is
- *                      ThrottleKit's "now if nothing is live" (section
- *                      2.6).
+ *                      ThrottleKit's "now if nothing is live"
+ *                      ("Forecast").
  *
  * FORMULAS per kind, in real arithmetic (the code evaluates every one in
  * the algorithm's own double operations, see "Exactness" below).  `now` is
@@ -65,8 +65,8 @@
  *               window than the state's (the decision's resetAt);
  *             next_replenish_at = full_at (a window's count only drops by
  *               expiring whole).
- *   sliding   estimate = full + oldest*weight at now's tick c (section
- *   window      2.5), newest = the newest tick stored:
+ *   sliding   estimate = full + oldest*weight at now's tick c ("Sliding
+ *   window      window"), newest = the newest tick stored:
  *               spendable = floor((limit - estimate) / cost) (only tick
  *               c's count grows; the other terms are fixed at `now`);
  *             full_at = ceil((newest + S + 1) * w), the first ms whose
@@ -77,7 +77,7 @@
  *               weight decays within a tick and whole buckets leave at
  *               tick boundaries: found tick by tick up to full_at, a
  *               search within each tick (where estimate(t) is monotone).
- *   sliding   ThrottleKit's formulas (section 2.6), live = the stamps
+ *   sliding   ThrottleKit's formulas ("Forecast"), live = the stamps
  *   log         the check counts (at max(now, newest stamp)):
  *               spendable = floor(max(0, limit - count) / units) with
  *               units = ceil(cost), the units the check charges; for an
@@ -103,8 +103,8 @@
  *             full_at = ceil(w + windowMs) (the decision's resetAt);
  *             next_replenish_at = full_at.
  *
- * Exactness.  The check's double arithmetic rounds (ThrottleKit's float
- * artifact, section 2.9: GCRA {3, 1000 ms, burst 3} admits 3 cells near
+ * Exactness.  The check's double arithmetic rounds (docs/semantics.md,
+ * "Absolute-time rounding": GCRA {3, 1000 ms, burst 3} admits 3 cells near
  * now = 1000 but 2 near now = 1e6), so no division reproduces it.
  * spendable_now is computed on the check's own recurrence: each kind's
  * counter advances by a constant addend (x <- x + inc, or x <- x - cost for

@@ -3,8 +3,8 @@
  *
  * A pure transition: (TAT, now, cost) -> (TAT', decision).  It reads no clock
  * and touches no memory but its arguments.  The arithmetic is IEEE-754
- * double in ThrottleKit's exact order (shared/notes/throttlekit-semantics.md
- * section 2.2); the build uses -ffp-contract=off so no step is fused.
+ * double in ThrottleKit's exact order (docs/semantics.md, "GCRA"); the
+ * build uses -ffp-contract=off so no step is fused.
  *
  *   T = periodMs / limit          tau = T * burst
  *   inc = T * cost                tatEff = max(TAT or now, now)

@@ -1,7 +1,7 @@
 /*
  * leaky_bucket.h - ThrottleKit's leaky-bucket shaper, as a pure transition.
  *
- * (shared/notes/throttlekit-semantics.md section 2.8.)  Requests leave at
+ * (docs/semantics.md, "Leaky bucket".)  Requests leave at
  * ratePerSec; each accepted one is given a departure slot:
  *
  *   T = 1000 / ratePerSec          inc = T * cost

@@ -7,8 +7,8 @@
  * workers spend them with one table transition and never wait on Redis.
  * This file is the pure part: (state, now, cost, environment) ->
  * (state', decision), plus the agent's grant.  It follows ThrottleKit's
- * LeaseSpender (semantics notes 2.11): spend while credits cover the
- * cost, never synthesize an admission from nothing.
+ * LeaseSpender (docs/semantics.md, "Lease spending"): spend while
+ * credits cover the cost, never synthesize an admission from nothing.
  *
  * Credits come in two lots, each with its own expiry (epoch ms in the
  * workers' clock, computed by the agent from the time it SENT the lease

@@ -1,7 +1,7 @@
 /*
  * param_check.h - helpers for validating algorithm parameters the way
- * ThrottleKit's constructors do (shared/notes/throttlekit-semantics.md
- * section 2.1), shared by the .c files of src/algorithms/.
+ * ThrottleKit's constructors do (docs/semantics.md, "Parameter
+ * validation"), shared by the .c files of src/algorithms/.
  *
  * ThrottleKit throws a RangeError naming the parameter; tkshm returns
  * TKSHM_EPOLICY with one sentence in the caller's buffer.  Beyond

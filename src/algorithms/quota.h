@@ -3,7 +3,7 @@
  *
  * (state, now, cost) -> (state', decision); no clock, no shared memory.  The
  * arithmetic is IEEE-754 double in ThrottleKit's exact order
- * (shared/notes/throttlekit-semantics.md section 2.7).
+ * (docs/semantics.md, "Quota").
  *
  * A quota is a budget of `limit` units per period that resets on a calendar
  * boundary ("1,000,000 calls a month, resetting on the 1st").  The cadences

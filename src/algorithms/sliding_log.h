@@ -4,7 +4,7 @@
  *
  * (state, now, cost) -> (state', decision); no clock, no shared memory.  The
  * arithmetic is IEEE-754 double in ThrottleKit's exact order
- * (shared/notes/throttlekit-semantics.md section 2.6); the build uses
+ * (docs/semantics.md, "Sliding window log"); the build uses
  * -ffp-contract=off so no step is fused.
  *
  *   windowStart = now - windowMs

@@ -3,7 +3,7 @@
  *
  * (state, now, cost) -> (state', decision); no clock, no shared memory.  The
  * arithmetic is IEEE-754 double in ThrottleKit's exact order
- * (shared/notes/throttlekit-semantics.md section 2.3); the build uses
+ * (docs/semantics.md, "Token bucket"); the build uses
  * -ffp-contract=off so no step is fused.
  *
  *   refillPerMs = refillPerSec / 1000

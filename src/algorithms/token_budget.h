@@ -4,7 +4,7 @@
  *
  * (state, now, tokens) -> (state', decision); no clock, no shared memory.
  * The arithmetic is IEEE-754 double in ThrottleKit's exact order
- * (shared/notes/throttlekit-semantics.md section 2.10).  L = floor(budget).
+ * (docs/semantics.md, "Token budget").  L = floor(budget).
  *
  *   roll: if no state or now >= w + windowMs:
  *           w = floor(now / windowMs) * windowMs, served = 0

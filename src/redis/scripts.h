@@ -2,7 +2,7 @@
  * scripts.h - the Redis Lua scripts of the strict and lease modes.
  *
  * The scripts are ours, written from ThrottleKit's wire contract
- * (../shared/notes/throttlekit-semantics.md, section 3): the same key
+ * (docs/semantics.md, "Wire contract"): the same key
  * names, state encodings, ARGV order and `now = 0` meaning "use the
  * server's TIME", so a tkshm host and a ThrottleKit service share one key.
  * Each lives in src/redis/lua/<name>.lua and is embedded at build time as

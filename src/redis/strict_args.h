@@ -1,6 +1,7 @@
 /*
  * strict_args.h - the ARGV of each strict script, in ThrottleKit's order
- * (semantics notes 3.1): numbers as canonical decimal strings (%.17g,
+ * (docs/semantics.md, "Scripts, ARGV and state encodings"): numbers as
+ * canonical decimal strings (%.17g,
  * integers without exponent), so Lua's tonumber reads back the exact
  * double.
  */

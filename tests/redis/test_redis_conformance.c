@@ -4,7 +4,7 @@
  *
  * For every algorithm ThrottleKit runs on Redis, several policies each,
  * seeded timelines are driven through both paths at once (ThrottleKit's
- * conformance scheme, shared/notes/throttlekit-semantics.md section 3.7):
+ * conformance scheme, docs/semantics.md, "Seeded timelines"):
  * 40 timelines of 25 steps per policy, PRNG mulberry32(1000 + case*101 +
  * timeline), the clock starting at an epoch-sized now (1.7e12 + t*37, or
  * just before a period boundary for the calendar quotas) and moving by

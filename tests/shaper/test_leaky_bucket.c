@@ -4,8 +4,8 @@
  * (src/shaper/reserve.c) and the deadline arithmetic tkshm_schedule
  * sleeps on (src/shaper/sleep.h).
  *
- * Oracle: a model written below from shared/notes/throttlekit-semantics.md
- * section 2.8, in ThrottleKit's order of double operations:
+ * Oracle: a model written below from docs/semantics.md, "Leaky bucket"
+ * (ThrottleKit's model), in ThrottleKit's order of double operations:
  *   T = 1000 / ratePerSec ; inc = T * cost
  *   departure = max(state ?? now, now) ; delay = departure - now
  *   delay > maxQueueMs: reject, delayMs = ceil(delay - maxQueueMs), no write
@@ -57,7 +57,7 @@ below(uint64_t *s, uint64_t n)
 }
 
 /* ------------------------------------------------------------------------
- * The model: ThrottleKit's leakyBucket (section 2.8), one key.
+ * The model: ThrottleKit's leakyBucket ("Leaky bucket"), one key.
  * ---------------------------------------------------------------------- */
 
 struct model {

@@ -4,7 +4,7 @@
  * reservation, printed as {accepted, delayMs, retryAfterMs, waitMs}.
  *
  * Expected values come from hand-computed lines (ThrottleKit's formulas,
- * shared/notes/throttlekit-semantics.md section 2.8) and, for seeded
+ * docs/semantics.md, "Leaky bucket") and, for seeded
  * timelines, from the same reservations made here through the library on
  * a table of the same policy: the tool must print exactly what
  * tkshm_reserve_at decides, waitMs to the last bit.

@@ -6,7 +6,7 @@
  *
  * Nothing here calls the code under test: the expected values of every
  * test come from the golden vectors or from a model written in the test
- * itself from shared/notes/throttlekit-semantics.md.
+ * itself from docs/semantics.md.
  */
 #ifndef TKSHM_TESTS_ALGO_TESTING_H
 #define TKSHM_TESTS_ALGO_TESTING_H
@@ -225,7 +225,8 @@ enum algo_cadence {
 };
 
 /*
- * The period [*start, *reset) containing now (section 2.7 of the notes):
+ * The period [*start, *reset) containing now (docs/semantics.md,
+ * "Calendar periods"):
  * local midnights, weekdays and month starts come from the C library; the
  * last step, days to epoch ms at the offset, is ThrottleKit's double
  * arithmetic, as is the fixed cadence.

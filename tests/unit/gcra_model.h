@@ -1,6 +1,6 @@
 /*
  * gcra_model.h - ThrottleKit's GCRA for one key, written from
- * shared/notes/throttlekit-semantics.md, never from src/: the model shared
+ * docs/semantics.md, "GCRA", never from src/: the model shared
  * by test_gcra_properties.c and test_multi.c.
  */
 #ifndef TKSHM_TESTS_GCRA_MODEL_H

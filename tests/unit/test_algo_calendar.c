@@ -7,7 +7,7 @@
  * rule itself, and, for the periods, a model that finds local midnights,
  * weekdays and month starts with gmtime_r/timegm instead of Hinnant's
  * formulas, then applies ThrottleKit's final double operations
- * (shared/notes/throttlekit-semantics.md section 2.7).
+ * (docs/semantics.md, "Calendar periods").
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

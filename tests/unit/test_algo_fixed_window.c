@@ -4,7 +4,7 @@
  *
  * Oracles: the golden vectors (the fixedWindow suite, as given and with now
  * and resetAt shifted by +1000), and a model written below from
- * shared/notes/throttlekit-semantics.md section 2.4.  The model has one
+ * docs/semantics.md, "Fixed window".  The model has one
  * switch, regression_rule: off it is ThrottleKit exactly (a backward jump
  * into an earlier window counts from 0), on it adds tkshm's one documented
  * difference (such a request is decided within the stored, later window).

@@ -3,7 +3,7 @@
  * against ThrottleKit.
  *
  * The golden vectors do not cover quota.  The oracle is a model written
- * below from shared/notes/throttlekit-semantics.md section 2.7: the
+ * below from docs/semantics.md, "Quota": the
  * fixed-window logic over the period [start, reset), with the periods found
  * by the C library's calendar (algo_testing.h), not by Hinnant's formulas.
  * The model has one switch, regression_rule: off it is ThrottleKit exactly,

@@ -3,7 +3,7 @@
  * (src/algorithms/sliding_log.h), with no table and no clock.
  *
  * Expected values come from ThrottleKit's golden vectors or from the model
- * below, written from shared/notes/throttlekit-semantics.md section 2.6
+ * below, written from docs/semantics.md, "Sliding window log"
  * (an unbounded array of stamps, pruned by filtering at `stamp <= now -
  * windowMs` on admission, units = ceil(cost), kMin and ref for the retry),
  * never from src/.  The model carries the documented choices as switches:

@@ -3,7 +3,7 @@
  * (src/algorithms/sliding_window.h), with no table and no clock.
  *
  * Expected values come from ThrottleKit's golden vectors or from the model
- * below, written from shared/notes/throttlekit-semantics.md section 2.5
+ * below, written from docs/semantics.md, "Sliding window"
  * (ThrottleKit's ring of S+1 {tick, count} entries with -1 for an empty
  * entry, its sums in ascending tick order, its clamps and retry formula),
  * never from src/.  The model carries the one documented difference as a
@@ -477,7 +477,8 @@ test_retry_at_least_one(void **state)
 }
 
 /*
- * The same double operations in the same order (notes section 2.9: reproduce
+ * The same double operations in the same order (docs/semantics.md,
+ * "Absolute-time rounding": reproduce
  * the float artifacts, do not fix them).
  */
 static void
@@ -831,7 +832,8 @@ test_in_place(void **state)
  * Properties
  * ---------------------------------------------------------------------- */
 
-/* ThrottleKit's fixed window (notes section 2.4), for comparison. */
+/* ThrottleKit's fixed window (docs/semantics.md, "Fixed window"), for
+ * comparison. */
 struct fixed {
 	double limit, window_ms, start, count;
 	bool present;

@@ -4,7 +4,7 @@
  *
  * Oracles: the golden vectors (every tokenBucket suite, as given and with
  * now and resetAt shifted by +1000), and a model written below from
- * shared/notes/throttlekit-semantics.md section 2.3 (ThrottleKit's formulas
+ * docs/semantics.md, "Token bucket" (ThrottleKit's formulas
  * in its order of double operations).  The model has one switch, keep_last:
  * off it is ThrottleKit exactly, on it adds tkshm's one documented
  * difference (an admission after a backward clock jump keeps the later

@@ -4,7 +4,7 @@
  *
  * Oracles: the three tokenBudget golden suites (as given: ThrottleKit
  * leaves the tokenBudget suites unshifted), and a model written below from
- * shared/notes/throttlekit-semantics.md section 2.10 (the stop-at-boundary
+ * docs/semantics.md, "Token budget" (the stop-at-boundary
  * meter; the window only rolls forward).  There is no deliberate difference
  * here, so every timeline, with clock regressions or without, is compared
  * with ThrottleKit itself.

@@ -195,7 +195,8 @@ idle_at(const struct tk_algo *a, const uint64_t *st, int64_t t)
 	return tk_algo_is_idle_w(a, st, (double)t);
 }
 
-/* ThrottleKit's sliding-log formulas (section 2.6), from the state words:
+/* ThrottleKit's sliding-log formulas (docs/semantics.md, "Forecast"), from
+ * the state words:
  * live = the stamps after max(now, newest) - windowMs. */
 static void
 log_model_times(const struct tk_algo *a, const uint64_t *st, double now,

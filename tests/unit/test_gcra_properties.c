@@ -2,8 +2,8 @@
  * test_gcra_properties.c - properties of GCRA decisions made through a real
  * table, checked against ThrottleKit's formulas computed here.
  *
- * The model below is written from shared/notes/throttlekit-semantics.md
- * section 2.2, not from src/: T = periodMs/limit, tau = T*burst, and the
+ * The model below is written from docs/semantics.md, "GCRA" (ThrottleKit's
+ * model), not from src/: T = periodMs/limit, tau = T*burst, and the
  * check and peek formulas in ThrottleKit's order of double operations.  The
  * one deliberate difference the library documents (gcra.h) is also the
  * property asked of it: a cost above burst is never admitted.
@@ -124,7 +124,7 @@ group_teardown(void **state)
 
 /* Policies whose T and tau are exact in binary, so "exactly burst from
  * cold" holds at any integral now below 2^52 (ThrottleKit's float artifact,
- * notes section 2.9, needs an inexact T). */
+ * docs/semantics.md, "Absolute-time rounding", needs an inexact T). */
 static const struct {
 	double limit, period, burst;
 	unsigned admits; /* floor(burst) */

@@ -3,7 +3,7 @@
  *
  * The policy string is the one format shared by the API, tkshm-inspect and
  * the bindings, so the parser must refuse everything ThrottleKit's option
- * validation would (shared/notes/throttlekit-semantics.md section 2.1) and
+ * validation would (docs/semantics.md, "Parameter validation") and
  * the formatter must round-trip every valid policy bit for bit.  Every kind
  * is covered: ThrottleKit's kind and option names and defaults, canonical
  * strings, hand-built policies, equality, and the state size tk_algo_init

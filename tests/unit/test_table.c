@@ -71,7 +71,7 @@ open_with(const char *path, const char *spec, uint64_t slots,
 	return t;
 }
 
-/* ThrottleKit's GCRA for one key (notes section 2.2), to say what a
+/* ThrottleKit's GCRA for one key (docs/semantics.md, "GCRA"), to say what a
  * decision must be when the table keeps a key's state faithfully. */
 struct model {
 	double T, tau, burst;

@@ -1,6 +1,6 @@
 /*
- * args.c - the command line: options of the form --name, --name VALUE and
- * --name=VALUE, "--" ending the options, and parsers for option values.
+ * args.c - parsers for option values (the command line itself is read by
+ * getopt_long(3), in cmdline.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -9,72 +9,6 @@
 #include <string.h>
 
 #include "inspect.h"
-
-void
-ti_args_init(struct ti_args *a, int argc, char **argv, const char *cmd)
-{
-	a->argc = argc;
-	a->argv = argv;
-	a->i = 1;
-	a->only_operands = false;
-	a->cmd = cmd;
-}
-
-int
-ti_args_next(struct ti_args *a, const struct ti_opt *opts, size_t nopts,
-	     const char **value)
-{
-	const char *arg, *name, *eq;
-	size_t len;
-
-	*value = NULL;
-	if (a->i >= a->argc)
-		return TI_ARG_END;
-	arg = a->argv[a->i++];
-	if (!a->only_operands && strcmp(arg, "--") == 0) {
-		a->only_operands = true;
-		return ti_args_next(a, opts, nopts, value);
-	}
-	if (a->only_operands || arg[0] != '-' || arg[1] == '\0') {
-		*value = arg;
-		return TI_ARG_OPERAND;
-	}
-	if (strcmp(arg, "-h") == 0)
-		arg = "--help";
-	if (arg[1] != '-') {
-		ti_usage_error(a->cmd, "unknown option '%s'", arg);
-		return TI_ARG_ERROR;
-	}
-	name = arg + 2;
-	eq = strchr(name, '=');
-	len = eq ? (size_t)(eq - name) : strlen(name);
-	for (size_t k = 0; k < nopts; k++) {
-		if (strlen(opts[k].name) != len ||
-		    memcmp(opts[k].name, name, len) != 0)
-			continue;
-		if (!opts[k].has_value) {
-			if (eq) {
-				ti_usage_error(a->cmd,
-					       "option '--%s' takes no value",
-					       opts[k].name);
-				return TI_ARG_ERROR;
-			}
-			return (int)k;
-		}
-		if (eq) {
-			*value = eq + 1;
-		} else if (a->i < a->argc) {
-			*value = a->argv[a->i++];
-		} else {
-			ti_usage_error(a->cmd, "option '--%s' needs a value",
-				       opts[k].name);
-			return TI_ARG_ERROR;
-		}
-		return (int)k;
-	}
-	ti_usage_error(a->cmd, "unknown option '--%.*s'", (int)len, name);
-	return TI_ARG_ERROR;
-}
 
 bool
 ti_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out)

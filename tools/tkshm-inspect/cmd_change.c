@@ -183,11 +183,12 @@ ti_change_parse(struct ti_cmdline *c, int argc, char **argv, bool need_slots)
 }
 
 /* No --mode or --on-full: they are fixed when a table is created. */
-static const struct ti_opt ti_change_opts[] = {
-	{ "help", false },
-	{ "policy", true },
-	{ "slots", true },
-	{ "json", false },
+static const struct option ti_change_opts[] = {
+	TI_OPT_HELP,
+	TI_OPT_VALUE("policy"),
+	TI_OPT_VALUE("slots"),
+	TI_OPT_FLAG("json"),
+	TI_OPT_END,
 };
 
 int
@@ -276,10 +277,11 @@ ti_cmd_apply(int argc, char **argv)
 int
 ti_cmd_resize(int argc, char **argv)
 {
-	static const struct ti_opt opts[] = {
-		{ "help", false },
-		{ "slots", true },
-		{ "json", false },
+	static const struct option opts[] = {
+		TI_OPT_HELP,
+		TI_OPT_VALUE("slots"),
+		TI_OPT_FLAG("json"),
+		TI_OPT_END,
 	};
 	struct ti_change ch = { .to = TI_TABLE_OPTS_INIT };
 	struct ti_cmdline c =

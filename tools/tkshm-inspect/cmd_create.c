@@ -82,9 +82,14 @@ ti_create_print_json(const char *path, const tkshm_stats *st, unsigned mode,
 int
 ti_cmd_create(int argc, char **argv)
 {
-	static const struct ti_opt opts[] = {
-		{ "help", false }, { "policy", true },	{ "slots", true },
-		{ "mode", true },  { "on-full", true }, { "json", false },
+	static const struct option opts[] = {
+		TI_OPT_HELP,
+		TI_OPT_VALUE("policy"),
+		TI_OPT_VALUE("slots"),
+		TI_OPT_VALUE("mode"),
+		TI_OPT_VALUE("on-full"),
+		TI_OPT_FLAG("json"),
+		TI_OPT_END,
 	};
 	struct ti_create cr = { .to = TI_TABLE_OPTS_INIT };
 	struct ti_table_opts *to = &cr.to;

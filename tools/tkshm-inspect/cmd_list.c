@@ -349,10 +349,12 @@ ti_list_json(const char *path, const tkshm_entry *v, size_t n,
 int
 ti_cmd_list(int argc, char **argv)
 {
-	static const struct ti_opt opts[] = {
-		{ "help", false }, { "where", true }, { "sort", true },
-		{ "asc", false },  { "desc", false }, { "limit", true },
-		{ "idle", false }, { "now", true },   { "json", false },
+	static const struct option opts[] = {
+		TI_OPT_HELP,	      TI_OPT_VALUE("where"),
+		TI_OPT_VALUE("sort"), TI_OPT_FLAG("asc"),
+		TI_OPT_FLAG("desc"),  TI_OPT_VALUE("limit"),
+		TI_OPT_FLAG("idle"),  TI_OPT_VALUE("now"),
+		TI_OPT_FLAG("json"),  TI_OPT_END,
 	};
 	struct ti_list_opts lo = { .sort = TI_F_DEBT };
 	struct ti_cmdline c =

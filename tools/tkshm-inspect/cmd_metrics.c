@@ -529,9 +529,8 @@ ti_metrics_read(const char **paths, size_t np, double now, struct ti_sample *s,
 int
 ti_cmd_metrics(int argc, char **argv)
 {
-	static const struct ti_opt opts[] = { { "help", false },
-					      { "json", false },
-					      { "now", true } };
+	static const struct option opts[] = { TI_OPT_HELP, TI_OPT_FLAG("json"),
+					      TI_OPT_VALUE("now"), TI_OPT_END };
 	static const char *const names[] = { "PATH", NULL };
 	struct ti_metrics_opts mo = { 0 };
 	struct ti_cmdline c = TI_CMDLINE("metrics", ti_usage_metrics, opts,

@@ -185,9 +185,13 @@ ti_replay_opt(void *ctx, const char *cmd, const char *name, const char *value)
 int
 ti_cmd_replay(int argc, char **argv)
 {
-	static const struct ti_opt opts[] = {
-		{ "help", false }, { "policy", true },	{ "table", true },
-		{ "slots", true }, { "on-full", true },
+	static const struct option opts[] = {
+		TI_OPT_HELP,
+		TI_OPT_VALUE("policy"),
+		TI_OPT_VALUE("table"),
+		TI_OPT_VALUE("slots"),
+		TI_OPT_VALUE("on-full"),
+		TI_OPT_END,
 	};
 	struct ti_replay_opts ro = { .t = TI_TABLE_OPTS_INIT };
 	struct ti_cmdline c =

@@ -131,8 +131,8 @@ ti_reset_print(const char *path, const char *key, enum ti_reset_found found,
 int
 ti_cmd_reset(int argc, char **argv)
 {
-	static const struct ti_opt opts[] = { { "help", false },
-					      { "json", false } };
+	static const struct option opts[] = { TI_OPT_HELP, TI_OPT_FLAG("json"),
+					      TI_OPT_END };
 	static const char *const names[] = { "PATH", "KEY", NULL };
 	const char *v[2];
 	struct ti_operands ops = { .names = names, .min = 2, .max = 2, .v = v };

@@ -305,10 +305,14 @@ ti_set_run(const char *path, const unsigned char *key, size_t len,
 int
 ti_cmd_set(int argc, char **argv)
 {
-	static const struct ti_opt opts[] = {
-		{ "help", false },     { "json", false },
-		{ "now", true },       { "remaining", true },
-		{ "block-for", true }, { "block-until", true },
+	static const struct option opts[] = {
+		TI_OPT_HELP,
+		TI_OPT_FLAG("json"),
+		TI_OPT_VALUE("now"),
+		TI_OPT_VALUE("remaining"),
+		TI_OPT_VALUE("block-for"),
+		TI_OPT_VALUE("block-until"),
+		TI_OPT_END,
 	};
 	static const char *const names[] = { "PATH", "KEY", NULL };
 	const char *v[2];

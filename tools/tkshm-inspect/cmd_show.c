@@ -69,27 +69,31 @@ struct ti_show {
 };
 
 static int
-ti_show_opt(struct ti_show *s, const char *name, const char *value)
+ti_show_opt(void *ctx, const char *cmd, const char *name, const char *value)
 {
+	struct ti_show *s = ctx;
+
 	if (strcmp(name, "json") == 0) {
 		s->json = true;
 		return TI_GO_ON;
 	}
 	s->have_now = true;
-	return ti_now_opt("show", value, &s->now);
+	return ti_now_opt(cmd, value, &s->now);
 }
 
 static int
-ti_show_operand(struct ti_show *s, const char *v)
+ti_show_operand(void *ctx, const char *cmd, const char *v)
 {
+	struct ti_show *s = ctx;
+
 	if (!s->path) {
 		if (v[0] == '\0')
-			return ti_usage_error("show", "PATH is empty");
+			return ti_usage_error(cmd, "PATH is empty");
 		s->path = v;
 	} else if (!s->key_text) {
 		s->key_text = v;
 	} else {
-		return ti_usage_error("show", "extra operand '%s'", v);
+		return ti_usage_error(cmd, "extra operand '%s'", v);
 	}
 	return TI_GO_ON;
 }
@@ -98,28 +102,15 @@ ti_show_operand(struct ti_show *s, const char *v)
 static int
 ti_show_args(struct ti_show *s, int argc, char **argv)
 {
-	static const struct ti_opt opts[] = { { "help", false },
-					      { "json", false },
-					      { "now", true } };
-	struct ti_args a;
-	const char *v;
-	int k, rc;
+	static const struct option opts[] = { TI_OPT_HELP, TI_OPT_FLAG("json"),
+					      TI_OPT_VALUE("now"), TI_OPT_END };
+	struct ti_cmdline c =
+		TI_CMDLINE("show", ti_usage_show, opts, ti_show_opt, s);
+	int rc;
 
-	ti_args_init(&a, argc, argv, "show");
-	while ((k = ti_args_next(&a, opts, 3, &v)) != TI_ARG_END) {
-		if (k == TI_ARG_ERROR)
-			return TI_EXIT_USAGE;
-		if (k == TI_ARG_OPERAND) {
-			rc = ti_show_operand(s, v);
-		} else if (k == 0) {
-			ti_usage_show(stdout);
-			return ti_finish_stdout(TI_EXIT_OK);
-		} else {
-			rc = ti_show_opt(s, opts[k].name, v);
-		}
-		if (rc != TI_GO_ON)
-			return rc;
-	}
+	if ((rc = ti_cmdline_scan(&c, argc, argv, ti_show_operand, s)) !=
+	    TI_GO_ON)
+		return rc;
 	if (!s->path)
 		return ti_usage_error("show", "missing PATH");
 	if (!s->key_text)

@@ -409,9 +409,8 @@ ti_stats_opt(void *ctx, const char *cmd, const char *name, const char *value)
 int
 ti_cmd_stats(int argc, char **argv)
 {
-	static const struct ti_opt opts[] = { { "help", false },
-					      { "json", false },
-					      { "now", true } };
+	static const struct option opts[] = { TI_OPT_HELP, TI_OPT_FLAG("json"),
+					      TI_OPT_VALUE("now"), TI_OPT_END };
 	struct ti_stats_opts so = { 0 };
 	struct ti_cmdline c =
 		TI_CMDLINE("stats", ti_usage_stats, opts, ti_stats_opt, &so);

@@ -617,9 +617,14 @@ ti_top_loop(struct ti_top *tp)
 int
 ti_cmd_top(int argc, char **argv)
 {
-	static const struct ti_opt opts[] = {
-		{ "help", false },	{ "by", true },	   { "interval", true },
-		{ "iterations", true }, { "limit", true }, { "json", false },
+	static const struct option opts[] = {
+		TI_OPT_HELP,
+		TI_OPT_VALUE("by"),
+		TI_OPT_VALUE("interval"),
+		TI_OPT_VALUE("iterations"),
+		TI_OPT_VALUE("limit"),
+		TI_OPT_FLAG("json"),
+		TI_OPT_END,
 	};
 	struct ti_top tp = { .o = { .interval = 1000 } };
 	struct ti_cmdline c =

@@ -93,8 +93,8 @@ ti_verify_print_json(const struct ti_verify *v, const char *path,
 int
 ti_cmd_verify(int argc, char **argv)
 {
-	static const struct ti_opt opts[] = { { "help", false },
-					      { "json", false } };
+	static const struct option opts[] = { TI_OPT_HELP, TI_OPT_FLAG("json"),
+					      TI_OPT_END };
 	struct ti_verify v = { 0 };
 	struct ti_cmdline c =
 		TI_CMDLINE("verify", ti_usage_verify, opts, ti_verify_opt, &v);

@@ -6,6 +6,7 @@
 #ifndef TKSHM_INSPECT_H
 #define TKSHM_INSPECT_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -88,31 +89,7 @@ int ti_usage_error(const char *cmd, const char *fmt, ...)
  * otherwise returns `rc`. */
 int ti_finish_stdout(int rc);
 
-/* --- options (args.c) ---------------------------------------------------- */
-
-struct ti_opt {
-	const char *name; /* without the leading "--" */
-	bool has_value;
-};
-
-struct ti_args {
-	int argc;
-	char **argv;
-	int i;		    /* next argv index */
-	bool only_operands; /* after "--" */
-	const char *cmd;    /* for messages */
-};
-
-#define TI_ARG_OPERAND (-1) /* *value is an operand */
-#define TI_ARG_END     (-2) /* nothing left */
-#define TI_ARG_ERROR   (-3) /* reported; exit with TI_EXIT_USAGE */
-
-/* Starts after argv[0] (the subcommand's name). */
-void ti_args_init(struct ti_args *a, int argc, char **argv, const char *cmd);
-/* The next option (its index in `opts`, with *value set when it takes one,
- * as "--name value" or "--name=value"), an operand, or the end. */
-int ti_args_next(struct ti_args *a, const struct ti_opt *opts, size_t nopts,
-		 const char **value);
+/* --- option values (args.c) --------------------------------------------- */
 
 /* Value parsers: false (after reporting a usage error) when invalid. */
 bool ti_parse_u64(const char *cmd, const char *opt, const char *s,
@@ -132,12 +109,32 @@ bool ti_parse_decimal(const char *s, double *out);
  * the problem, the exit code to end with. */
 typedef int ti_opt_fn(void *ctx, const char *cmd, const char *name,
 		      const char *value);
+/* Takes one operand, the same way. */
+typedef int ti_operand_fn(void *ctx, const char *cmd, const char *operand);
+
+/* getopt_long(3)'s table of a subcommand: every option but --help has val
+ * 0 (the handler is told its name); the table ends with TI_OPT_END. */
+#define TI_OPT_HELP                            \
+	{                                      \
+		"help", no_argument, NULL, 'h' \
+	}
+#define TI_OPT_FLAG(name)                    \
+	{                                    \
+		(name), no_argument, NULL, 0 \
+	}
+#define TI_OPT_VALUE(name)                         \
+	{                                          \
+		(name), required_argument, NULL, 0 \
+	}
+#define TI_OPT_END               \
+	{                        \
+		NULL, 0, NULL, 0 \
+	}
 
 struct ti_cmdline {
 	const char *cmd;	   /* for messages: "create" */
 	void (*usage)(FILE *f);	   /* printed by --help */
-	const struct ti_opt *opts; /* including { "help", false } */
-	size_t nopts;
+	const struct option *opts; /* including TI_OPT_HELP */
 	ti_opt_fn *opt; /* the other options; NULL when there are none */
 	void *ctx;	/* handed to `opt` */
 	/* NULL: the command takes one PATH operand; otherwise it takes none,
@@ -150,15 +147,22 @@ struct ti_cmdline {
 #define TI_CMDLINE(name, usage_fn, opt_list, opt_fn, opt_ctx)           \
 	{                                                               \
 		.cmd = (name), .usage = (usage_fn), .opts = (opt_list), \
-		.nopts = sizeof(opt_list) / sizeof((opt_list)[0]),      \
 		.opt = (opt_fn), .ctx = (opt_ctx)                       \
 	}
 
-/* Reads argv (argv[0] is the subcommand's name) in order: --help prints the
- * usage to stdout, an operand becomes c->path (a second one, or any when
- * c->no_operand is set, is a usage error), other options go to c->opt.
- * Then a command that takes PATH needs a non-empty one.  Returns TI_GO_ON,
- * or the exit code to end with (0 after --help). */
+/* Reads argv (argv[0] is the subcommand's name) with getopt_long(3), in
+ * order (options and operands mixed, "--" ending the options): --help or
+ * -h prints the usage to stdout, operands go to `operand`, other options to
+ * c->opt.  An option is spelled whole: what getopt_long would take beyond
+ * that (an abbreviation such as --js, a cluster such as -hx) is refused as
+ * an unknown option.  Returns TI_GO_ON, or the exit code to end with (0
+ * after --help). */
+int ti_cmdline_scan(struct ti_cmdline *c, int argc, char **argv,
+		    ti_operand_fn *operand, void *operand_ctx);
+
+/* ti_cmdline_scan() for a command taking one PATH operand (c->path; a
+ * second one, or any when c->no_operand is set, is a usage error); then a
+ * command that takes PATH needs a non-empty one. */
 int ti_cmdline_parse(struct ti_cmdline *c, int argc, char **argv);
 
 /* The options that describe a table, shared by create and replay:

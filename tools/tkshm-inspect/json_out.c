@@ -1,6 +1,25 @@
 /*
  * json_out.c - JSON output: string escaping, numbers, ThrottleKit decision
  * objects, and a small writer that places commas in nested values.
+ *
+ * Why not cJSON (libcjson-dev, which the tests use to read this output):
+ * measured with Debian 12's cJSON 1.7.15, its printer would change bytes
+ * users and tests see, and some values:
+ * - numbers are doubles, so a 64-bit counter past 2^53 is not exact:
+ *   9007199254740993 prints as 9.00719925474099e+15 (here: "%" PRIu64);
+ * - a double is printed with "%1.15g" whenever that reads back within a
+ *   relative DBL_EPSILON, which is not the same double: now =
+ *   1795948515069.0498 prints as 1795948515069.05 (here: the shortest of
+ *   15, 16, 17 digits that strtod() reads back exactly); and when 15 do not
+ *   do, it jumps to 17: 1/3 prints as 0.33333333333333331, not
+ *   0.3333333333333333;
+ * - strings: 0x7f and invalid UTF-8 go out raw (invalid JSON), where this
+ *   writes \u007f and \ufffd;
+ * - layout: cJSON_Print indents with tabs and writes "key":<tab>value;
+ *   the documented output is two spaces, "key": value, and one key a line
+ *   in list's array (rows), which neither cJSON printer gives.
+ * Keeping the exact numbers and the layout would mean printing every value
+ * ourselves anyway, so the writer stays (about 150 lines).
  */
 #include <inttypes.h>
 #include <math.h>

@@ -113,8 +113,10 @@ ti_operand_name(const struct ti_operands *ops, size_t i)
 }
 
 static int
-ti_operand(struct ti_operands *ops, const char *cmd, const char *v)
+ti_operand(void *ctx, const char *cmd, const char *v)
 {
+	struct ti_operands *ops = ctx;
+
 	if (ops->n == ops->max)
 		return ti_usage_error(cmd, "extra operand '%s'", v);
 	if (v[0] == '\0')
@@ -128,25 +130,11 @@ int
 ti_cmdline_operands(struct ti_cmdline *c, struct ti_operands *ops, int argc,
 		    char **argv)
 {
-	struct ti_args a;
-	const char *v;
-	int k, rc;
+	int rc;
 
 	ops->n = 0;
-	ti_args_init(&a, argc, argv, c->cmd);
-	while ((k = ti_args_next(&a, c->opts, c->nopts, &v)) != TI_ARG_END) {
-		if (k == TI_ARG_ERROR)
-			return TI_EXIT_USAGE;
-		if (k == TI_ARG_OPERAND)
-			rc = ti_operand(ops, c->cmd, v);
-		else if (strcmp(c->opts[k].name, "help") == 0) {
-			c->usage(stdout);
-			return ti_finish_stdout(TI_EXIT_OK);
-		} else
-			rc = c->opt(c->ctx, c->cmd, c->opts[k].name, v);
-		if (rc != TI_GO_ON)
-			return rc;
-	}
+	if ((rc = ti_cmdline_scan(c, argc, argv, ti_operand, ops)) != TI_GO_ON)
+		return rc;
 	if (ops->n < ops->min)
 		return ti_usage_error(c->cmd, "missing %s",
 				      ti_operand_name(ops, ops->n));

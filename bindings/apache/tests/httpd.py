@@ -50,7 +50,8 @@ MaxSpareThreads 16
 """,
 }
 
-BASE = """
+# Where a test httpd lives and logs: the head of every configuration.
+SERVER = """
 ServerRoot "{dir}"
 ServerName 127.0.0.1
 Listen 127.0.0.1:{port}
@@ -58,7 +59,9 @@ PidFile "{dir}/httpd.pid"
 DefaultRuntimeDir "{dir}"
 Mutex file:{dir} default
 ErrorLog "{dir}/error.log"
-LogLevel warn tkshm:info
+"""
+
+BASE = SERVER + """LogLevel warn tkshm:info
 {user}
 {mpm}
 LoadModule authz_core_module {modules}/mod_authz_core.so

@@ -25,8 +25,10 @@ import time
 NGINX = os.environ.get("TKSHM_NGINX", "/usr/sbin/nginx")
 MODULE = os.environ.get("TKSHM_NGINX_MODULE", "")
 
-BASE = """
-load_module "{module}";
+# The main configuration every test nginx runs with: `load` is a
+# load_module line (or nothing), `http` the body of http{}.
+MAIN = """
+{load}
 worker_processes 4;
 daemon off;
 master_process on;
@@ -40,13 +42,27 @@ http {{
     fastcgi_temp_path "{dir}/tmp/fastcgi";
     uwsgi_temp_path "{dir}/tmp/uwsgi";
     scgi_temp_path "{dir}/tmp/scgi";
+{http}
+}}
+"""
+
+# What the module's tests add to http{}: the log they read.
+LOGGED = """
     # the worker that served, the status, the module's outcome
     log_format tk "$pid $status $tkshm_status $request_uri";
     access_log "{dir}/access.log" tk;
     keepalive_timeout 0;
-{http}
-}}
 """
+
+
+def main_conf(dir, http, module=None, user="nobody nogroup"):
+    """nginx.conf's text for a test nginx in `dir`: the module loaded from
+    `module` (None: not loaded), `http` as the body of http{}.  Workers of
+    a root master run as `user` (the module's tests keep nobody, so a
+    table file must be usable by them); not root: as the master's."""
+    user = "user %s;" % user if os.geteuid() == 0 else ""
+    load = 'load_module "%s";' % module if module else ""
+    return MAIN.format(load=load, dir=dir, user=user, http=http)
 
 
 def skip_without_nginx():
@@ -106,14 +122,11 @@ class Nginx:
         return os.path.join(self.dir, *parts)
 
     def write_conf(self, http):
-        # Workers of a root master run as nobody unless told: the tests
-        # keep that, so a table file must be usable by them.
-        user = "user nobody nogroup;" if os.geteuid() == 0 else ""
         body = http.replace("{port}", str(self.port)).replace(
             "{dir}", self.dir)
         with open(self.path("nginx.conf"), "w") as f:
-            f.write(BASE.format(module=MODULE, dir=self.dir, user=user,
-                                http=body))
+            f.write(main_conf(self.dir, LOGGED.format(dir=self.dir) + body,
+                              MODULE))
 
     def run(self, *args):
         return subprocess.run(

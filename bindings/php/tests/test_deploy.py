@@ -143,51 +143,27 @@ class Nginx(nginx.Nginx):
     """nginx.py's nginx, with the http{} block of this test including the
     site file as it is (no tkshm module: the site uses none)."""
 
-    CONF = """
-worker_processes 4;
-daemon off;
-master_process on;
-pid "{dir}/nginx.pid";
-error_log "{dir}/error.log" info;
-{user}
-events {{ worker_connections 256; }}
-http {{
-    client_body_temp_path "{dir}/tmp/body";
-    proxy_temp_path "{dir}/tmp/proxy";
-    fastcgi_temp_path "{dir}/tmp/fastcgi";
-    uwsgi_temp_path "{dir}/tmp/uwsgi";
-    scgi_temp_path "{dir}/tmp/scgi";
-    access_log "{dir}/access.log";
-    include "{dir}/sites-enabled/app";
-}}
-"""
-
     def write_conf(self, site):
-        # the pool's socket is www-data's (listen.owner): so are the
-        # workers, as on Debian (nginx.conf's "user www-data;")
-        user = "user www-data www-data;" if os.geteuid() == 0 else ""
         os.makedirs(self.path("sites-enabled"), exist_ok=True)
         with open(self.path("sites-enabled", "app"), "w") as f:
             f.write(site)
         # "include fastcgi_params" is relative to nginx.conf's directory
         shutil.copy("/etc/nginx/fastcgi_params", self.path("fastcgi_params"))
+        # the pool's socket is www-data's (listen.owner): so are the
+        # workers, as on Debian (nginx.conf's "user www-data;")
+        conf = nginx.main_conf(
+            self.dir, '    access_log "%s/access.log";\n'
+            '    include "%s/sites-enabled/app";' % (self.dir, self.dir),
+            user="www-data www-data")
         with open(self.path("nginx.conf"), "w") as f:
-            f.write(self.CONF.format(dir=self.dir, user=user))
+            f.write(conf)
 
 
 class Httpd(httpd.Httpd):
     """httpd.py's httpd, with a server configuration of this test's
     including the site file as it is (no mod_tkshm: the site uses none)."""
 
-    CONF = """
-ServerRoot "{dir}"
-ServerName 127.0.0.1
-Listen 127.0.0.1:{port}
-PidFile "{dir}/httpd.pid"
-DefaultRuntimeDir "{dir}"
-Mutex file:{dir} default
-ErrorLog "{dir}/error.log"
-LogLevel warn
+    CONF = httpd.SERVER + """LogLevel warn
 {user}
 LoadModule mpm_event_module {modules}/mod_mpm_event.so
 LoadModule authz_core_module {modules}/mod_authz_core.so

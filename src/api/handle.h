@@ -25,6 +25,7 @@
 
 #include <urcu/urcu-bp.h>
 
+#include "shm/atomic.h"
 #include "shm/table.h"
 
 #ifdef TK_TSAN
@@ -60,7 +61,7 @@ tk_resolve(struct tkshm_table *h)
 	/* Acquire: pairs with tk_follow's release, so the new instance's
 	 * fields are seen whole.  An instance that is no handle (cur NULL)
 	 * is its own. */
-	struct tkshm_table *t = __atomic_load_n(&h->cur, __ATOMIC_ACQUIRE);
+	struct tkshm_table *t = tk_priv_load_acquire(&h->cur);
 
 	if (!t)
 		t = h;
@@ -106,7 +107,7 @@ tk_on_itself(struct tkshm_table *h)
 {
 	/* Relaxed: `cur == h` says the call runs on the handle, whose fixed
 	 * fields were written before the caller had it. */
-	struct tkshm_table *c = __atomic_load_n(&h->cur, __ATOMIC_RELAXED);
+	struct tkshm_table *c = tk_priv_load_relaxed(&h->cur);
 
 	return (c == h || !c) &&
 	       __builtin_expect(tk_life_load(h) == h->life_word, 1);

@@ -24,6 +24,7 @@
 
 #include "api/handle.h"
 #include "api/life_change.h"
+#include "shm/atomic.h"
 #include "shm/carry.h"
 #include "shm/life.h"
 #include "shm/table.h"
@@ -89,7 +90,7 @@ static void
 tk_map_put(struct tk_mapping *m)
 {
 	/* acq_rel: the last one out sees every use of the mapping. */
-	if (m && __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+	if (m && tk_priv_fetch_sub_acq_rel(&m->refs, 1) == 1) {
 		munmap(m->base, m->size);
 		free(m);
 	}
@@ -120,12 +121,12 @@ tk_instance_copy(const struct tkshm_table *t)
 		return NULL;
 	memcpy(n, t, TK_INSTANCE_FIXED);
 	/* Relaxed: a hint of when to look for dead holders again. */
-	n->next_reap_ms = __atomic_load_n(&t->next_reap_ms, __ATOMIC_RELAXED);
+	n->next_reap_ms = tk_priv_load_relaxed(&t->next_reap_ms);
 	n->cur = NULL;
 	n->follow = NULL;
 	n->pred = NULL;
 	/* Relaxed: the caller holds a reference already (its own). */
-	__atomic_add_fetch(&n->map->refs, 1, __ATOMIC_RELAXED);
+	(void)tk_priv_fetch_add_relaxed(&n->map->refs, 1);
 	if (t->pred) {
 		n->pred = tk_instance_copy(t->pred);
 		if (!n->pred) {
@@ -299,7 +300,7 @@ tk_reopen(struct tkshm_table *h, const struct tkshm_table *t)
 	if (rc == TKSHM_OK)
 		rc = tk_map_own(n);
 	/* Relaxed: see struct tk_follow. */
-	__atomic_store_n(&h->follow->error, rc, __ATOMIC_RELAXED);
+	tk_priv_store_relaxed(&h->follow->error, rc);
 	if (rc != TKSHM_OK) {
 		if (n->base)
 			tk_segment_close(n);
@@ -342,8 +343,7 @@ tk_follow(struct tkshm_table *h, struct tkshm_table *t)
 	if (!n)
 		return t;
 	/* Release: the new instance is complete before anybody takes it. */
-	if (__atomic_compare_exchange_n(&h->cur, &expected, n, false,
-					__ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+	if (tk_priv_cas_release_acquire(&h->cur, &expected, n)) {
 		tk_instance_retire(h, t);
 		return n;
 	}
@@ -356,8 +356,7 @@ int
 tk_follow_error(const struct tkshm_table *h)
 {
 	/* Relaxed: see struct tk_follow. */
-	int e = h->follow ? __atomic_load_n(&h->follow->error, __ATOMIC_RELAXED)
-			  : 0;
+	int e = h->follow ? tk_priv_load_relaxed(&h->follow->error) : 0;
 
 	return e == TKSHM_EBUSY ? 0 : e;
 }
@@ -439,8 +438,7 @@ tk_replace_anonymous(struct tkshm_table *h, struct tkshm_table *t,
 	}
 	tk_life_clear(n, TK_LIFE_DRAINING);
 	n->life_word = tk_life_load(n);
-	if (!__atomic_compare_exchange_n(&h->cur, &expected, n, false,
-					 __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+	if (!tk_priv_cas_release_acquire(&h->cur, &expected, n)) {
 		tk_instance_free(n);
 		return TKSHM_EBUSY;
 	}
@@ -940,7 +938,7 @@ tkshm_close(tkshm_table *h)
 
 	if (!h)
 		return TKSHM_OK;
-	t = __atomic_load_n(&h->cur, __ATOMIC_ACQUIRE);
+	t = tk_priv_load_acquire(&h->cur);
 	/* No other thread may use the handle now (tkshm.h): every instance
 	 * but the handle is freed after the calls still running on it. */
 	if (t && t != h) {

@@ -14,6 +14,7 @@
 #include "api/validate.h"
 #include "global/lease_check.h"
 #include "global/route.h"
+#include "shm/atomic.h"
 #include "shm/table.h"
 #include "tkshm.h"
 
@@ -299,13 +300,12 @@ tk_global_stats(const tkshm_table *t, tkshm_stats *out)
 		return;
 	for (int i = 0; i < TK_G_COUNT; i++)
 		/* Relaxed: a statistics snapshot. */
-		c[i] = atomic_load_explicit(&g->c[i], memory_order_relaxed);
+		c[i] = tk_load_relaxed(&g->c[i]);
 	out->global.redis_calls = c[TK_G_REDIS_CALLS];
 	out->global.redis_errors = c[TK_G_REDIS_ERRORS];
 	out->global.noscript_reloads = c[TK_G_NOSCRIPT_RELOADS];
 	/* Relaxed (every load below): a statistics snapshot. */
-	out->global.breaker_opens =
-		atomic_load_explicit(&g->breaker.opens, memory_order_relaxed);
+	out->global.breaker_opens = tk_load_relaxed(&g->breaker.opens);
 	out->global.cache_denials = c[TK_G_CACHE_DENIALS];
 	out->global.fallback_allowed = c[TK_G_FALLBACK_ALLOWED];
 	out->global.fallback_denied = c[TK_G_FALLBACK_DENIED];
@@ -314,10 +314,8 @@ tk_global_stats(const tkshm_table *t, tkshm_stats *out)
 	out->global.lease_units = c[TK_G_LEASE_UNITS];
 	out->global.lease_round_trips = c[TK_G_LEASE_ROUND_TRIPS];
 	out->global.lease_units_expired = c[TK_G_LEASE_EXPIRED];
-	out->global.hosts =
-		atomic_load_explicit(&g->hosts, memory_order_relaxed);
-	out->global.agent_pid = (int64_t)atomic_load_explicit(
-		&g->agent_pid, memory_order_relaxed);
+	out->global.hosts = tk_load_relaxed(&g->hosts);
+	out->global.agent_pid = (int64_t)tk_load_relaxed(&g->agent_pid);
 	if (t->policy.global.mode == TKSHM_MODE_LEASE) {
 		struct tk_lease_env env;
 
@@ -326,13 +324,11 @@ tk_global_stats(const tkshm_table *t, tkshm_stats *out)
 	} else {
 		/* Strict: up while the shared breaker is closed. */
 		out->global.redis_up =
-			atomic_load_explicit(&g->breaker.open_until,
-					     memory_order_relaxed) == 0;
+			tk_load_relaxed(&g->breaker.open_until) == 0;
 	}
 	/* The heartbeat is monotonic; shown as the epoch ms it was. */
 	if (out->global.agent_pid) {
-		double beat = tk_word_f64(atomic_load_explicit(
-			&g->agent_beat, memory_order_relaxed));
+		double beat = tk_word_f64(tk_load_relaxed(&g->agent_beat));
 		out->global.agent_beat_ms = tkshm_now_ms() - (now - beat);
 	}
 }

@@ -25,17 +25,19 @@
  *   breaker      strict mode's circuit breaker, shared by the workers
  *   c[]          the tier's counters (enum tk_gcounter)
  *
- * Every field is a plain number read and written with atomics (no
- * pointers); a hostile value can make workers fall back or deny, never
- * crash: readers clamp what they use (tk_global_env in lease_check.c).
+ * Every field is a plain number (no pointers), read and written only
+ * through shm/atomic.h, never by a plain access; a hostile value can make
+ * workers fall back or deny, never crash: readers clamp what they use
+ * (tk_global_env in lease_check.c).
  */
 #ifndef TKSHM_GLOBAL_GLOBAL_SHM_H
 #define TKSHM_GLOBAL_GLOBAL_SHM_H
 
-#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "redis/breaker.h"
+#include "shm/atomic.h"
 
 enum tk_gcounter {
 	TK_G_REDIS_CALLS,
@@ -53,21 +55,38 @@ enum tk_gcounter {
 };
 
 struct tk_global_shm {
-	_Alignas(64) _Atomic uint64_t agent_pid;
-	_Atomic uint64_t agent_beat;
-	_Atomic uint64_t redis_up;
-	_Atomic uint64_t hosts;
-	_Atomic uint64_t poll_ms;
-	_Atomic uint64_t hosts_at;
-	_Atomic uint64_t offset;
-	_Atomic uint64_t offset_low;
-	_Atomic uint64_t up_at;
+	_Alignas(64) uint64_t agent_pid;
+	uint64_t agent_beat;
+	uint64_t redis_up;
+	uint64_t hosts;
+	uint64_t poll_ms;
+	uint64_t hosts_at;
+	uint64_t offset;
+	uint64_t offset_low;
+	uint64_t up_at;
 	_Alignas(64) struct tk_breaker breaker;
-	_Alignas(64) _Atomic uint64_t c[TK_G_COUNT];
+	_Alignas(64) uint64_t c[TK_G_COUNT];
 };
 
 _Static_assert(sizeof(struct tk_global_shm) <= 4096,
 	       "the region fits its page");
+/* The region's layout is shared between builds and processes: these are
+ * the offsets it had when its fields were declared C11 atomic 64-bit
+ * integers (same size and alignment as uint64_t on x86-64). */
+_Static_assert(offsetof(struct tk_global_shm, agent_pid) == 0, "layout");
+_Static_assert(offsetof(struct tk_global_shm, agent_beat) == 8, "layout");
+_Static_assert(offsetof(struct tk_global_shm, redis_up) == 16, "layout");
+_Static_assert(offsetof(struct tk_global_shm, hosts) == 24, "layout");
+_Static_assert(offsetof(struct tk_global_shm, poll_ms) == 32, "layout");
+_Static_assert(offsetof(struct tk_global_shm, hosts_at) == 40, "layout");
+_Static_assert(offsetof(struct tk_global_shm, offset) == 48, "layout");
+_Static_assert(offsetof(struct tk_global_shm, offset_low) == 56, "layout");
+_Static_assert(offsetof(struct tk_global_shm, up_at) == 64, "layout");
+_Static_assert(offsetof(struct tk_global_shm, breaker) == 128, "layout");
+_Static_assert(offsetof(struct tk_global_shm, c) == 192, "layout");
+_Static_assert(TK_G_COUNT == 11, "layout: the counters");
+_Static_assert(sizeof(struct tk_global_shm) == 320, "layout");
+_Static_assert(_Alignof(struct tk_global_shm) == 64, "layout");
 
 /* The live host count last read from Redis, or `fallback` (the policy's
  * hosts) when none was read or the value is out of range (the region is
@@ -76,7 +95,7 @@ static inline double
 tk_global_hosts(struct tk_global_shm *g, double fallback)
 {
 	/* Relaxed: a hint read on its own. */
-	uint64_t h = atomic_load_explicit(&g->hosts, memory_order_relaxed);
+	uint64_t h = tk_load_relaxed(&g->hosts);
 
 	return h >= 1 && h <= 1000000 ? (double)h : fallback;
 }
@@ -86,7 +105,7 @@ static inline void
 tk_gcount(struct tk_global_shm *g, enum tk_gcounter c, uint64_t n)
 {
 	/* relaxed: a tally; nothing is ordered by it. */
-	atomic_fetch_add_explicit(&g->c[c], n, memory_order_relaxed);
+	(void)tk_fetch_add_relaxed(&g->c[c], n);
 }
 
 #endif /* TKSHM_GLOBAL_GLOBAL_SHM_H */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "global/lease_check.h"
+#include "shm/atomic.h"
 #include "shm/wide.h"
 
 void
@@ -13,17 +14,13 @@ tk_lease_env_of(const struct tkshm_table *t, struct tk_lease_env *env)
 	struct tk_global_shm *g = t->global;
 	/* Acquire: pairs with the agent's release of its heartbeat, so a
 	 * fresh beat comes with the redis_up and hosts of that round. */
-	double beat = tk_word_f64(
-		atomic_load_explicit(&g->agent_beat, memory_order_acquire));
+	double beat = tk_word_f64(tk_load_acquire(&g->agent_beat));
 	/* Relaxed (these, and hosts below): ordered after the beat's
 	 * acquire. */
-	uint64_t pid =
-		atomic_load_explicit(&g->agent_pid, memory_order_relaxed);
-	uint64_t up = atomic_load_explicit(&g->redis_up, memory_order_relaxed);
-	double poll = tk_word_f64(
-		atomic_load_explicit(&g->poll_ms, memory_order_relaxed));
-	double up_at = tk_word_f64(
-		atomic_load_explicit(&g->up_at, memory_order_relaxed));
+	uint64_t pid = tk_load_relaxed(&g->agent_pid);
+	uint64_t up = tk_load_relaxed(&g->redis_up);
+	double poll = tk_word_f64(tk_load_relaxed(&g->poll_ms));
+	double up_at = tk_word_f64(tk_load_relaxed(&g->up_at));
 	double age = tk_mono_coarse_ms() - beat;
 
 	/* Values from the region are clamped: a hostile one can only make

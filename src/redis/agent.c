@@ -1,7 +1,7 @@
 /*
  * agent.c - the lease agent's engine (agent.h).
  *
- * Lease sizing (cross-host notes 6.2), per key, from the units its workers
+ * Lease sizing (docs/cross-host.md, "Lease"), per key, from the units its workers
  * asked for (the lease state's `asked`, summed by every check):
  *   rate      an exponentially weighted rate, time constant TK_RATE_TAU_MS
  *   low water rate * (2 * round trip + poll): a refill is asked for when
@@ -37,6 +37,7 @@
 #include "redis/breaker.h"
 #include "redis/redis_handle.h"
 #include "redis/state_codec.h"
+#include "shm/atomic.h"
 #include "shm/table.h"
 
 #define TK_AGENT_MAX_TABLES 64
@@ -172,16 +173,12 @@ tk_agent_publish(struct tk_agent *a, tkshm_table *t, bool attached)
 	struct tk_global_shm *g = t->global;
 
 	/* Relaxed (three stores): published by the beat's release. */
-	atomic_store_explicit(&g->agent_pid, attached ? (uint64_t)getpid() : 0,
-			      memory_order_relaxed);
-	atomic_store_explicit(&g->poll_ms, tk_f64_word(a->conf.poll_ms),
-			      memory_order_relaxed);
-	atomic_store_explicit(&g->redis_up, a->redis_up ? 1 : 0,
-			      memory_order_relaxed);
+	tk_store_relaxed(&g->agent_pid, attached ? (uint64_t)getpid() : 0);
+	tk_store_relaxed(&g->poll_ms, tk_f64_word(a->conf.poll_ms));
+	tk_store_relaxed(&g->redis_up, a->redis_up ? 1 : 0);
 	/* Release: the stores above are visible with this beat. */
-	atomic_store_explicit(&g->agent_beat,
-			      tk_f64_word(attached ? tk_mono_ms() : 0),
-			      memory_order_release);
+	tk_store_release(&g->agent_beat,
+			 tk_f64_word(attached ? tk_mono_ms() : 0));
 }
 
 /* The pid of another live agent serving `t` (heartbeat fresh, process
@@ -192,11 +189,9 @@ tk_agent_other(const tkshm_table *t)
 {
 	struct tk_global_shm *g = t->global;
 	/* Acquire: pairs with the agent's release of its beat. */
-	double beat = tk_word_f64(
-		atomic_load_explicit(&g->agent_beat, memory_order_acquire));
+	double beat = tk_word_f64(tk_load_acquire(&g->agent_beat));
 	/* Relaxed: ordered after the beat's acquire. */
-	uint64_t pid =
-		atomic_load_explicit(&g->agent_pid, memory_order_relaxed);
+	uint64_t pid = tk_load_relaxed(&g->agent_pid);
 
 	if (pid == 0 || pid > INT32_MAX || (pid_t)pid == getpid())
 		return 0;
@@ -354,8 +349,7 @@ tk_agent_settle(struct tk_agent *a, double now, bool first, double outage)
 
 		/* Relaxed: a tally read on its own. */
 		if (first &&
-		    atomic_load_explicit(&t->global->c[TK_G_FALLBACK_ALLOWED],
-					 memory_order_relaxed) == 0)
+		    tk_load_relaxed(&t->global->c[TK_G_FALLBACK_ALLOWED]) == 0)
 			continue;
 		a->tables[i].lease_from = tk_lease_resume_at(
 			&t->algo.lease, t->policy.global.lease_ms,
@@ -704,9 +698,8 @@ tk_agent_round_in(struct tk_agent *a, double now_ms,
 	for (size_t i = 0; i < a->ntables; i++) {
 		/* Relaxed: published by the beat's release below. */
 		if (a->redis_up)
-			atomic_store_explicit(&a->tables[i].t->global->up_at,
-					      tk_f64_word(now_ms),
-					      memory_order_relaxed);
+			tk_store_relaxed(&a->tables[i].t->global->up_at,
+					 tk_f64_word(now_ms));
 		tk_agent_publish(a, a->tables[i].t, true);
 	}
 	a->totals.keys_scanned += r.keys_scanned;

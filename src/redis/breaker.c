@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "redis/breaker.h"
+#include "shm/atomic.h"
 
 static double
 f64_of(uint64_t bits)
@@ -63,21 +64,16 @@ open_circuit(struct tk_breaker *b, uint64_t seen, double now_ms, double open_ms)
 {
 	uint64_t until = bits_of(now_ms + open_ms);
 	/* relaxed: the CAS below compares against it (B3). */
-	uint64_t probe =
-		atomic_load_explicit(&b->probe_until, memory_order_relaxed);
+	uint64_t probe = tk_load_relaxed(&b->probe_until);
 
 	/* relaxed: one winner is the CAS's own property (B1). */
-	if (!atomic_compare_exchange_strong_explicit(
-		    &b->open_until, &seen, until, memory_order_relaxed,
-		    memory_order_relaxed))
+	if (!tk_cas64_relaxed(&b->open_until, &seen, until))
 		return false;
 	/* relaxed: as above; failing means a claim of the previous period
 	 * landed meanwhile, and it stands (B3). */
-	(void)atomic_compare_exchange_strong_explicit(
-		&b->probe_until, &probe, until, memory_order_relaxed,
-		memory_order_relaxed);
+	(void)tk_cas64_relaxed(&b->probe_until, &probe, until);
 	/* relaxed: a statistic, ordered with nothing. */
-	atomic_fetch_add_explicit(&b->opens, 1, memory_order_relaxed);
+	(void)tk_fetch_add_relaxed(&b->opens, 1);
 	return true;
 }
 
@@ -85,8 +81,7 @@ bool
 tk_breaker_allow(struct tk_breaker *b, double now_ms, double probe_ms)
 {
 	/* relaxed: a stale value costs one check (see the top). */
-	uint64_t open =
-		atomic_load_explicit(&b->open_until, memory_order_relaxed);
+	uint64_t open = tk_load_relaxed(&b->open_until);
 	uint64_t probe;
 
 	if (open == 0)
@@ -95,14 +90,13 @@ tk_breaker_allow(struct tk_breaker *b, double now_ms, double probe_ms)
 		return false;
 	/* Half-open.  relaxed: the CAS below acts on the latest value; a
 	 * stale read only makes it fail. */
-	probe = atomic_load_explicit(&b->probe_until, memory_order_relaxed);
+	probe = tk_load_relaxed(&b->probe_until);
 	if (now_ms < f64_of(probe))
 		return false;
 	/* relaxed: one winner per value of probe_until is the CAS's own
 	 * property (B2); the probe publishes nothing. */
-	return atomic_compare_exchange_strong_explicit(
-		&b->probe_until, &probe, bits_of(now_ms + probe_ms),
-		memory_order_relaxed, memory_order_relaxed);
+	return tk_cas64_relaxed(&b->probe_until, &probe,
+				bits_of(now_ms + probe_ms));
 }
 
 void
@@ -111,10 +105,10 @@ tk_breaker_success(struct tk_breaker *b)
 	/* relaxed (both loads and stores): Redis answered, so the circuit
 	 * closes whatever else happened; no other data rides on these
 	 * words, and reading first keeps the closed hot path write-free. */
-	if (atomic_load_explicit(&b->failures, memory_order_relaxed) != 0)
-		atomic_store_explicit(&b->failures, 0, memory_order_relaxed);
-	if (atomic_load_explicit(&b->open_until, memory_order_relaxed) != 0)
-		atomic_store_explicit(&b->open_until, 0, memory_order_relaxed);
+	if (tk_load_relaxed(&b->failures) != 0)
+		tk_store_relaxed(&b->failures, 0);
+	if (tk_load_relaxed(&b->open_until) != 0)
+		tk_store_relaxed(&b->open_until, 0);
 }
 
 bool
@@ -122,8 +116,7 @@ tk_breaker_failure(struct tk_breaker *b, double now_ms, unsigned threshold,
 		   double open_ms)
 {
 	/* relaxed: the CAS in open_circuit re-checks this value. */
-	uint64_t open =
-		atomic_load_explicit(&b->open_until, memory_order_relaxed);
+	uint64_t open = tk_load_relaxed(&b->open_until);
 	uint64_t n;
 
 	if (open != 0) {
@@ -137,8 +130,7 @@ tk_breaker_failure(struct tk_breaker *b, double now_ms, unsigned threshold,
 	}
 	/* relaxed: a count of consecutive failures, ordered with nothing;
 	 * the opening itself is decided by the CAS (B1). */
-	n = atomic_fetch_add_explicit(&b->failures, 1, memory_order_relaxed) +
-	    1;
+	n = tk_fetch_add_relaxed(&b->failures, 1) + 1;
 	if (n < (threshold > 0 ? threshold : 1))
 		return false;
 	return open_circuit(b, 0, now_ms, open_ms);
@@ -151,5 +143,5 @@ tk_breaker_is_open(const struct tk_breaker *b, double now_ms)
 	 * the answer does not depend on which side of open_until now_ms
 	 * is. */
 	(void)now_ms;
-	return atomic_load_explicit(&b->open_until, memory_order_relaxed) != 0;
+	return tk_load_relaxed(&b->open_until) != 0;
 }

@@ -8,6 +8,7 @@
 #include "redis/neg_cache.h"
 #include "redis/redis_handle.h"
 #include "redis/state_codec.h"
+#include "shm/atomic.h"
 #include "shm/wide.h"
 
 /* The most whole ms a cached denial's fields are bounded over: Redis's
@@ -31,10 +32,8 @@ tk_cache_span(const struct tkshm_table *t, double now, double *low,
 	}
 	/* Relaxed: each offset any reply measured is a bound on its own, so
 	 * the two need not come from the same reply. */
-	off = tk_word_f64(
-		atomic_load_explicit(&t->global->offset, memory_order_relaxed));
-	off_low = tk_word_f64(atomic_load_explicit(&t->global->offset_low,
-						   memory_order_relaxed));
+	off = tk_word_f64(tk_load_relaxed(&t->global->offset));
+	off_low = tk_word_f64(tk_load_relaxed(&t->global->offset_low));
 	/* No reply yet (0), or hostile values: no bound. */
 	if (off == 0 || off_low == 0 || !isfinite(off) || !isfinite(off_low) ||
 	    off_low > off)
@@ -129,12 +128,9 @@ tk_cache_store_offsets(struct tkshm_table *t, double rnow, double sent)
 	/* Relaxed: each measured offset is a bound on its own; the latest
 	 * keeps up with clock drift. */
 	if (isfinite(off) && off != 0)
-		atomic_store_explicit(&t->global->offset, tk_f64_word(off),
-				      memory_order_relaxed);
+		tk_store_relaxed(&t->global->offset, tk_f64_word(off));
 	if (isfinite(off_low) && off_low != 0)
-		atomic_store_explicit(&t->global->offset_low,
-				      tk_f64_word(off_low),
-				      memory_order_relaxed);
+		tk_store_relaxed(&t->global->offset_low, tk_f64_word(off_low));
 }
 
 void

@@ -12,6 +12,7 @@
 #include "redis/redis_handle.h"
 #include "redis/state_codec.h"
 #include "redis/strict.h"
+#include "shm/atomic.h"
 
 static bool
 tk_copy_opt(char *dst, size_t cap, const char *src)
@@ -260,9 +261,8 @@ tk_hosts_store(struct tkshm_table *t, const redisReply *y)
 	if (tk_hosts_valid(t, y, NULL))
 		/* Relaxed: a hint for safe-share and lease sizing, read on
 		 * its own (tk_global_hosts). */
-		atomic_store_explicit(&t->global->hosts,
-				      (uint64_t)y->element[0]->integer,
-				      memory_order_relaxed);
+		tk_store_relaxed(&t->global->hosts,
+				 (uint64_t)y->element[0]->integer);
 }
 
 void
@@ -271,7 +271,7 @@ tk_redis_hosts_tick(struct tkshm_table *t)
 	struct tk_global_shm *g = t->global;
 	double now = tk_mono_ms();
 	/* Relaxed: a schedule; the CAS below decides who registers. */
-	uint64_t at = atomic_load_explicit(&g->hosts_at, memory_order_relaxed);
+	uint64_t at = tk_load_relaxed(&g->hosts_at);
 	struct tk_hosts_req q;
 	redisReply *reply = NULL;
 
@@ -279,9 +279,7 @@ tk_redis_hosts_tick(struct tkshm_table *t)
 		return;
 	/* Relaxed CAS: one worker per second wins the turn; nothing else
 	 * is published through it. */
-	if (!atomic_compare_exchange_strong_explicit(
-		    &g->hosts_at, &at, tk_f64_word(now), memory_order_relaxed,
-		    memory_order_relaxed))
+	if (!tk_cas64_relaxed(&g->hosts_at, &at, tk_f64_word(now)))
 		return;
 	tk_hosts_req_init(&q, t, t->redis->host_id,
 			  t->redis->server_time ? 0 : floor(tkshm_now_ms()),

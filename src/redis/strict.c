@@ -12,6 +12,7 @@
 #include "redis/state_codec.h"
 #include "redis/strict.h"
 #include "redis/strict_args.h"
+#include "shm/atomic.h"
 
 /* "prefix:" + a key + NUL. */
 #define TK_RKEY_MAX (TKSHM_PREFIX_MAX + 4 + TKSHM_KEY_MAX)
@@ -114,8 +115,8 @@ static bool
 tk_strict_circuit_open(const struct tkshm_table *t)
 {
 	/* Relaxed: a hint; tk_redis_call's breaker decides for real. */
-	double until = tk_word_f64(atomic_load_explicit(
-		&t->global->breaker.open_until, memory_order_relaxed));
+	double until =
+		tk_word_f64(tk_load_relaxed(&t->global->breaker.open_until));
 
 	return until != 0 && tk_mono_coarse_ms() < until;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "shaper/holder.h"
+#include "shm/atomic.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -83,7 +84,7 @@ tk_holder_self(void)
 {
 	pid_t pid = getpid();
 	/* Relaxed: the word is a pure function of the process. */
-	uint64_t w = __atomic_load_n(&tk_self_word, __ATOMIC_RELAXED);
+	uint64_t w = tk_priv_load_relaxed(&tk_self_word);
 	char buf[1024], state;
 	uint64_t start;
 
@@ -94,7 +95,7 @@ tk_holder_self(void)
 		return 0;
 	w = tk_holder_word((uint64_t)pid, start);
 	/* Relaxed: see above. */
-	__atomic_store_n(&tk_self_word, w, __ATOMIC_RELAXED);
+	tk_priv_store_relaxed(&tk_self_word, w);
 	return w;
 }
 
@@ -102,7 +103,7 @@ uint64_t
 tk_holder_host(void)
 {
 	static uint64_t host; /* relaxed: every thread computes the same */
-	uint64_t h = __atomic_load_n(&host, __ATOMIC_RELAXED);
+	uint64_t h = tk_priv_load_relaxed(&host);
 	char buf[128];
 
 	if (h != 0)
@@ -112,7 +113,7 @@ tk_holder_host(void)
 	if (h == 0)
 		h = 1;
 	/* Relaxed: see above. */
-	__atomic_store_n(&host, h, __ATOMIC_RELAXED);
+	tk_priv_store_relaxed(&host, h);
 	return h;
 }
 

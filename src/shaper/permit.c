@@ -23,6 +23,7 @@
 #include "api/validate.h"
 #include "shaper/holder.h"
 #include "shaper/permit_local.h"
+#include "shm/atomic.h"
 #include "shm/table.h"
 #include "shm/wide.h"
 #include "tkshm.h"
@@ -188,14 +189,13 @@ tk_reap_due(struct tkshm_table *t)
 {
 	int64_t now = (int64_t)tk_mono_ms();
 	/* Relaxed: a rate limit; two threads reaping at once is harmless. */
-	int64_t next = __atomic_load_n(&t->next_reap_ms, __ATOMIC_RELAXED);
+	int64_t next = tk_priv_load_relaxed(&t->next_reap_ms);
 
 	if (now < next)
 		return false;
 	/* Relaxed: as above; the CAS only picks one thread per interval. */
-	return __atomic_compare_exchange_n(&t->next_reap_ms, &next,
-					   now + TKSHM_REAP_INTERVAL_MS, false,
-					   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	return tk_priv_cas_relaxed(&t->next_reap_ms, &next,
+				   now + TKSHM_REAP_INTERVAL_MS);
 }
 
 static int
@@ -319,8 +319,7 @@ tk_api_acquire_at(tkshm_table *t, const void *key, size_t key_len, double now_ms
 	permit->holder_ = a.holder;
 	permit->epoch_ = t->permit_epoch;
 	/* Relaxed: a per-process serial; only its uniqueness matters. */
-	permit->serial_ =
-		__atomic_add_fetch(&tk_permit_serial, 1, __ATOMIC_RELAXED);
+	permit->serial_ = tk_priv_fetch_add_relaxed(&tk_permit_serial, 1) + 1;
 	if (!tk_local_add(t->seed, k.fp, a.cell, permit->serial_)) {
 		/* Without its record the permit could never be released:
 		 * give it back now. */

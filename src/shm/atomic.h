@@ -3,7 +3,15 @@
  *
  * Every shared word is accessed through these wrappers so that each access
  * names its memory order at the call site (with a one-line reason there),
- * and so that a crash-point build (crash_point.h) sees every write.
+ * and so that a crash-point build (crash_point.h) sees every write.  No
+ * other file uses an __atomic builtin or C11 <stdatomic.h>: a shared field
+ * is a plain integer type (uint64_t, uint32_t, unsigned char) that is only
+ * ever touched through this file, never by a plain load or store.
+ *
+ * The words a single process keeps to itself (handle pointers, reference
+ * counts, per-process serials) have their own family at the end,
+ * tk_priv_*: the same builtins, no crash point (a kill there leaves the
+ * shared segment exactly as a kill at the next shared write does).
  *
  * The 16-byte compare-and-swap must be address-free: it must work between
  * processes.  GCC does not inline __atomic_compare_exchange on 16 bytes and
@@ -72,11 +80,78 @@ tk_store_release(uint64_t *p, uint64_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
+/* A sequentially consistent store: reset's clear of a debt cell (I9), the
+ * one write that lowers one, so that an inserter that sees the reset slot
+ * also sees the cleared cell (the CAS and loads on debt cells are seq_cst
+ * too, tk_cas64). */
 static inline void
+tk_store_seq_cst(uint64_t *p, uint64_t v)
+{
+	TK_CRASH_POINT();
+	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+}
+
+/* Fetch-and-add; returns the word's value before the add. */
+static inline uint64_t
 tk_fetch_add_relaxed(uint64_t *p, uint64_t v)
 {
 	TK_CRASH_POINT();
-	(void)__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+	return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+
+/* Sequentially consistent fetch-and-add: reset's epoch bump, ordered
+ * before the key's slot is cleared, so a give-back that sees a state
+ * written after the reset also sees the new epoch (tk_table_reset). */
+static inline uint64_t
+tk_fetch_add_seq_cst(uint64_t *p, uint64_t v)
+{
+	TK_CRASH_POINT();
+	return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+
+/* Narrow shared words, relaxed only: the per-slot denial tally (32 bits,
+ * display only: nothing is ordered by it) and the bytes of a lease table's
+ * key record (validated by the seq around them, seqlock-style, with the
+ * fences below). */
+static inline uint32_t
+tk_load32_relaxed(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static inline void
+tk_store32_relaxed(uint32_t *p, uint32_t v)
+{
+	TK_CRASH_POINT();
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+
+static inline unsigned char
+tk_load8_relaxed(const unsigned char *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static inline void
+tk_store8_relaxed(unsigned char *p, unsigned char v)
+{
+	TK_CRASH_POINT();
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+
+/* Fences, for the seqlocks (labels, key records): they order the plain
+ * relaxed accesses around them and write nothing themselves, so they are
+ * no crash point. */
+static inline void
+tk_fence_acquire(void)
+{
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+}
+
+static inline void
+tk_fence_release(void)
+{
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
 /* 64-bit CAS, sequentially consistent on success and failure: used only off
@@ -87,6 +162,18 @@ tk_cas64(uint64_t *p, uint64_t *expected, uint64_t desired)
 	TK_CRASH_POINT();
 	return __atomic_compare_exchange_n(p, expected, desired, false,
 					   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+/* 64-bit CAS, relaxed on success and failure: for words that publish no
+ * other memory, whose one-winner property is the CAS's own (the circuit
+ * breaker, the strict tier's host-registration turn).  A failed CAS is a
+ * crash point too, as above. */
+static inline bool
+tk_cas64_relaxed(uint64_t *p, uint64_t *expected, uint64_t desired)
+{
+	TK_CRASH_POINT();
+	return __atomic_compare_exchange_n(p, expected, desired, false,
+					   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 /* 16-byte CAS of a slot's {fp, st} pair.  Sequentially consistent: it is a
@@ -115,5 +202,29 @@ tk_cpu_relax(void)
 {
 	__builtin_ia32_pause();
 }
+
+/* Process-private words: memory no other process maps (a handle's `cur`
+ * pointer and mapping reference count, per-process ids and serials).
+ * Macros, because these words have many types (pointers, int, int64_t,
+ * uint64_t); the builtins check that the type is one they can access
+ * atomically.  No crash point: these are not writes to the segment.  Each
+ * names its memory order; the call site says why. */
+#define tk_priv_load_relaxed(p)	    __atomic_load_n((p), __ATOMIC_RELAXED)
+#define tk_priv_load_acquire(p)	    __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define tk_priv_store_relaxed(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+/* Fetch-and-add / -sub: the value before the operation. */
+#define tk_priv_fetch_add_relaxed(p, v) \
+	__atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define tk_priv_fetch_sub_acq_rel(p, v) \
+	__atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
+/* Strong CAS; *expected gets the current value on failure. */
+#define tk_priv_cas_relaxed(p, expected, desired)                      \
+	__atomic_compare_exchange_n((p), (expected), (desired), false, \
+				    __ATOMIC_RELAXED, __ATOMIC_RELAXED)
+/* Release on success (publishes what was written before), acquire on
+ * failure (the winner's value is read whole). */
+#define tk_priv_cas_release_acquire(p, expected, desired)              \
+	__atomic_compare_exchange_n((p), (expected), (desired), false, \
+				    __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)
 
 #endif /* TKSHM_SHM_ATOMIC_H */

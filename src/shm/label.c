@@ -27,14 +27,13 @@ tk_keyrec_write(struct tk_keyrec *r, uint64_t fp, const void *key, size_t len)
 	/* Relaxed + release fence: a reader that sees any byte below also
 	 * sees the odd seq (the fence orders this store before them). */
 	tk_store_relaxed(&r->seq, seq | 1);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	tk_fence_release();
 	/* Relaxed: published by the release store of seq below. */
 	tk_store_relaxed(&r->fp, fp);
 	tk_store_relaxed(&r->len, (uint64_t)len);
 	for (size_t i = 0; i < len; i++)
 		/* Relaxed byte stores: validated by the seq around them. */
-		__atomic_store_n(&r->key[i], ((const unsigned char *)key)[i],
-				 __ATOMIC_RELAXED);
+		tk_store8_relaxed(&r->key[i], ((const unsigned char *)key)[i]);
 	/* Release: the record is complete before seq turns even. */
 	tk_store_release(&r->seq, (seq | 1) + 1);
 }
@@ -61,10 +60,10 @@ tk_keyrec_read(const struct tkshm_table *t, uint64_t index, uint64_t fp,
 		return false;
 	for (uint64_t i = 0; i < n; i++)
 		/* Relaxed: validated by the second read of seq. */
-		out[i] = __atomic_load_n(&r->key[i], __ATOMIC_RELAXED);
+		out[i] = tk_load8_relaxed(&r->key[i]);
 	/* Acquire fence, then the second read: the copies above happen
 	 * before it. */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	tk_fence_acquire();
 	s2 = tk_load_relaxed(&r->seq);
 	if (s2 != s1)
 		return false;
@@ -96,8 +95,8 @@ tk_label_write(struct tkshm_table *t, uint64_t index, uint64_t fp,
 	 * see fp = 0 (the fence orders this store before the word stores). */
 	tk_store_relaxed(&l->fp, 0);
 	/* Relaxed: display only; the release store of fp below publishes it. */
-	__atomic_store_n(&t->denials[index], 0, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	tk_store32_relaxed(&t->denials[index], 0);
+	tk_fence_release();
 	for (unsigned i = 0; i < 3; i++)
 		/* Relaxed: published by the release store of fp below. */
 		tk_store_relaxed(&l->w[i], w[i]);
@@ -124,7 +123,7 @@ tk_label_read(const struct tkshm_table *t, uint64_t index, uint64_t fp,
 		w[i] = tk_load_relaxed(&l->w[i]);
 	/* Acquire fence: the word loads above complete before the fp load
 	 * below, so a writer that started meanwhile (fp = 0 first) is seen. */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	tk_fence_acquire();
 	if (tk_load_relaxed(&l->fp) != fp)
 		return false;
 	memcpy(bytes, w, sizeof bytes);

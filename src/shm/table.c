@@ -64,15 +64,15 @@ tk_new_tag(void)
 {
 	/* Relaxed: the id only needs to be some value drawn in this process;
 	 * a race between threads drawing it twice is harmless. */
-	uint64_t id = __atomic_load_n(&tk_proc_id, __ATOMIC_RELAXED);
+	uint64_t id = tk_priv_load_relaxed(&tk_proc_id);
 	uint64_t n;
 
 	if (id == 0) {
 		id = tk_draw_proc_id();
-		__atomic_store_n(&tk_proc_id, id, __ATOMIC_RELAXED);
+		tk_priv_store_relaxed(&tk_proc_id, id);
 	}
 	/* Relaxed: uniqueness comes from the atomicity of the add alone. */
-	n = __atomic_fetch_add(&tk_tag_counter, 1, __ATOMIC_RELAXED);
+	n = tk_priv_fetch_add_relaxed(&tk_tag_counter, 1);
 	return id << 29 | (n & ((UINT64_C(1) << 29) - 1));
 }
 
@@ -83,7 +83,7 @@ static void
 tk_after_fork_child(void)
 {
 	/* Relaxed: the child is single-threaded here. */
-	__atomic_store_n(&tk_proc_id, 0, __ATOMIC_RELAXED);
+	tk_priv_store_relaxed(&tk_proc_id, 0);
 	tk_tls_shard = 0;
 }
 
@@ -896,8 +896,8 @@ tk_table_reset(struct tkshm_table *t, const void *key, size_t len)
 	tk_where_of(t, tk_key_fp(t, key, len), &w);
 	/* seq_cst, and before the key is cleared: a give-back that sees a
 	 * state written after this reset also sees the new epoch. */
-	__atomic_fetch_add(&t->shards[TK_EPOCH_SHARD].c[TK_EPOCH_WORD], 1,
-			   __ATOMIC_SEQ_CST);
+	(void)tk_fetch_add_seq_cst(&t->shards[TK_EPOCH_SHARD].c[TK_EPOCH_WORD],
+				   1);
 	for (;;) {
 		uint64_t st;
 		int pos = tk_find_real(t, &w, &st);
@@ -915,7 +915,7 @@ tk_table_reset(struct tkshm_table *t, const void *key, size_t len)
 	}
 	/* I9: reset is the one writer that lowers a debt cell.  seq_cst so an
 	 * inserter that sees the reset slot also sees the cleared cell. */
-	__atomic_store_n(tk_debt_cell(t, w.fp), 0, __ATOMIC_SEQ_CST);
+	tk_store_seq_cst(tk_debt_cell(t, w.fp), 0);
 	tk_count(t, TK_C_RESETS, 1);
 	return TKSHM_OK;
 }

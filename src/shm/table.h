@@ -358,11 +358,11 @@ tk_denial_note(struct tkshm_table *t, uint64_t index)
 {
 	uint32_t *c = &t->denials[index];
 	/* Relaxed: a display-only tally; nothing is ordered by it. */
-	uint32_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+	uint32_t v = tk_load32_relaxed(c);
 
 	if (v != UINT32_MAX)
 		/* Relaxed: as above. */
-		__atomic_store_n(c, v + 1, __ATOMIC_RELAXED);
+		tk_store32_relaxed(c, v + 1);
 }
 
 /* The denial tally of slot `index`. */
@@ -370,7 +370,7 @@ static inline uint32_t
 tk_denials_of(const struct tkshm_table *t, uint64_t index)
 {
 	/* Relaxed: a display-only tally. */
-	return __atomic_load_n(&t->denials[index], __ATOMIC_RELAXED);
+	return tk_load32_relaxed(&t->denials[index]);
 }
 
 /* Counts a check's decision in `allowed` or `denied`, unless its caller

@@ -28,7 +28,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +166,22 @@ op_check_k(tkshm_table *t)
 	(void)tkshm_check_at(t, "k", 1, 1, op_now, &d);
 }
 
+/* Key k with its whole budget spent at T0: the reset below gives it back. */
+static void
+prepare_k_spent(tkshm_table *t)
+{
+	while (check_key(t, "k", 1, T0))
+		;
+}
+
+/* tkshm_reset: the epoch bump, the slot's CAS to DEAD, the debt cell's
+ * clear (I9) and the counter, each a crash point. */
+static void
+op_reset_k(tkshm_table *t)
+{
+	must(tkshm_reset(t, "k", 1), "reset");
+}
+
 /* --- permits --------------------------------------------------------- */
 
 static long
@@ -228,13 +243,18 @@ op_reap(tkshm_table *t)
 /* --- leases ---------------------------------------------------------- */
 
 /* An agent that looks alive, with Redis up, so checks spend credit (the
- * heartbeat is refreshed before every use: it goes stale after 1 s). */
+ * heartbeat is refreshed before every use: it goes stale after 1 s).
+ * These stand in for the agent, another process: written with the raw
+ * builtins, not shm/atomic.h, so that they are no crash point of the
+ * operation under test. */
 static void
 agent_alive(tkshm_table *t)
 {
-	atomic_store(&t->global->agent_pid, (uint64_t)getppid());
-	atomic_store(&t->global->redis_up, 1);
-	atomic_store(&t->global->agent_beat, tk_f64_word(tk_mono_ms()));
+	__atomic_store_n(&t->global->agent_pid, (uint64_t)getppid(),
+			 __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->global->redis_up, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->global->agent_beat, tk_f64_word(tk_mono_ms()),
+			 __ATOMIC_SEQ_CST);
 }
 
 static void
@@ -519,6 +539,27 @@ test_wide_states(void **state)
 	}
 }
 
+/* A reset crashed at each of its writes: the follow-up gets between what
+ * the spent key gets (no reset) and what a fresh key gets (reset done). */
+static void
+test_reset(void **state)
+{
+	static const struct scenario gcra_reset = {
+		"gcra reset", GCRA, 8, prepare_k_spent, op_reset_k, follow_rate
+	};
+	static const struct scenario wide_reset = {
+		"tokenBucket reset",
+		"tokenBucket:capacity=5,refillPerSec=5",
+		8,
+		prepare_k_spent,
+		op_reset_k,
+		follow_rate
+	};
+	(void)state;
+	run_scenario(&gcra_reset, T0);
+	run_scenario(&wide_reset, T0);
+}
+
 static void
 test_permits(void **state)
 {
@@ -591,6 +632,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gcra),
 		cmocka_unit_test(test_wide_states),
+		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_permits),
 		cmocka_unit_test(test_leases),
 	};

@@ -25,6 +25,7 @@
 
 #include "test_support.h"
 #include "redis/breaker.h"
+#include "shm/atomic.h"
 
 #define T0	  1000.0 /* ms */
 #define THRESHOLD 3
@@ -34,7 +35,7 @@
 static uint64_t
 opens(struct tk_breaker *b)
 {
-	return atomic_load(&b->opens);
+	return tk_load_seq_cst(&b->opens);
 }
 
 /* A breaker opened at T0 by THRESHOLD failures. */
@@ -207,8 +208,8 @@ test_hostile_values(void **state)
 	(void)state;
 	memset(&b, 0, sizeof b);
 	memcpy(&bits, &nan, sizeof bits);
-	atomic_store(&b.open_until, bits);
-	atomic_store(&b.probe_until, bits);
+	tk_store_seq_cst(&b.open_until, bits);
+	tk_store_seq_cst(&b.probe_until, bits);
 	assert_true(tk_breaker_is_open(&b, T0));
 	assert_true(tk_breaker_allow(&b, T0, PROBE_MS));
 	assert_false(tk_breaker_allow(&b, T0, PROBE_MS));

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "redis/neg_cache.h"
+#include "shm/atomic.h"
 #include "redis_server.h"
 #include "test_support.h"
 
@@ -274,8 +275,7 @@ test_cache_clock_bound(void **state)
 
 		assert_rc(tkshm_check(t, "k", 1, 1, &d), TKSHM_OK);
 		low = tkshm_now_ms() +
-		      tk_word_f64(atomic_load_explicit(&t->global->offset_low,
-						       memory_order_relaxed));
+		      tk_word_f64(tk_load_relaxed(&t->global->offset_low));
 		y = tkt_redis_cmd(&tkt_srv, "TIME", NULL);
 		assert_int_equal(y->type, REDIS_REPLY_ARRAY);
 		redis_ms = atof(y->element[0]->str) * 1000 +

@@ -9,6 +9,7 @@
 
 #include "algorithms/lease.h"
 #include "global/lease_check.h"
+#include "shm/atomic.h"
 #include "test_support.h"
 
 static struct tk_lease
@@ -305,9 +306,9 @@ test_lease_table(void **state)
 	assert_false(d.allowed);
 	assert_true(d.flags & TKSHM_DECISION_FALLBACK);
 	/* An agent publishes Redis as up: the next check waits for credit. */
-	atomic_store(&t->global->agent_pid, 1);
-	atomic_store(&t->global->redis_up, 1);
-	atomic_store(&t->global->agent_beat, tk_f64_word(tk_mono_ms()));
+	tk_store_seq_cst(&t->global->agent_pid, 1);
+	tk_store_seq_cst(&t->global->redis_up, 1);
+	tk_store_seq_cst(&t->global->agent_beat, tk_f64_word(tk_mono_ms()));
 	assert_rc(tkshm_check(t, key, strlen(key), 1, &d), TKSHM_OK);
 	assert_false(d.allowed);
 	assert_true(d.flags & TKSHM_DECISION_NO_LEASE);

@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/cross_host.h"
 #include "algorithms/param_check.h"
 #include "algorithms/resolution.h"
 #include "algorithms/rounding.h"
-#include "api/policy_global.h"
 
 /* The public constants and cadence values are the algorithms' own. */
 _Static_assert(TKSHM_SLIDING_LOG_MAX_LIMIT == TK_SLIDING_LOG_MAX_LIMIT,
@@ -133,7 +133,7 @@ tk_algo_init(struct tk_algo *a, const tkshm_policy *p, char *err,
 	rc = tk_algo_resolve(&tmp, err, err_len);
 	if (rc != TKSHM_OK)
 		return rc;
-	rc = tk_global_validate(p, err, err_len);
+	rc = tk_cross_host_validate(p, err, err_len);
 	if (rc != TKSHM_OK)
 		return rc;
 	if (p->global.mode == TKSHM_MODE_LEASE) {

@@ -16,7 +16,7 @@
  *   [5] last_use   the last acquire or sample, for idleness
  *   [6 ..]         one cell per permit: 0 when free, else the holder word
  *                  of the process holding it (tk_holder_word: pid and start
- *                  time, src/shaper/holder.h)
+ *                  time, src/base/proc.h)
  *
  * C1  A permit exists exactly when a cell holds a holder word, so the
  *     permits held are the non-zero cells: never more than cap, and an
@@ -50,7 +50,7 @@
 
 #include "algorithms/decision.h"
 #include "algorithms/rounding.h"
-#include "algorithms/words.h"
+#include "base/words.h"
 #include "tkshm.h"
 
 #define TK_CONC_HEAD	  6u

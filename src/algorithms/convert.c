@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "algorithms/convert.h"
-#include "algorithms/words.h"
+#include "base/words.h"
 
 static bool
 tk_is_window(const struct tk_algo *a)

@@ -36,7 +36,7 @@
 #include "algorithms/decision.h"
 #include "algorithms/gcra.h"
 #include "algorithms/rounding.h"
-#include "algorithms/words.h"
+#include "base/words.h"
 #include "tkshm.h"
 
 struct tk_leaky_bucket {

@@ -6,7 +6,7 @@
 
 #include "algorithms/lease.h"
 #include "algorithms/rounding.h"
-#include "algorithms/words.h"
+#include "base/words.h"
 
 static double
 tk_lw(const uint64_t *st, int i)

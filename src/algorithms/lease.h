@@ -89,7 +89,7 @@ struct tk_lease {
 };
 
 /* How a check without credit is decided: what the shared region says
- * about Redis and the agent (src/global/global_shm.h), read by the caller
+ * about Redis and the agent (src/shm/layout_global.h), read by the caller
  * before the transition. */
 struct tk_lease_env {
 	bool redis_down; /* agent gone, or its last exchange failed */

@@ -50,7 +50,7 @@
 #include "algorithms/calendar.h"
 #include "algorithms/decision.h"
 #include "algorithms/sliding_window.h"
-#include "algorithms/words.h"
+#include "base/words.h"
 #include "tkshm.h"
 #include "algorithms/rounding.h"
 

@@ -73,7 +73,7 @@
 #include <string.h>
 
 #include "algorithms/decision.h"
-#include "algorithms/words.h"
+#include "base/words.h"
 #include "tkshm.h"
 #include "algorithms/rounding.h"
 

@@ -46,7 +46,7 @@
 #include <stdint.h>
 
 #include "algorithms/decision.h"
-#include "algorithms/words.h"
+#include "base/words.h"
 #include "tkshm.h"
 #include "algorithms/rounding.h"
 

@@ -23,6 +23,7 @@
 #include "api/handle.h"
 #include "api/multi.h"
 #include "api/validate.h"
+#include "base/clock.h"
 #include "global/route.h"
 #include "shm/table.h"
 #include "tkshm.h"

@@ -37,11 +37,11 @@
 #include <string.h>
 
 #include "algorithms/algorithm.h"
-#include "algorithms/words.h"
 #include "api/c_numbers.h"
 #include "api/policy_global.h"
 #include "api/policy_number.h"
 #include "api/policy_rate.h"
+#include "base/words.h"
 #include "tkshm.h"
 
 #define TK_SAY(...)                                          \

@@ -1,26 +1,19 @@
 /*
  * policy_global.c - the cross-host part of a policy (policy_global.h).
  */
-#include <ctype.h>
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "algorithms/words.h"
 #include "api/c_numbers.h"
 #include "api/policy_global.h"
 #include "api/policy_number.h"
+#include "base/words.h"
 
 #define TK_SAY(...)                                          \
 	do {                                                 \
 		if (err && err_len)                          \
 			snprintf(err, err_len, __VA_ARGS__); \
 	} while (0)
-
-/* The most hosts safe-share divides by, and the longest lease. */
-#define TK_GLOBAL_MAX_HOSTS    1000000.0
-#define TK_GLOBAL_MAX_LEASE_MS 86400000.0
 
 static const char *const tk_modes[] = { "local", "strict", "lease" };
 static const char *const tk_failures[] = { "safe-share", "fail-open",
@@ -46,82 +39,6 @@ tk_global_defaults(tkshm_global *g)
 	g->failure = TKSHM_FAILURE_SAFE_SHARE;
 	g->hosts = 1;
 	g->lease_ms = 1000;
-}
-
-static bool
-tk_prefix_char(int c)
-{
-	return isalnum(c) || strchr("_-.:{}", c) != NULL;
-}
-
-int
-tk_global_validate(const tkshm_policy *p, char *err, size_t err_len)
-{
-	const tkshm_global *g = &p->global;
-	size_t n;
-
-	if ((unsigned)g->mode > TKSHM_MODE_LEASE) {
-		TK_SAY("mode %d is not local (0), strict (1) or lease (2)",
-		       (int)g->mode);
-		return TKSHM_EPOLICY;
-	}
-	if (g->mode == TKSHM_MODE_LOCAL)
-		return TKSHM_OK; /* the rest is not read */
-	if ((unsigned)g->failure > TKSHM_FAILURE_CLOSED) {
-		TK_SAY("failure %d is not safe-share (0), fail-open (1) or "
-		       "fail-closed (2)",
-		       (int)g->failure);
-		return TKSHM_EPOLICY;
-	}
-	if (!(g->hosts >= 1 && g->hosts <= TK_GLOBAL_MAX_HOSTS) ||
-	    g->hosts != floor(g->hosts)) {
-		TK_SAY("hosts must be an integer 1..%.0f (got %g)",
-		       TK_GLOBAL_MAX_HOSTS, g->hosts);
-		return TKSHM_EPOLICY;
-	}
-	n = strnlen(g->prefix, sizeof g->prefix);
-	if (n == sizeof g->prefix) {
-		TK_SAY("prefix is longer than %d bytes", TKSHM_PREFIX_MAX);
-		return TKSHM_EPOLICY;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (!tk_prefix_char((unsigned char)g->prefix[i])) {
-			TK_SAY("prefix: character %zu is not a letter, digit "
-			       "or one of _ - . : { }",
-			       i + 1);
-			return TKSHM_EPOLICY;
-		}
-	/* Checked in strict mode too, which does not read it: every non-local
-	 * policy formats it, and what is formatted must parse back. */
-	if (!(g->lease_ms > 0 && g->lease_ms <= TK_GLOBAL_MAX_LEASE_MS)) {
-		TK_SAY("leaseMs must be > 0 and at most %.0f (got %g)",
-		       TK_GLOBAL_MAX_LEASE_MS, g->lease_ms);
-		return TKSHM_EPOLICY;
-	}
-	if (g->mode == TKSHM_MODE_STRICT) {
-		switch (p->kind) {
-		case TKSHM_KIND_GCRA:
-		case TKSHM_KIND_TOKEN_BUCKET:
-		case TKSHM_KIND_FIXED_WINDOW:
-		case TKSHM_KIND_SLIDING_WINDOW:
-		case TKSHM_KIND_SLIDING_LOG:
-		case TKSHM_KIND_QUOTA:
-		case TKSHM_KIND_LEAKY_BUCKET:
-			return TKSHM_OK;
-		default:
-			TK_SAY("mode=strict: ThrottleKit runs no Redis script "
-			       "for this kind (strict takes gcra, "
-			       "tokenBucket, fixedWindow, slidingWindow, "
-			       "slidingWindowLog, quota, leakyBucket)");
-			return TKSHM_EPOLICY;
-		}
-	}
-	if (p->kind != TKSHM_KIND_GCRA && p->kind != TKSHM_KIND_FIXED_WINDOW) {
-		TK_SAY("mode=lease takes gcra (token leases) or fixedWindow "
-		       "(window-coupled leases)");
-		return TKSHM_EPOLICY;
-	}
-	return TKSHM_OK;
 }
 
 /* The index of the word `s` (n bytes) in `words`, or -1. */

@@ -1,6 +1,7 @@
 /*
  * policy_global.h - the cross-host part of a policy (tkshm_global): its
- * validation, and its place in policy strings.
+ * place in policy strings.  Its validation against the kind is
+ * algorithms/cross_host.h's (tk_algo_init runs it on every policy).
  *
  * In a policy string it follows the kind's options after a ';':
  *     "gcra:limit=100,periodMs=1000;mode=lease,failure=safe-share,hosts=3"
@@ -19,10 +20,6 @@
 
 /* The defaults a parsed policy starts from (local). */
 void tk_global_defaults(tkshm_global *g);
-
-/* Checks the cross-host part against the kind.  TKSHM_OK or TKSHM_EPOLICY
- * with a sentence in err. */
-int tk_global_validate(const tkshm_policy *p, char *err, size_t err_len);
 
 /* Parses "name=value{,name=value}" (the text after ';', `len` bytes) into
  * *g, which holds the defaults.  TKSHM_OK or TKSHM_EPOLICY. */

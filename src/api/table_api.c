@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "api/validate.h"
+#include "base/clock.h"
 #include "global/lease_check.h"
 #include "global/route.h"
 #include "shm/atomic.h"
@@ -353,7 +354,7 @@ tk_api_stats_get(tkshm_table *t, tkshm_stats *out)
 	out->refusals = c[TK_C_REFUSALS];
 	out->duplicates_killed = c[TK_C_DUPLICATES_KILLED];
 	out->resets = c[TK_C_RESETS];
-	out->multi_rollbacks = c[TK_C_REFUNDS];
+	out->multi_rollbacks = c[TK_C_MULTI_ROLLBACKS];
 	out->claims_stolen = c[TK_C_CLAIMS_STOLEN];
 	out->releases = c[TK_C_RELEASES];
 	out->reaped = c[TK_C_REAPED];

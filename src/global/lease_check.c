@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/clock.h"
+#include "global/global_shm.h"
 #include "global/lease_check.h"
 #include "shm/atomic.h"
 #include "shm/wide.h"

@@ -32,6 +32,8 @@
 
 #include "algorithms/lease.h"
 #include "api/handle.h"
+#include "base/clock.h"
+#include "global/global_shm.h"
 #include "global/lease_check.h"
 #include "redis/agent.h"
 #include "redis/breaker.h"

@@ -15,7 +15,7 @@
  *   4. every heartbeat period, registers the host (hosts.lua) and stores
  *      the live host count in the table for safe-share;
  *   5. publishes its pid, a heartbeat and whether Redis answered in the
- *      table's shared region (src/global/global_shm.h), which is how
+ *      table's shared region (src/shm/layout_global.h), which is how
  *      workers know to apply the failure policy.
  * The agent never blocks a worker: workers only read what it wrote.
  */

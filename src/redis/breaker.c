@@ -25,44 +25,26 @@
  * "call" or "do not call"), so every access is relaxed: a stale read can
  * only make the CAS that follows it fail, or delay a caller by one check.
  *
- * Times are doubles (monotonic ms) stored as their bit patterns.  Nothing
- * but comparisons is done with them, written so that NaN compares as a
- * time passed: a hostile value makes the circuit open (until a time it
- * names) or half-open, and the next probe's outcome writes sane values.
+ * Times are doubles (monotonic ms) stored as their bit patterns, through
+ * base/words.h as every other word of src/.  Nothing but comparisons is
+ * done with them, written so that NaN compares as a time passed: a
+ * hostile value makes the circuit open (until a time it names) or
+ * half-open, and the next probe's outcome writes sane values.
  *
  * success() is called after every good answer: it only reads while the
  * circuit is closed and no failure is counted, so the hot path never
  * writes to the shared line.
  */
-#include <string.h>
-
+#include "base/words.h"
 #include "redis/breaker.h"
 #include "shm/atomic.h"
-
-static double
-f64_of(uint64_t bits)
-{
-	double d;
-
-	memcpy(&d, &bits, sizeof d);
-	return d;
-}
-
-static uint64_t
-bits_of(double d)
-{
-	uint64_t bits;
-
-	memcpy(&bits, &d, sizeof bits);
-	return bits;
-}
 
 /* B1 and B3: moves open_until from `seen` to now + open_ms; true when
  * this caller did it (and so counts the opening). */
 static bool
 open_circuit(struct tk_breaker *b, uint64_t seen, double now_ms, double open_ms)
 {
-	uint64_t until = bits_of(now_ms + open_ms);
+	uint64_t until = tk_f64_word(now_ms + open_ms);
 	/* relaxed: the CAS below compares against it (B3). */
 	uint64_t probe = tk_load_relaxed(&b->probe_until);
 
@@ -86,17 +68,17 @@ tk_breaker_allow(struct tk_breaker *b, double now_ms, double probe_ms)
 
 	if (open == 0)
 		return true;
-	if (now_ms < f64_of(open))
+	if (now_ms < tk_word_f64(open))
 		return false;
 	/* Half-open.  relaxed: the CAS below acts on the latest value; a
 	 * stale read only makes it fail. */
 	probe = tk_load_relaxed(&b->probe_until);
-	if (now_ms < f64_of(probe))
+	if (now_ms < tk_word_f64(probe))
 		return false;
 	/* relaxed: one winner per value of probe_until is the CAS's own
 	 * property (B2); the probe publishes nothing. */
 	return tk_cas64_relaxed(&b->probe_until, &probe,
-				bits_of(now_ms + probe_ms));
+				tk_f64_word(now_ms + probe_ms));
 }
 
 void
@@ -122,7 +104,7 @@ tk_breaker_failure(struct tk_breaker *b, double now_ms, unsigned threshold,
 	if (open != 0) {
 		/* Open: a call allowed before the circuit opened failed
 		 * late; Redis is already known down, nothing changes. */
-		if (now_ms < f64_of(open))
+		if (now_ms < tk_word_f64(open))
 			return false;
 		/* Half-open: the probe failed (or a late call did, which
 		 * is the same news): open again for open_ms. */

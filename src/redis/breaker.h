@@ -1,11 +1,12 @@
 /*
  * breaker.h - a circuit breaker shared by every process of a host.
  *
- * It lives in a table's shared region (src/global/global_shm.h), so one
- * worker's discovery that Redis is down spares every other worker the
- * timeout.  All fields are plain numbers (no pointers), read and written
- * only through shm/atomic.h, never by a plain access; a hostile value can
- * only open or close the circuit.
+ * It lives in a table's shared page (its bytes, struct tk_breaker: with
+ * the page's in src/shm/layout_global.h), so one worker's discovery that
+ * Redis is down spares every other worker the timeout.  All fields are
+ * plain numbers (no pointers), read and written only through
+ * shm/atomic.h, never by a plain access; a hostile value can only open or
+ * close the circuit.
  *
  * States, over CLOCK_MONOTONIC milliseconds (system-wide on Linux):
  *   closed     open_until == 0: calls go to Redis; failures are counted.
@@ -21,24 +22,8 @@
 #define TKSHM_REDIS_BREAKER_H
 
 #include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 
-struct tk_breaker {
-	uint64_t failures;    /* consecutive, since the last success */
-	uint64_t open_until;  /* f64 bits of monotonic ms; 0: closed */
-	uint64_t probe_until; /* f64 bits: the probe's deadline */
-	uint64_t opens;	      /* times the circuit opened */
-};
-
-/* Shared layout (global_shm.h): the offsets it had when the fields were
- * declared C11 atomic 64-bit integers (same size and alignment on x86-64). */
-_Static_assert(offsetof(struct tk_breaker, failures) == 0, "layout");
-_Static_assert(offsetof(struct tk_breaker, open_until) == 8, "layout");
-_Static_assert(offsetof(struct tk_breaker, probe_until) == 16, "layout");
-_Static_assert(offsetof(struct tk_breaker, opens) == 24, "layout");
-_Static_assert(sizeof(struct tk_breaker) == 32, "layout");
-_Static_assert(_Alignof(struct tk_breaker) == 8, "layout");
+#include "shm/layout.h"
 
 /* True when the caller may call Redis now: the circuit is closed, or it is
  * half-open and this caller won the probe (which then must report a

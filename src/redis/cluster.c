@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "tkshm.h"
+#include "base/clock.h"
 #include "redis/cluster.h"
 #include "redis/node.h"
-#include "shm/table.h" /* tk_mono_ms */
 
 /* After a refresh no node answered, the next waits this long. */
 #define TK_CLUSTER_REFRESH_PAUSE_MS 100.0

@@ -11,11 +11,11 @@
 #include <string.h>
 
 #include "tkshm.h"
+#include "base/clock.h"
 #include "redis/cluster.h"
 #include "redis/conn.h"
 #include "redis/node.h"
 #include "redis/sentinel.h"
-#include "shm/table.h" /* tk_mono_ms */
 
 /* How long a primary the sentinels named is used before they are asked
  * again.  A failover the sentinels make leaves the old primary writable

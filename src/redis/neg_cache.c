@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "algorithms/deny_bound.h"
+#include "base/clock.h"
 #include "redis/neg_cache.h"
 #include "redis/redis_handle.h"
 #include "redis/state_codec.h"

@@ -73,8 +73,8 @@
 #include <unistd.h>
 
 #include "tkshm.h"
+#include "base/clock.h"
 #include "redis/node.h"
-#include "shm/table.h" /* tk_mono_ms */
 
 #define SHA_LEN 40
 

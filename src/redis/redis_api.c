@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "global/global_shm.h"
 #include "global/route.h"
 #include "redis/breaker.h"
 #include "redis/redis_handle.h"

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "algorithms/decision.h"
-#include "algorithms/words.h"
 #include "api/c_numbers.h"
+#include "base/words.h"
 #include "redis/state_codec.h"
 
 /* The longest number string decoded.  %.17g needs at most 24 bytes; a

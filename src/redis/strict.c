@@ -7,6 +7,8 @@
 
 #include "algorithms/decision.h"
 #include "api/multi.h"
+#include "base/clock.h"
+#include "global/global_shm.h"
 #include "redis/neg_cache.h"
 #include "redis/redis_handle.h"
 #include "redis/state_codec.h"

@@ -10,7 +10,7 @@
  *
  * Dead holders.  A process that dies holding permits never releases them.
  * A refused acquire (at most once per TKSHM_REAP_INTERVAL_MS per handle)
- * reads the key's holders, asks /proc about each (holder.c: gone, zombie,
+ * reads the key's holders, asks /proc about each (base/proc.c: gone, zombie,
  * or a pid now naming another process) and runs a reap transition that
  * frees the cells of the dead ones (C3), then tries again.  A stopped
  * holder is alive: it keeps its permits and blocks nobody, since nobody
@@ -21,7 +21,8 @@
 
 #include "algorithms/concurrency.h"
 #include "api/validate.h"
-#include "shaper/holder.h"
+#include "base/clock.h"
+#include "base/proc.h"
 #include "shaper/permit_local.h"
 #include "shm/atomic.h"
 #include "shm/table.h"

@@ -23,8 +23,9 @@
 
 #include "algorithms/decision.h"
 #include "algorithms/leaky_bucket.h"
-#include "algorithms/words.h"
 #include "api/validate.h"
+#include "base/clock.h"
+#include "base/words.h"
 #include "global/route.h"
 #include "shaper/sleep.h"
 #include "shm/table.h"

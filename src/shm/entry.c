@@ -10,7 +10,7 @@
  *
  * Concurrency kinds also show who holds the key's permits: the holder words
  * of its cells (src/algorithms/concurrency.h), grouped by process.  A holder
- * word names one process (pid and start time, src/shaper/holder.h), so two
+ * word names one process (pid and start time, src/base/proc.h), so two
  * words with one pid (a dead holder and a newer process that reused its
  * pid) are two processes.  Nothing here asks /proc whether they still run:
  * the entry shows the table as it stands, and reaping is the writers' job.
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "algorithms/forecast.h"
-#include "shaper/holder.h"
+#include "base/proc.h"
 #include "shm/table.h"
 #include "shm/wide.h"
 

@@ -15,7 +15,7 @@
  *   wide     wide tables only: per slot, a 16-byte head and two records of
  *            wide_units 16-byte units (protocol.h, W1-W9)
  *   global   one page: the cross-host tier's shared region
- *            (src/global/global_shm.h)
+ *            (layout_global.h; its accessors: src/global/global_shm.h)
  *   keys     lease tables only: per slot, the whole key (a tk_keyrec), so
  *            the sync agent can name the key in Redis
  *
@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shm/layout_global.h"
 #include "tkshm.h"
 
 /* Bumped whenever any byte of the segment changes meaning. */
@@ -134,7 +135,7 @@ enum tk_counter {
 	TK_C_REFUSALS,
 	TK_C_DUPLICATES_KILLED,
 	TK_C_RESETS,
-	TK_C_REFUNDS,
+	TK_C_MULTI_ROLLBACKS, /* give-backs of a multi-dimension check */
 	TK_C_CLAIMS_STOLEN,
 	TK_C_RELEASES, /* permits given back by their holders */
 	TK_C_REAPED,   /* permits taken back from dead holders */
@@ -228,7 +229,7 @@ struct tk_policy_rec {
 struct tk_life {
 	_Alignas(64) uint64_t word;
 	uint64_t pad0[7];
-	/* The holder word (shaper/holder.h) of the process changing the
+	/* The holder word (base/proc.h) of the process changing the
 	 * table, 0 when nobody is. */
 	_Alignas(64) uint64_t writer;
 	uint64_t pad1[7];

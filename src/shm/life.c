@@ -14,7 +14,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/convert.h"
-#include "shaper/holder.h"
+#include "base/proc.h"
 #include "shm/life.h"
 #include "shm/table.h"
 

@@ -232,7 +232,7 @@
  * killable at any instruction.  The header page holds, after the immutable
  * header, the table's *live word* {REPLACED, DRAINING, g}: every call of
  * every process loads it once and compares it with the word its handle
- * decided by; and a *writer word*, the holder word (shaper/holder.h) of the
+ * decided by; and a *writer word*, the holder word (base/proc.h) of the
  * process changing the table.  Notation: O is a table being replaced, N
  * its replacement.
  *

@@ -26,9 +26,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/proc.h"
 #include "shm/layout.h"
 #include "shm/life.h"
-#include "shaper/holder.h"
 #include "shm/table.h"
 
 #define TK_OPEN_ATTEMPTS 16

@@ -318,11 +318,8 @@ tk_retire(const struct tkshm_table *t, const struct tk_where *w, int pos,
  * Check
  * ---------------------------------------------------------------------- */
 
-/* Everything but the uncontended update of a present one-word key: wide
- * keys, absent keys (insert, I6), lost CASes.  `retries` counts the CASes
- * the fast path already lost.  Kept out of line so that the fast path
- * compiles to a small leaf-like function. */
-/* A wide key's transition: the check's, or a permit operation's. */
+/* A wide key's transition: the check's (op NULL), or an operation's (a
+ * permit's, a carry's). */
 static int
 tk_wide_run(struct tkshm_table *t, const struct tk_where *w, int pos,
 	    double now, double cost, tkshm_decision *out,
@@ -403,11 +400,411 @@ tk_carry_in(struct tkshm_table *t, const struct tk_keyref *k, uint64_t fp,
 			       TK_DRAIN_NOW, convert_at);
 }
 
-static int tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
-			  const struct tk_where *wp, double cost, double now,
-			  tkshm_decision *out, struct tk_commit *commit,
-			  unsigned retries, const struct tk_wide_op *op);
+/* ------------------------------------------------------------------------
+ * The insert protocol (I6) around one transition
+ * ---------------------------------------------------------------------- */
 
+/* What the steps of tk_table_apply answer besides the call's own answer
+ * (a TKSHM_* code or TK_EMOVED). */
+enum {
+	TK_REAL = -32100, /* the key's REAL slot is known: run the transition */
+	TK_RESCAN,	  /* scan the window again (I6 b, or after a carry) */
+	TK_LOST		  /* a race lost: count it, back off, scan again */
+};
+
+/* One call of tk_table_apply: its arguments and what its passes carry. */
+struct tk_apply {
+	struct tkshm_table *t;
+	const struct tk_keyref *k;
+	struct tk_where w;
+	double cost, now;
+	tkshm_decision *out;
+	struct tk_commit *commit;
+	const struct tk_wide_op *op; /* NULL: a check */
+	unsigned retries;	     /* races lost */
+	unsigned claims;	     /* placeholders claimed (I6 a) */
+	uint64_t mine_st; /* our placeholder's state word, 0 = none */
+	int mine_pos;	  /* its window position */
+	uint32_t flags;	  /* decision flags met on the way (an eviction) */
+	bool carried;	  /* carried in from the predecessor (L5) */
+};
+
+/* The key's REAL slot: its window position and the state read there. */
+struct tk_real {
+	int pos;
+	uint64_t st;
+};
+
+/* The transition on the key's REAL slot (unique, I5), shared by checks and
+ * operations: a wide key's (W2-W4, the check's or the operation's), a
+ * one-word key's check (tk_check_present, the fast path's own); an
+ * operation on a one-word table (a carry) finds the state it would have
+ * written and leaves it.  TK_LOST when the slot stopped being the key's
+ * or moved under the CAS; otherwise the call's answer. */
+static int
+tk_apply_on_real(struct tk_apply *a, const struct tk_real *real)
+{
+	if (a->t->wide) {
+		int rc = tk_wide_run(a->t, &a->w, real->pos, a->now, a->cost,
+				     a->out, a->commit, a->op);
+		return rc == TK_WIDE_GONE ? TK_LOST : rc;
+	}
+	if (a->op)
+		return TKSHM_OK; /* a carry finds a state */
+	if (tk_check_present(a->t, &a->w, real->pos, real->st, a->cost, a->now,
+			     a->flags, a->out, a->commit))
+		return TKSHM_OK;
+	return TK_LOST;
+}
+
+/* The decision from the absent state (I7). */
+struct tk_absent {
+	bool present;  /* the key starts from init_st, not from nothing */
+	bool restored; /* init_st is its remembered debt (I8) */
+	uint64_t init_st;
+	uint64_t nst; /* what a one-word key's placeholder becomes */
+};
+
+/* Decides the call from the state the absent key starts from: 1 when it
+ * would write something (*ab filled), 0 when it would not (a check's
+ * denial, an operation with nothing to do), or an error of reading that
+ * state (nothing may be decided).  Claims nothing in this table (reading
+ * a predecessor's state seals the key there, L5). */
+static int
+tk_decide_absent(struct tk_apply *a, struct tk_absent *ab)
+{
+	int got = tk_absent_state(a->t, a->w.fp, a->now, a->op, &ab->init_st,
+				  &ab->restored);
+
+	if (got < 0)
+		return got;
+	ab->present = got > 0;
+	return tk_absent_writes(a->t, ab->present, ab->init_st, a->now, a->cost,
+				&ab->nst, a->out, a->op);
+}
+
+/* Ends a call whose absent key would not be written, holding no
+ * placeholder for it (I7): a check's denial is counted, with the call's
+ * flags (a restored debt's included); an operation has nothing to do. */
+static int
+tk_absent_declined(struct tk_apply *a, const struct tk_absent *ab)
+{
+	if (a->op)
+		return TKSHM_OK; /* nothing to write */
+	a->out->flags |=
+		a->flags | (ab->restored ? TKSHM_DECISION_DEBT_RESTORED : 0);
+	tk_count_decision(a->t, a->commit, false);
+	return TKSHM_OK;
+}
+
+/* A slot to claim (I6 a): what it holds, and the counter taking it bumps
+ * (TK_C_COUNT: none). */
+struct tk_victim {
+	int pos;
+	uint64_t fp, st;
+	enum tk_counter taken;
+};
+
+/* The victim of I6 a, in the order of I2 and I8: the takeable slot of the
+ * emptier bucket (EMPTY, DEAD, or idle: a reclaim), a rival placeholder of
+ * the key (stealing it retires it and claims in one CAS), another key's
+ * placeholder, or, in a one-word table that evicts, the least-indebted
+ * key, its debt remembered first (I8).  TKSHM_OK, TKSHM_EFULL (counted),
+ * or TK_LOST when every slot changed class under the scan. */
+static int
+tk_pick_victim(struct tkshm_table *t, const struct tk_scan *sc, uint64_t fp,
+	       struct tk_victim *v)
+{
+	const struct tk_free *f = tk_pick_free(sc);
+
+	v->taken = TK_C_COUNT;
+	if (f) {
+		v->pos = f->pos;
+		v->fp = f->fp;
+		v->st = f->st;
+		if (f->kind == TK_FREE_IDLE)
+			v->taken = TK_C_RECLAIMS;
+	} else if (sc->nrivals > 0) {
+		v->pos = sc->rival[0];
+		v->fp = fp;
+		v->st = sc->rival_st[0];
+	} else if (sc->ph >= 0) {
+		v->pos = sc->ph;
+		v->fp = sc->ph_fp;
+		v->st = sc->ph_st;
+	} else if (t->on_full == TKSHM_ON_FULL_REFUSE || t->wide) {
+		/* W9: wide tables refuse instead of evicting. */
+		tk_count(t, TK_C_REFUSALS, 1);
+		return TKSHM_EFULL;
+	} else if (sc->evict >= 0) {
+		v->pos = sc->evict;
+		v->fp = sc->evict_fp;
+		v->st = sc->evict_st;
+		v->taken = TK_C_EVICTIONS;
+		/* I8: remember the debt before taking the slot. */
+		tk_debt_remember(t, v->fp, v->st);
+	} else {
+		return TK_LOST; /* every slot changed class under us */
+	}
+	return TKSHM_OK;
+}
+
+/* I6 a: claims a victim slot as our placeholder {fp, PLACEHOLDER(tag)}.
+ * TK_RESCAN once claimed (I6 b follows: the claim CAS is a full barrier,
+ * so the rescan is ordered after it), TK_LOST when the CAS lost, or the
+ * call's answer (TKSHM_EFULL; TK_EMOVED, L3, and TKSHM_EBUSY with the
+ * placeholder retired). */
+static int
+tk_claim(struct tk_apply *a, const struct tk_scan *sc)
+{
+	struct tkshm_table *t = a->t;
+	struct tk_victim v;
+	uint64_t tag_st;
+	int rc = tk_pick_victim(t, sc, a->w.fp, &v);
+
+	if (rc != TKSHM_OK)
+		return rc;
+	tag_st = tk_st_placeholder(tk_new_tag());
+	if (!tk_cas128(tk_window_slot(t, &a->w, v.pos), v.fp, v.st, a->w.fp,
+		       tag_st))
+		return TK_LOST;
+	a->mine_st = tag_st;
+	a->mine_pos = v.pos;
+	/* L3: a table replaced since this call began takes no new key;
+	 * seq_cst, after the claim (a full barrier), so a sealer's scan that
+	 * follows REPLACED sees our placeholder and retires it if we miss
+	 * REPLACED. */
+	if (tk_load_seq_cst(&t->life->word) & TK_LIFE_REPLACED) {
+		tk_retire(t, &a->w, a->mine_pos, a->mine_st);
+		return TK_EMOVED;
+	}
+	if (++a->claims > TK_MAX_RETRIES) {
+		/* Our placeholders keep being taken: bounded. */
+		tk_retire(t, &a->w, a->mine_pos, a->mine_st);
+		return TKSHM_EBUSY;
+	}
+	if (v.taken != TK_C_COUNT)
+		tk_count(t, v.taken, 1);
+	if (v.taken == TK_C_EVICTIONS && sc->evict_debt > 0) {
+		tk_count(t, TK_C_EVICTIONS_IN_DEBT, 1);
+		a->flags |= TKSHM_DECISION_EVICTED_DEBTOR;
+	}
+	return TK_RESCAN;
+}
+
+/* The key has no REAL slot and we hold no placeholder (ours, if we had
+ * one, was retired or reclaimed): decide from the absent state, and claim
+ * (I6 a) only if that writes something (a denial claims nothing, I7). */
+static int
+tk_insert_absent(struct tk_apply *a, const struct tk_scan *sc)
+{
+	struct tk_absent ab = { 0 };
+	int rc;
+
+	/* In a table replaced meanwhile, the key was sealed (L4): the call
+	 * runs again on the replacement (L3), whatever it is (a permit's
+	 * release must find its cell). */
+	if (__builtin_expect((tk_life_load(a->t) & TK_LIFE_REPLACED) != 0, 0))
+		return TK_EMOVED;
+	if (__builtin_expect(a->t->pred != NULL, 0) && a->t->wide && a->op &&
+	    a->op->step != tk_carry_step && !a->carried) {
+		/* An operation that writes nothing from the absent state (a
+		 * release, a reap) would miss the key's state still in the
+		 * predecessor: carried in first (L5), then looked up again. */
+		rc = tk_carry_in(a->t, a->k, a->w.fp,
+				 tk_carry_at(a->op, a->now));
+		if (rc != TKSHM_OK)
+			return rc;
+		a->carried = true;
+		return TK_RESCAN;
+	}
+	/* Decide first: a request that would be denied even from the absent
+	 * state claims nothing (I7). */
+	rc = tk_decide_absent(a, &ab);
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return tk_absent_declined(a, &ab);
+	return tk_claim(a, sc);
+}
+
+/* I6 d: retires every rival placeholder of the key (CAS -> DEAD).  False
+ * when one of those CASes failed (back to I6 b). */
+static bool
+tk_retire_rivals(struct tkshm_table *t, const struct tk_where *w,
+		 const struct tk_scan *sc)
+{
+	bool all = true;
+
+	for (unsigned r = 0; r < sc->nrivals; r++) {
+		if (tk_cas128(tk_window_slot(t, w, sc->rival[r]), w->fp,
+			      sc->rival_st[r], w->fp, TK_ST_DEAD))
+			tk_count(t, TK_C_DUPLICATES_KILLED, 1);
+		else
+			all = false;
+	}
+	return all;
+}
+
+/* I6 e: makes our placeholder at window position `mine` REAL: a one-word
+ * key with the state its check (or carry) writes, decided from the absent
+ * state (so the insert and the transition are one CAS), a wide key FRESH.
+ * TKSHM_OK (a one-word key: decided and counted), TK_REAL with *real (a
+ * wide key: its transition comes next), or TK_LOST (somebody retired our
+ * placeholder). */
+static int
+tk_make_real(struct tk_apply *a, int mine, struct tk_absent *ab,
+	     struct tk_real *real)
+{
+	struct tkshm_table *t = a->t;
+	uint64_t index = tk_window_index(&a->w, (unsigned)mine);
+	uint64_t mine_st = a->mine_st;
+
+	if (t->wide)
+		/* W6: the key enters FRESH; its first transition is an
+		 * ordinary claim. */
+		ab->nst = tk_wide_fresh(t, index);
+	a->mine_st = 0; /* REAL after the CAS, or retired by somebody */
+	if (!tk_cas128(tk_window_slot(t, &a->w, mine), a->w.fp, mine_st,
+		       a->w.fp, ab->nst))
+		return TK_LOST;
+	tk_label_write(t, index, a->w.fp, a->k->label, a->k->len);
+	if (t->wide) {
+		tk_count(t, TK_C_INSERTS, 1);
+		real->pos = mine;
+		real->st = ab->nst;
+		return TK_REAL;
+	}
+	/* The state decided from: the remembered debt when the key restarted
+	 * from it, so a reservation's wait (src/shaper/reserve.c) and a
+	 * give-back start there. */
+	tk_commit_note(a->commit, a->w.fp, ab->present, ab->init_st, ab->nst);
+	a->out->flags |=
+		a->flags | (ab->restored ? TKSHM_DECISION_DEBT_RESTORED : 0);
+	tk_count(t, TK_C_INSERTS, 1);
+	if (ab->restored)
+		tk_count(t, TK_C_DEBT_RESTORES, 1);
+	tk_count_decision(t, a->commit, true);
+	return TKSHM_OK;
+}
+
+/* We hold a placeholder of the key and the rescan (I6 b) found no REAL
+ * slot: I6 d, then I6 e after deciding again from the absent state (it
+ * may have changed since the claim: a debt remembered, a state carried);
+ * a decision that now writes nothing retires the placeholder (I7). */
+static int
+tk_insert_finish(struct tk_apply *a, const struct tk_scan *sc,
+		 struct tk_real *real)
+{
+	struct tk_absent ab = { 0 };
+	int rc;
+
+	if (!tk_retire_rivals(a->t, &a->w, sc))
+		return TK_LOST;
+	rc = tk_decide_absent(a, &ab);
+	if (rc <= 0) {
+		tk_retire(a->t, &a->w, sc->mine, a->mine_st);
+		return rc < 0 ? rc : tk_absent_declined(a, &ab);
+	}
+	return tk_make_real(a, sc->mine, &ab, real);
+}
+
+/* One pass of the insert protocol (I6) over the key's window: TK_REAL with
+ * the key's REAL slot in *real, found (the key is present, or another
+ * insert of it won, I6 c: our placeholder is retired) or made (a wide key,
+ * FRESH), or what the insert's next step answers (I6 a, or d-e). */
+static int
+tk_find_or_insert(struct tk_apply *a, struct tk_real *real)
+{
+	struct tk_scan sc;
+
+	tk_scan(a->t, &a->w, a->now, a->mine_st, a->mine_st == 0, &sc);
+	if (sc.real >= 0) {
+		/* I5: this is the key's only REAL slot. */
+		if (a->mine_st != 0 && sc.mine >= 0)
+			tk_retire(a->t, &a->w, sc.mine, a->mine_st);
+		a->mine_st = 0;
+		real->pos = sc.real;
+		real->st = sc.real_st;
+		return TK_REAL;
+	}
+	if (a->mine_st != 0 && sc.mine >= 0)
+		return tk_insert_finish(a, &sc, real);
+	a->mine_st = 0; /* ours, if we had one, was retired or reclaimed */
+	return tk_insert_absent(a, &sc);
+}
+
+/* After a lost race (another writer made progress): counts it and backs
+ * off, or past TK_MAX_RETRIES gives up, retiring our placeholder if we
+ * still hold one.  TKSHM_OK: scan again. */
+static int
+tk_apply_lost(struct tk_apply *a)
+{
+	if (++a->retries > TK_MAX_RETRIES) {
+		if (a->mine_st != 0 && a->mine_pos >= 0)
+			tk_retire(a->t, &a->w, a->mine_pos, a->mine_st);
+		return TKSHM_EBUSY;
+	}
+	tk_count(a->t, TK_C_CAS_RETRIES, 1);
+	tk_backoff(a->retries);
+	return TKSHM_OK;
+}
+
+/* The insert protocol (I6) around one transition: the check's (op NULL)
+ * or a wide table's operation (a permit's, a carry's).  Each pass finds
+ * the key's REAL slot and runs the transition on it, or takes its insert
+ * one step further; a key that is absent is inserted only when the
+ * transition would write something from the absent state (a denial claims
+ * nothing, I7).  `retries`: the races the caller already lost. */
+static int
+tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
+	       const struct tk_where *wp, double cost, double now,
+	       tkshm_decision *out, struct tk_commit *commit, unsigned retries,
+	       const struct tk_wide_op *op)
+{
+	struct tk_apply a = { .t = t,
+			      .k = k,
+			      .w = *wp,
+			      .cost = cost,
+			      .now = now,
+			      .out = out,
+			      .commit = commit,
+			      .op = op,
+			      .retries = retries,
+			      .mine_pos = -1 };
+	struct tk_real real = { -1, 0 }; /* filled with every TK_REAL */
+	int rc;
+
+	if (retries == 0 && t->wide) {
+		/* A wide key's first try, as the one-word fast path's
+		 * (table.h): its REAL slot looked up without a full scan.
+		 * Losing it counts as a lost race, with no back-off. */
+		real.pos = tk_find_real(t, &a.w, &real.st);
+		if (real.pos >= 0) {
+			rc = tk_apply_on_real(&a, &real);
+			if (rc != TK_LOST)
+				return rc;
+			a.retries = 1;
+		}
+	}
+	for (;;) {
+		rc = tk_find_or_insert(&a, &real);
+		if (rc == TK_REAL)
+			rc = tk_apply_on_real(&a, &real);
+		if (rc == TK_RESCAN)
+			continue;
+		if (rc != TK_LOST)
+			return rc;
+		rc = tk_apply_lost(&a);
+		if (rc != TKSHM_OK)
+			return rc;
+	}
+}
+
+/* Everything but the uncontended update of a present one-word key: wide
+ * keys, absent keys (insert, I6), lost CASes.  `retries` counts the CASes
+ * the fast path already lost.  Kept out of line so that the fast path
+ * compiles to a small leaf-like function. */
 __attribute__((noinline)) int
 tk_table_check_slow(struct tkshm_table *t, const struct tk_keyref *k,
 		    const struct tk_where *wp, double cost, double now,
@@ -426,274 +823,6 @@ tk_table_wide_op(struct tkshm_table *t, const struct tk_keyref *k, double now,
 
 	tk_where_of(t, k->fp, &w);
 	return tk_table_apply(t, k, &w, 1, now, &scratch, NULL, 0, op);
-}
-
-/* The insert protocol (I6) around one transition: the check's (op NULL)
- * or a wide table's permit operation.  A key that is absent is inserted
- * only when the transition would write something from the absent state
- * (a denial claims nothing, I7). */
-static int
-tk_table_apply(struct tkshm_table *t, const struct tk_keyref *k,
-	       const struct tk_where *wp, double cost, double now,
-	       tkshm_decision *out, struct tk_commit *commit, unsigned retries,
-	       const struct tk_wide_op *op)
-{
-	const struct tk_where w = *wp;
-	const void *key = k->label;
-	size_t len = k->len;
-	struct tk_scan sc;
-	uint64_t mine_st = 0; /* our placeholder's state word, 0 = none */
-	int mine_pos = -1;
-	uint32_t flags = 0;
-	unsigned claims = 0;
-	bool carried = false; /* carried in from the predecessor (L5) */
-
-	if (retries == 0 && t->wide) {
-		uint64_t ctl;
-		int pos = tk_find_real(t, &w, &ctl);
-
-		if (pos >= 0) {
-			int rc = tk_wide_run(t, &w, pos, now, cost, out, commit,
-					     op);
-			if (rc != TK_WIDE_GONE)
-				return rc;
-			retries = 1;
-		}
-	}
-
-	for (;;) {
-		uint64_t nst, init_st = 0, mine_index;
-		bool present, restored;
-		int got;
-
-		tk_scan(t, &w, now, mine_st, mine_st == 0, &sc);
-
-		if (sc.real >= 0) {
-			/* I5: this is the key's only REAL slot. */
-			if (mine_st != 0 && sc.mine >= 0)
-				tk_retire(t, &w, sc.mine, mine_st);
-			mine_st = 0;
-			if (t->wide) {
-				int rc = tk_wide_run(t, &w, sc.real, now, cost,
-						     out, commit, op);
-				if (rc != TK_WIDE_GONE)
-					return rc;
-				goto lost;
-			}
-			if (op)
-				return TKSHM_OK; /* a carry finds a state */
-			if (!tk_algo_check(&t->algo, true, sc.real_st, now,
-					   cost, &nst, out)) {
-				/* I7: a denial writes nothing. */
-				out->flags |= flags;
-				tk_count_decision(t, commit, false);
-				tk_denial_note(
-					t,
-					tk_window_index(&w, (unsigned)sc.real));
-				return TKSHM_OK;
-			}
-			if (tk_cas128(tk_window_slot(t, &w, sc.real), w.fp,
-				      sc.real_st, w.fp, nst)) {
-				tk_commit_note(commit, w.fp, true, sc.real_st,
-					       nst);
-				out->flags |= flags;
-				tk_count_decision(t, commit, true);
-				return TKSHM_OK;
-			}
-			goto lost;
-		}
-
-		if (mine_st != 0 && sc.mine >= 0) {
-			/* I6 d: retire every rival placeholder of this key. */
-			bool all = true;
-			for (unsigned r = 0; r < sc.nrivals; r++) {
-				if (tk_cas128(
-					    tk_window_slot(t, &w, sc.rival[r]),
-					    w.fp, sc.rival_st[r], w.fp,
-					    TK_ST_DEAD))
-					tk_count(t, TK_C_DUPLICATES_KILLED, 1);
-				else
-					all = false;
-			}
-			if (!all)
-				goto lost;
-			/* I6 e: make our placeholder REAL. */
-			got = tk_absent_state(t, w.fp, now, op, &init_st,
-					      &restored);
-			if (got < 0) {
-				tk_retire(t, &w, sc.mine, mine_st);
-				return got;
-			}
-			present = got > 0;
-			if (!tk_absent_writes(t, present, init_st, now, cost,
-					      &nst, out, op)) {
-				tk_retire(t, &w, sc.mine, mine_st);
-				if (op)
-					return TKSHM_OK;
-				out->flags |=
-					flags |
-					(restored ?
-						 TKSHM_DECISION_DEBT_RESTORED :
-						 0);
-				tk_count_decision(t, commit, false);
-				return TKSHM_OK;
-			}
-			mine_index = tk_window_index(&w, (unsigned)sc.mine);
-			if (t->wide)
-				/* W6: the key enters FRESH; its first
-				 * transition is an ordinary claim. */
-				nst = tk_wide_fresh(t, mine_index);
-			if (tk_cas128(tk_window_slot(t, &w, sc.mine), w.fp,
-				      mine_st, w.fp, nst)) {
-				tk_label_write(t, mine_index, w.fp, key, len);
-				if (t->wide) {
-					int rc;
-
-					tk_count(t, TK_C_INSERTS, 1);
-					mine_st = 0;
-					rc = tk_wide_run(t, &w, sc.mine, now,
-							 cost, out, commit, op);
-					if (rc != TK_WIDE_GONE)
-						return rc;
-					goto lost;
-				}
-				/* The state decided from: the remembered
-				 * debt when the key restarted from it, so
-				 * a reservation's wait (src/shaper/
-				 * reserve.c) and a give-back start there. */
-				tk_commit_note(commit, w.fp, present, init_st,
-					       nst);
-				out->flags |=
-					flags |
-					(restored ?
-						 TKSHM_DECISION_DEBT_RESTORED :
-						 0);
-				tk_count(t, TK_C_INSERTS, 1);
-				if (restored)
-					tk_count(t, TK_C_DEBT_RESTORES, 1);
-				tk_count_decision(t, commit, true);
-				return TKSHM_OK;
-			}
-			mine_st = 0;
-			goto lost;
-		}
-		/* Our placeholder, if we had one, was retired or reclaimed. */
-		mine_st = 0;
-
-		/* The key is absent.  In a table replaced meanwhile, it was
-		 * sealed (L4): the call runs again on the replacement (L3),
-		 * whatever it is (a permit's release must find its cell). */
-		if (__builtin_expect((tk_life_load(t) & TK_LIFE_REPLACED) != 0,
-				     0))
-			return TK_EMOVED;
-		if (__builtin_expect(t->pred != NULL, 0) && t->wide && op &&
-		    op->step != tk_carry_step && !carried) {
-			/* An operation that writes nothing from the absent
-			 * state (a release, a reap) would miss the key's
-			 * state still in the predecessor: carried in first
-			 * (L5), then looked up again. */
-			int rc = tk_carry_in(t, k, w.fp, tk_carry_at(op, now));
-
-			if (rc != TKSHM_OK)
-				return rc;
-			carried = true;
-			continue;
-		}
-		/* Decide first: a request that would be denied even from the
-		 * absent state claims nothing (I7). */
-		got = tk_absent_state(t, w.fp, now, op, &init_st, &restored);
-		if (got < 0)
-			return got;
-		present = got > 0;
-		if (!tk_absent_writes(t, present, init_st, now, cost, &nst, out,
-				      op)) {
-			if (op)
-				return TKSHM_OK; /* nothing to write */
-			out->flags |=
-				flags |
-				(restored ? TKSHM_DECISION_DEBT_RESTORED : 0);
-			tk_count_decision(t, commit, false);
-			return TKSHM_OK;
-		}
-
-		/* I6 a: claim a victim, in the order of I2 and I8. */
-		{
-			uint64_t vfp, vst, tag_st;
-			int v;
-			enum tk_counter taken = TK_C_COUNT;
-
-			const struct tk_free *f = tk_pick_free(&sc);
-
-			if (f) {
-				v = f->pos;
-				vfp = f->fp;
-				vst = f->st;
-				if (f->kind == TK_FREE_IDLE)
-					taken = TK_C_RECLAIMS;
-			} else if (sc.nrivals > 0) {
-				/* Stealing a rival placeholder of our own key
-				 * retires it and claims in one CAS. */
-				v = sc.rival[0];
-				vfp = w.fp;
-				vst = sc.rival_st[0];
-			} else if (sc.ph >= 0) {
-				v = sc.ph;
-				vfp = sc.ph_fp;
-				vst = sc.ph_st;
-			} else if (t->on_full == TKSHM_ON_FULL_REFUSE ||
-				   t->wide) {
-				/* W9: wide tables refuse instead of evicting. */
-				tk_count(t, TK_C_REFUSALS, 1);
-				return TKSHM_EFULL;
-			} else if (sc.evict >= 0) {
-				v = sc.evict;
-				vfp = sc.evict_fp;
-				vst = sc.evict_st;
-				taken = TK_C_EVICTIONS;
-				/* I8: remember the debt before taking the slot. */
-				tk_debt_remember(t, vfp, vst);
-			} else {
-				/* Every slot changed class under us. */
-				goto lost;
-			}
-			tag_st = tk_st_placeholder(tk_new_tag());
-			if (!tk_cas128(tk_window_slot(t, &w, v), vfp, vst, w.fp,
-				       tag_st))
-				goto lost;
-			mine_st = tag_st;
-			mine_pos = v;
-			/* L3: a table replaced since this call began takes no
-			 * new key; seq_cst, after the claim (a full barrier),
-			 * so a sealer's scan that follows REPLACED sees our
-			 * placeholder and retires it if we miss REPLACED. */
-			if (tk_load_seq_cst(&t->life->word) &
-			    TK_LIFE_REPLACED) {
-				tk_retire(t, &w, mine_pos, mine_st);
-				return TK_EMOVED;
-			}
-			if (++claims > TK_MAX_RETRIES) {
-				/* Our placeholders keep being taken: bounded. */
-				tk_retire(t, &w, mine_pos, mine_st);
-				return TKSHM_EBUSY;
-			}
-			if (taken != TK_C_COUNT)
-				tk_count(t, taken, 1);
-			if (taken == TK_C_EVICTIONS && sc.evict_debt > 0) {
-				tk_count(t, TK_C_EVICTIONS_IN_DEBT, 1);
-				flags |= TKSHM_DECISION_EVICTED_DEBTOR;
-			}
-			/* I6 b: rescan (the claim CAS was a full barrier). */
-			continue;
-		}
-lost:
-		if (++retries > TK_MAX_RETRIES) {
-			if (mine_st != 0 && mine_pos >= 0)
-				tk_retire(t, &w, mine_pos, mine_st);
-			return TKSHM_EBUSY;
-		}
-		tk_count(t, TK_C_CAS_RETRIES, 1);
-		tk_backoff(retries);
-	}
 }
 
 /* ------------------------------------------------------------------------
@@ -877,7 +1006,7 @@ tk_table_refund(struct tkshm_table *t, const struct tk_commit *c, double cost,
 			return TKSHM_OK; /* nothing of ours is still owed */
 		if (tk_cas128(tk_window_slot(t, &w, pos), w.fp, st, w.fp,
 			      back)) {
-			tk_count(t, TK_C_REFUNDS, 1);
+			tk_count(t, TK_C_MULTI_ROLLBACKS, 1);
 			return TKSHM_OK;
 		}
 		if (++retries > TK_MAX_RETRIES)

@@ -15,7 +15,6 @@
 #include <sys/types.h>
 
 #include "algorithms/algorithm.h"
-#include "global/global_shm.h"
 #include "shm/atomic.h"
 #include "shm/layout.h"
 #include "shm/protocol.h"
@@ -212,12 +211,6 @@ tk_find_real(const struct tkshm_table *t, const struct tk_where *w,
  * colliding writers on one window. */
 #define TK_MAX_RETRIES 4096
 
-/* Monotonic milliseconds, for how long a call has been running (clock.c). */
-double tk_mono_ms(void);
-/* The same clock at tick resolution (a few ns to read), never ahead of
- * tk_mono_ms(): for a start time that may only be early (clock.c). */
-double tk_mono_coarse_ms(void);
-
 /* Waits a little longer after each lost race (table.c). */
 void tk_backoff(unsigned retries);
 
@@ -338,14 +331,14 @@ void tk_counters_sum(const struct tkshm_table *t,
 void tk_label_write(struct tkshm_table *t, uint64_t index, uint64_t fp,
 		    const void *key, size_t len);
 
-/* Copies the label of slot `index` if it was written for `fp` and is not
- * torn: *key_len is the key's length (255: 255 or more), the first
- * min(*key_len, TK_LABEL_PREFIX) bytes go to out[].  Returns false when
- * the slot has no intact label for fp. */
 /* Lease tables: the whole key of slot `index` if its record is intact and
  * names `fp` (copied to out, TKSHM_LEASE_KEY_MAX bytes); false otherwise. */
 bool tk_keyrec_read(const struct tkshm_table *t, uint64_t index, uint64_t fp,
 		    unsigned char *out, size_t *len);
+/* Copies the label of slot `index` if it was written for `fp` and is not
+ * torn: *key_len is the key's length (255: 255 or more), the first
+ * min(*key_len, TK_LABEL_PREFIX) bytes go to out[].  Returns false when
+ * the slot has no intact label for fp. */
 bool tk_label_read(const struct tkshm_table *t, uint64_t index, uint64_t fp,
 		   unsigned char out[TK_LABEL_PREFIX], unsigned *key_len);
 
@@ -413,6 +406,36 @@ struct tk_wide_op;
 int tk_table_wide_op(struct tkshm_table *t, const struct tk_keyref *k,
 		     double now, const struct tk_wide_op *op);
 
+/* The check of a present one-word key on its REAL slot, window position
+ * `pos` of w, holding st (unique, I5): the pure transition, then a denial
+ * writes nothing to the slot (I7: a counter and the display tally) and an
+ * admission is one CAS.  `flags` is added to the decision's (0 on the fast
+ * path).  True when decided (and counted); false when the CAS lost (the
+ * slot moved: look the key up again).  Shared by the fast path below and
+ * the insert protocol's loop (table.c, tk_table_apply), so both write
+ * alike. */
+static inline __attribute__((always_inline)) bool
+tk_check_present(struct tkshm_table *t, const struct tk_where *w, int pos,
+		 uint64_t st, double cost, double now, uint32_t flags,
+		 tkshm_decision *out, struct tk_commit *commit)
+{
+	uint64_t nst;
+
+	if (!tk_algo_check(&t->algo, true, st, now, cost, &nst, out)) {
+		out->flags |= flags;
+		tk_count_decision(t, commit, false); /* I7: nothing written */
+		tk_denial_note(t, tk_window_index(w, (unsigned)pos));
+		return true;
+	}
+	if (tk_cas128(tk_window_slot(t, w, pos), w->fp, st, w->fp, nst)) {
+		tk_commit_note(commit, w->fp, true, st, nst);
+		out->flags |= flags;
+		tk_count_decision(t, commit, true);
+		return true;
+	}
+	return false;
+}
+
 /* One check of key k at `now`; fills *commit (if not NULL) when it admits.
  * Inline: the common case (a present one-word key, an uncontended CAS) is
  * a lookup, the pure transition and one CAS, and compiles into the public
@@ -423,7 +446,7 @@ tk_table_check_ref(struct tkshm_table *t, const struct tk_keyref *k,
 		   struct tk_commit *commit)
 {
 	struct tk_where w;
-	uint64_t st, nst;
+	uint64_t st;
 	int pos;
 
 	if (commit) {
@@ -440,16 +463,8 @@ tk_table_check_ref(struct tkshm_table *t, const struct tk_keyref *k,
 	pos = tk_find_real(t, &w, &st);
 	if (pos < 0)
 		return tk_table_check_slow(t, k, &w, cost, now, out, commit, 0);
-	if (!tk_algo_check(&t->algo, true, st, now, cost, &nst, out)) {
-		tk_count_decision(t, commit, false); /* I7: nothing written */
-		tk_denial_note(t, tk_window_index(&w, (unsigned)pos));
+	if (tk_check_present(t, &w, pos, st, cost, now, 0, out, commit))
 		return TKSHM_OK;
-	}
-	if (tk_cas128(tk_window_slot(t, &w, pos), w.fp, st, w.fp, nst)) {
-		tk_commit_note(commit, w.fp, true, st, nst);
-		tk_count_decision(t, commit, true);
-		return TKSHM_OK;
-	}
 	tk_count(t, TK_C_CAS_RETRIES, 1);
 	return tk_table_check_slow(t, k, &w, cost, now, out, commit, 1);
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "shm/atomic.h"
 #include "shm/carry.h"
 #include "shm/protocol.h"
@@ -404,7 +405,7 @@ tk_wide_refund(struct tkshm_table *t, const struct tk_where *w, int pos,
 				    &done);
 
 	if (rc == TKSHM_OK && done.wrote)
-		tk_count(t, TK_C_REFUNDS, 1);
+		tk_count(t, TK_C_MULTI_ROLLBACKS, 1);
 	return rc == TK_WIDE_GONE ? TKSHM_OK : rc;
 }
 

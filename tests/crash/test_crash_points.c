@@ -34,7 +34,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "algorithms/words.h"
+#include "base/clock.h"
+#include "base/words.h"
 #include "global/global_shm.h"
 #include "global/lease_check.h"
 #include "shm/crash_point.h"

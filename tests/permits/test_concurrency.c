@@ -1,7 +1,7 @@
 /*
  * test_concurrency.c - concurrency limits in one process: the pure
  * transitions of src/algorithms/concurrency.h (C1-C4, gradient2, AIMD), the
- * liveness reading of src/shaper/holder.c, and the public calls on a real
+ * liveness reading of src/base/proc.c, and the public calls on a real
  * table (exactly-once release, a forked child cannot release its parent's
  * permit, refusals write nothing, bad input changes nothing).
  */
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "algorithms/algorithm.h"
-#include "shaper/holder.h"
+#include "base/proc.h"
 #include "test_support.h"
 
 static struct tk_algo

@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "test_support.h"
-#include "algorithms/words.h"
+#include "base/words.h"
 
 /* An epoch-sized now, as ThrottleKit's conformance timelines use. */
 #define ALGO_EPOCH 1.7e12

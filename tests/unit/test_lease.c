@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "algorithms/lease.h"
+#include "base/clock.h"
 #include "global/lease_check.h"
 #include "shm/atomic.h"
 #include "test_support.h"

@@ -24,7 +24,7 @@
 
 #include "test_support.h"
 #include "algorithms/algorithm.h"
-#include "algorithms/words.h"
+#include "base/words.h"
 #ifdef TKSHM_HAVE_REDIS
 #include <hiredis/hiredis.h>
 #include "redis/state_codec.h"

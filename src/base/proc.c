@@ -1,10 +1,10 @@
 /*
- * holder.c - who holds a permit, and whether that process still runs.
+ * proc.c - who holds a permit, and whether that process still runs.
  *
  * Liveness is read from /proc/PID/stat, never from kill(pid, 0) alone: a
  * pid says nothing once it may have been reused, and a zombie still
  * answers kill().  The start time in the holder word settles reuse
- * (holder.h).  Nothing here writes shared memory.
+ * (proc.h).  Nothing here writes shared memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shaper/holder.h"
-#include "shm/atomic.h"
+#include "base/priv_atomic.h"
+#include "base/proc.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

@@ -10,8 +10,8 @@
  * A REAL state never has its top 13 bits all set (src/shm/protocol.h, I4):
  * doubles here are finite and integers are below 2^51 in magnitude.
  */
-#ifndef TKSHM_ALGORITHMS_WORDS_H
-#define TKSHM_ALGORITHMS_WORDS_H
+#ifndef TKSHM_BASE_WORDS_H
+#define TKSHM_BASE_WORDS_H
 
 #include <stdint.h>
 #include <string.h>
@@ -44,4 +44,4 @@ tk_i64_word(int64_t v)
 	return (uint64_t)v;
 }
 
-#endif /* TKSHM_ALGORITHMS_WORDS_H */
+#endif /* TKSHM_BASE_WORDS_H */

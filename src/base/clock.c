@@ -10,8 +10,7 @@
  */
 #include <time.h>
 
-#include "shm/layout.h"
-#include "shm/table.h"
+#include "base/clock.h"
 #include "tkshm.h"
 
 double
@@ -44,21 +43,4 @@ tk_mono_coarse_ms(void)
 	 * without the TSC; never ahead of CLOCK_MONOTONIC. */
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
-/* "MAJOR.MINOR.PATCH" from tkshm.h's macros, so the two cannot differ. */
-#define TK_STR(x)  #x
-#define TK_XSTR(x) TK_STR(x)
-
-const char *
-tkshm_version(void)
-{
-	return TK_XSTR(TKSHM_VERSION_MAJOR) "." TK_XSTR(
-		TKSHM_VERSION_MINOR) "." TK_XSTR(TKSHM_VERSION_PATCH);
-}
-
-uint32_t
-tkshm_layout_version(void)
-{
-	return TK_LAYOUT_VERSION;
 }

@@ -1,6 +1,8 @@
 /*
- * holder.h - naming a process so that a permit outlives no confusion about
- * who holds it.
+ * proc.h - the process identity: naming a process so that a permit
+ * outlives no confusion about who holds it, and so that a segment's writer
+ * word names one process (shm/: life.c, entry.c, segment.c; shaper/:
+ * permit.c).
  *
  * A holder word is pid << 42 | (start time & (2^42 - 1)), the start time
  * being field 22 of /proc/PID/stat (clock ticks since boot).  A pid is
@@ -9,8 +11,8 @@
  * of one boot (concurrency.h, C3).  The boot itself is the host tag, a hash
  * of /proc/sys/kernel/random/boot_id, kept in each key's state.
  */
-#ifndef TKSHM_SHAPER_HOLDER_H
-#define TKSHM_SHAPER_HOLDER_H
+#ifndef TKSHM_BASE_PROC_H
+#define TKSHM_BASE_PROC_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -53,4 +55,4 @@ enum tk_liveness tk_holder_liveness(uint64_t word);
  * the tests (the command name may hold spaces and parentheses). */
 bool tk_proc_stat_parse(const char *text, char *state, uint64_t *start);
 
-#endif /* TKSHM_SHAPER_HOLDER_H */
+#endif /* TKSHM_BASE_PROC_H */

@@ -2,7 +2,7 @@
 # check-layers.sh [BUILD_DIR] - no file of src/ reaches a higher layer.
 #
 # The order, bottom up (docs/architecture.md, "The layers of src/"):
-#   base < algorithms < shm < global, shaper < redis < api
+#   base < algorithms < shm < global, shaper < redis < api < agent
 # global/ and shaper/ are peers: neither may use the other.  http/ stands
 # beside the stack: it may use the public headers and itself only.
 # 1. includes: every #include "layer/..." of src/ names its own layer or
@@ -18,6 +18,7 @@ rank() {
 	case $1 in
 	base) echo 0 ;; algorithms) echo 1 ;; shm) echo 2 ;;
 	global | shaper) echo 3 ;; redis) echo 4 ;; api) echo 5 ;;
+	agent) echo 6 ;;
 	http) echo 9 ;; *) echo -1 ;;
 	esac
 }

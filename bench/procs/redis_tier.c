@@ -25,7 +25,7 @@
  *   warm-up  strict: connect and load the scripts; lease: the agent
  *            leases nothing until its start's handover has settled, then
  *            its first leases are of one unit and grow with the observed
- *            rate (src/redis/agent.c), so the first round trips say
+ *            rate (src/agent/agent.c), so the first round trips say
  *            nothing of the steady state;
  *   healthy  timed: counts, latency, the table's counters before and
  *            after (tkshm_stats_get);
@@ -68,10 +68,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
 #include "baseline_redis.h"
 #include "cleanup.h"
 #include "keys.h"
-#include "redis/agent.h"
 #include "redis/cluster.h"
 #include "tier_cluster.h"
 #include "tkshm.h"
@@ -539,7 +539,7 @@ rt_keys_per_master(const struct rt_run *run, const struct rt_case *c,
 }
 
 /* Waits up to `secs` for the agent's first lease (it leases nothing until
- * its start's handover has settled: src/redis/agent.c). */
+ * its start's handover has settled: src/agent/agent.c). */
 static void
 rt_wait_leasing(tkshm_table *t, double secs)
 {

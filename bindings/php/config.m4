@@ -101,14 +101,14 @@ if test "$PHP_TKSHM" != "no"; then
     AC_MSG_RESULT([$tkshm_redis])
 
     dnl The library's files: src/*/*.c as CMakeLists.txt globs them,
-    dnl without src/redis/ unless the Redis tier is built and never
-    dnl src/shm/crash_point.c (a debug build's, TKSHM_CRASH_POINTS).
+    dnl without src/redis/ and src/agent/ unless the Redis tier is built,
+    dnl and never src/shm/crash_point.c (a debug build's, TKSHM_CRASH_POINTS).
     tkshm_lib_sources=
     for tkshm_file in "$tkshm_root"/src/*/*.c; do
       tkshm_rel=${tkshm_file#"$tkshm_root/src/"}
       case $tkshm_rel in
         shm/crash_point.c) continue ;;
-        redis/*) test "$tkshm_redis" = "yes" || continue ;;
+        redis/* | agent/*) test "$tkshm_redis" = "yes" || continue ;;
       esac
       tkshm_lib_sources="$tkshm_lib_sources $tkshm_rel"
     done

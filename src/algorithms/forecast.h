@@ -145,7 +145,7 @@ struct tk_forecast {
  * @param[in]  st       the state; never written.
  * @param[in]  now      epoch ms, finite and >= 0 (as the API checks it).
  * @param[in]  cost     finite, > 0, at most TKSHM_COST_MAX and accepted by
- *                      tk_check_cost() in src/api/validate.h (tokenBudget: whole
+ *                      tk_check_cost() in src/shm/validate.h (tokenBudget: whole
  *                      tokens).
  * @param[out] f        the forecast.
  *

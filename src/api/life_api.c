@@ -379,7 +379,7 @@ tk_follow_pause(unsigned tries)
 /* A cross-host table's shared region (the agent's heartbeat, the breaker,
  * the fallback tallies) goes on in its replacement: a snapshot, as the
  * replacement is not yet published; the agent writes the new one from its
- * next round (src/redis/agent.c). */
+ * next round (src/agent/agent.c). */
 static void
 tk_global_inherit(struct tkshm_table *n, const struct tkshm_table *t)
 {

@@ -6,8 +6,8 @@
  */
 #include <math.h>
 
-#include "api/validate.h"
 #include "shm/table.h"
+#include "shm/validate.h"
 #include "tkshm.h"
 
 int

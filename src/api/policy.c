@@ -37,10 +37,10 @@
 #include <string.h>
 
 #include "algorithms/algorithm.h"
-#include "api/c_numbers.h"
 #include "api/policy_global.h"
 #include "api/policy_number.h"
 #include "api/policy_rate.h"
+#include "base/c_numbers.h"
 #include "base/words.h"
 #include "tkshm.h"
 

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/c_numbers.h"
 #include "api/policy_global.h"
 #include "api/policy_number.h"
+#include "base/c_numbers.h"
 #include "base/words.h"
 
 #define TK_SAY(...)                                          \

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/c_numbers.h"
 #include "api/policy_number.h"
+#include "base/c_numbers.h"
 
 /* Advances *i over one or more digits of s[0..n); false when there is
  * none. */

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/validate.h"
 #include "base/clock.h"
 #include "global/lease_check.h"
 #include "global/route.h"
 #include "shm/atomic.h"
 #include "shm/table.h"
+#include "shm/validate.h"
 #include "tkshm.h"
 
 /* tkshm_key keeps as many leading bytes as a label does. */

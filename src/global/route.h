@@ -32,11 +32,6 @@ tk_is_global(const struct tkshm_table *t)
 	return t->policy.global.mode != TKSHM_MODE_LOCAL;
 }
 
-/* A reservation in the table itself (src/shaper/reserve.c), whatever its
- * mode: the strict shaper's safe share. */
-int tk_reserve_ref(struct tkshm_table *t, const struct tk_keyref *k,
-		   double cost, double now, tkshm_reservation *out);
-
 /* The check, peek and reservation of a non-local table. */
 int tk_global_check(struct tkshm_table *t, const void *key, size_t len,
 		    double cost, double now, tkshm_decision *out);

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "algorithms/decision.h"
-#include "api/c_numbers.h"
+#include "base/c_numbers.h"
 #include "base/words.h"
 #include "redis/state_codec.h"
 

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "algorithms/decision.h"
-#include "api/multi.h"
 #include "base/clock.h"
 #include "global/global_shm.h"
 #include "redis/neg_cache.h"
@@ -14,7 +13,9 @@
 #include "redis/state_codec.h"
 #include "redis/strict.h"
 #include "redis/strict_args.h"
+#include "shaper/reserve.h"
 #include "shm/atomic.h"
+#include "shm/multi.h"
 
 /* "prefix:" + a key + NUL. */
 #define TK_RKEY_MAX (TKSHM_PREFIX_MAX + 4 + TKSHM_KEY_MAX)

@@ -20,12 +20,12 @@
 #include <string.h>
 
 #include "algorithms/concurrency.h"
-#include "api/validate.h"
 #include "base/clock.h"
 #include "base/proc.h"
 #include "shaper/permit_local.h"
 #include "shm/atomic.h"
 #include "shm/table.h"
+#include "shm/validate.h"
 #include "shm/wide.h"
 #include "tkshm.h"
 
@@ -334,13 +334,6 @@ tk_api_acquire_at(tkshm_table *t, const void *key, size_t key_len, double now_ms
 	permit->cell_ = a.cell;
 	permit->state_ = TK_PERMIT_HELD;
 	return TKSHM_OK;
-}
-
-int
-tk_api_acquire(tkshm_table *t, const void *key, size_t key_len,
-	      tkshm_permit *permit, tkshm_decision *out)
-{
-	return tkshm_acquire_at(t, key, key_len, tkshm_now_ms(), permit, out);
 }
 
 /* A release at `now` whose latency sample is `rtt`. */

@@ -1,6 +1,7 @@
 /*
  * reserve.c - the shaper: tkshm_reserve and tkshm_schedule on leakyBucket
- * tables.
+ * tables (their arguments' checks and the routing of a non-local table
+ * are src/api/shaper_api.c's).
  *
  * A leakyBucket key's state is one word, its next free departure, kept
  * like GCRA's TAT, so a reservation is a check of the one-word store
@@ -23,28 +24,14 @@
 
 #include "algorithms/decision.h"
 #include "algorithms/leaky_bucket.h"
-#include "api/validate.h"
 #include "base/clock.h"
 #include "base/words.h"
-#include "global/route.h"
+#include "shaper/reserve.h"
 #include "shaper/sleep.h"
 #include "shm/table.h"
 #include "tkshm.h"
 
-/* What follows the arguments' checks (tkshm_check_at's, in its order):
- * the table's kind, then the handle's mode. */
-static inline int
-tk_reserve_check_table(const tkshm_table *t)
-{
-	if (t->algo.kind != TKSHM_KIND_LEAKY_BUCKET)
-		return TKSHM_ENOTSUP;
-	if (t->readonly)
-		return TKSHM_EREADONLY;
-	return TKSHM_OK;
-}
-
-/* One reservation of key k at `now` in this table (arguments already
- * valid; also the strict shaper's safe share, src/redis/strict.c). */
+/* One reservation of key k at `now` in this table (reserve.h). */
 int
 tk_reserve_ref(tkshm_table *t, const struct tk_keyref *k, double cost,
 	       double now, tkshm_reservation *out)
@@ -72,33 +59,6 @@ tk_reserve_ref(tkshm_table *t, const struct tk_keyref *k, double cost,
 	out->retry_after_ms = 0;
 	out->wait_ms = wait;
 	return TKSHM_OK;
-}
-
-int
-tk_api_reserve_at(tkshm_table *t, const void *key, size_t key_len, double cost,
-		 double now_ms, tkshm_reservation *out)
-{
-	struct tk_keyref k;
-	int rc;
-
-	if (!t || !out)
-		return TKSHM_ENULL;
-	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK ||
-	    (rc = tk_check_cost(t, cost)) != TKSHM_OK ||
-	    (rc = tk_check_now(now_ms)) != TKSHM_OK ||
-	    (rc = tk_reserve_check_table(t)) != TKSHM_OK)
-		return rc;
-	if (tk_is_global(t))
-		return tk_global_reserve(t, key, key_len, cost, now_ms, out);
-	k = tk_keyref_of(t, key, key_len);
-	return tk_reserve_ref(t, &k, cost, now_ms, out);
-}
-
-int
-tk_api_reserve(tkshm_table *t, const void *key, size_t key_len, double cost,
-	      tkshm_reservation *out)
-{
-	return tkshm_reserve_at(t, key, key_len, cost, tkshm_now_ms(), out);
 }
 
 /* Sleeps until `deadline` on CLOCK_MONOTONIC.  TKSHM_OK once it is
@@ -133,31 +93,15 @@ tk_sleep_until(const struct timespec *deadline, double *left_ms)
 }
 
 int
-tk_api_schedule_at(tkshm_table *t, const void *key, size_t key_len, double cost,
-		  double now_ms, tkshm_reservation *out)
+tk_schedule_wait(struct timespec start, tkshm_reservation *out)
 {
-	struct timespec start, deadline;
+	struct timespec deadline;
 	double left = 0;
 	int rc;
 
-	/* The wait is measured from here: the departure is wait_ms after
-	 * now_ms, and now_ms was read (by the caller, or by tkshm_schedule)
-	 * no later than this, so this deadline is never before it. */
-	if (clock_gettime(CLOCK_MONOTONIC, &start) != 0)
-		return TKSHM_ESYSTEM;
-	rc = tkshm_reserve_at(t, key, key_len, cost, now_ms, out);
-	if (rc != TKSHM_OK || !out->accepted || !(out->wait_ms > 0))
-		return rc;
 	deadline = tk_deadline_after(start, out->wait_ms);
 	rc = tk_sleep_until(&deadline, &left);
 	if (rc == TKSHM_EINTR)
 		out->wait_ms = left;
 	return rc;
-}
-
-int
-tk_api_schedule(tkshm_table *t, const void *key, size_t key_len, double cost,
-	       tkshm_reservation *out)
-{
-	return tkshm_schedule_at(t, key, key_len, cost, tkshm_now_ms(), out);
 }

@@ -18,6 +18,7 @@
 #include "shm/atomic.h"
 #include "shm/layout.h"
 #include "shm/protocol.h"
+#include "shm/slot.h"
 #include "tkshm.h"
 
 struct tkshm_table {
@@ -211,9 +212,6 @@ tk_find_real(const struct tkshm_table *t, const struct tk_where *w,
  * colliding writers on one window. */
 #define TK_MAX_RETRIES 4096
 
-/* Waits a little longer after each lost race (table.c). */
-void tk_backoff(unsigned retries);
-
 /* The debt cell of a fingerprint (I8). */
 static inline uint64_t *
 tk_debt_cell(const struct tkshm_table *t, uint64_t fp)
@@ -304,11 +302,7 @@ int tk_state_next(const struct tkshm_table *t, uint64_t *cursor,
 int tk_window_pos(const struct tkshm_table *t, uint64_t fp, uint64_t index);
 
 /* Counters (table.c): each thread adds to its own shard (I11), drawn on
- * its first count.  Initial-exec TLS: one %fs-relative load, no call (the
- * library's 4 bytes fit the static TLS surplus a dlopen()ed module gets). */
-extern _Thread_local uint32_t tk_tls_shard /* shard + 1; 0 = not drawn */
-	__attribute__((tls_model("initial-exec")));
-uint32_t tk_shard_draw(void);
+ * its first count (tk_tls_shard, tk_shard_draw: slot.h). */
 
 static inline void
 tk_count(struct tkshm_table *t, enum tk_counter c, uint64_t n)

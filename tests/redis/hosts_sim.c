@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
 #include "hosts_sim.h"
-#include "redis/agent.h"
 #include "test_support.h"
 #include "tkshm.h"
 #include "tkshm_redis.h"

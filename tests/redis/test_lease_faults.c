@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
 #include "hosts_sim.h"
-#include "redis/agent.h"
 #include "redis_server.h"
 #include "test_support.h"
 #include "tkshm.h"

@@ -23,8 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
 #include "hosts_sim.h"
-#include "redis/agent.h"
 #include "redis_cluster.h"
 #include "test_support.h"
 #include "tkshm.h"

@@ -20,8 +20,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
 #include "fake_redis.h"
-#include "redis/agent.h"
 #include "redis_server.h"
 #include "test_support.h"
 #include "tkshm.h"

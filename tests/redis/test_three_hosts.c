@@ -41,7 +41,7 @@ run(const char *spec, bool agents, int strict_port, double window_ms,
 	}
 	/* Agents attached, hosts registered, and (lease) past the agents'
 	 * start handover: they lease nothing until a window boundary at
-	 * least ~0.8 s after finding Redis (src/redis/agent.c). */
+	 * least ~0.8 s after finding Redis (src/agent/agent.c). */
 	usleep(agents ? 2000000 : 300000);
 	*from = tkshm_now_ms();
 	for (int h = 0; h < SIM_HOSTS; h++)

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "algorithms/algorithm.h"
-#include "api/validate.h"
+#include "shm/validate.h"
 #include "test_support.h"
 
 /* A byte pattern no parser would write, to see that *out stays unchanged. */

@@ -26,8 +26,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "agent/agent.h"
 #include "log.h"
-#include "redis/agent.h"
 
 /* Where tkshm-syncd looks without -c (CMake sets it from SYSCONFDIR). */
 #ifndef SD_DEFAULT_CONFIG

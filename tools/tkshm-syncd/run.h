@@ -22,8 +22,8 @@
 
 #include <stdbool.h>
 
+#include "agent/agent.h"
 #include "config.h"
-#include "redis/agent.h"
 
 /* Seconds between the periodic summaries (R4). */
 #define SD_SUMMARY_S 60

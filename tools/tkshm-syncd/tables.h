@@ -10,8 +10,8 @@
 
 #include <stdbool.h>
 
+#include "agent/agent.h"
 #include "config.h"
-#include "redis/agent.h"
 
 /* Opens every table read-only: each must exist and be a lease table.
  * False after reporting the first that is not.  Writes nothing. */

@@ -53,14 +53,15 @@ def version(root):
 
 def sources(root, redis):
     """The library's C files, as CMakeLists.txt lists TKSHM_SOURCES:
-    src/*/*.c, without src/redis/ unless the Redis tier is built, and
-    never src/shm/crash_point.c (a debug build's, TKSHM_CRASH_POINTS)."""
+    src/*/*.c, without src/redis/ and src/agent/ unless the Redis tier is
+    built, and never src/shm/crash_point.c (a debug build's,
+    TKSHM_CRASH_POINTS)."""
     found = []
     for path in sorted(glob.glob(os.path.join(root, "src", "*", "*.c"))):
         rel = os.path.relpath(path, root).replace(os.sep, "/")
         if rel == "src/shm/crash_point.c":
             continue
-        if rel.startswith("src/redis/") and not redis:
+        if rel.startswith(("src/redis/", "src/agent/")) and not redis:
             continue
         found.append(path)
     if not found:

@@ -8,8 +8,8 @@
  * written with a '.', so every conversion of them goes through these,
  * which use the C locale whatever the process's.
  */
-#ifndef TKSHM_API_C_NUMBERS_H
-#define TKSHM_API_C_NUMBERS_H
+#ifndef TKSHM_BASE_C_NUMBERS_H
+#define TKSHM_BASE_C_NUMBERS_H
 
 #include <stddef.h>
 
@@ -20,4 +20,4 @@ double tk_strtod_c(const char *s, char **end);
 int tk_snprintf_c(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-#endif /* TKSHM_API_C_NUMBERS_H */
+#endif /* TKSHM_BASE_C_NUMBERS_H */

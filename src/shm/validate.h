@@ -6,8 +6,8 @@
  * nanoseconds.  Comparisons with NaN are false, so `!(lo <= x && x <= hi)`
  * refuses NaN and both infinities along with the out-of-range values.
  */
-#ifndef TKSHM_API_VALIDATE_H
-#define TKSHM_API_VALIDATE_H
+#ifndef TKSHM_SHM_VALIDATE_H
+#define TKSHM_SHM_VALIDATE_H
 
 #include <stddef.h>
 
@@ -58,4 +58,4 @@ tk_check_now(double now)
 	return now >= 0 && now <= TK_NOW_MAX ? TKSHM_OK : TKSHM_ENOW;
 }
 
-#endif /* TKSHM_API_VALIDATE_H */
+#endif /* TKSHM_SHM_VALIDATE_H */

@@ -1,11 +1,11 @@
 /*
- * multi.h - the shared-memory `all` and `any` of tkshm_check_multi_at, for
- * the callers inside the library that decide dimensions locally (strict
- * mode's failure policy: the safe shares of an `all` that Redis did not
- * answer).
+ * multi.h - the shared-memory `all` and `any` of tkshm_check_multi_at
+ * (src/api/multi.c), also for the callers inside the library that decide
+ * dimensions locally (strict mode's failure policy: the safe shares of an
+ * `all` that Redis did not answer).
  */
-#ifndef TKSHM_API_MULTI_H
-#define TKSHM_API_MULTI_H
+#ifndef TKSHM_SHM_MULTI_H
+#define TKSHM_SHM_MULTI_H
 
 #include <stddef.h>
 
@@ -21,4 +21,4 @@
 int tk_multi_local(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 		   double now_ms, tkshm_decision *d);
 
-#endif /* TKSHM_API_MULTI_H */
+#endif /* TKSHM_SHM_MULTI_H */

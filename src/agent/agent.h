@@ -1,5 +1,7 @@
 /*
  * agent.h - the lease agent's engine: what tkshm-syncd runs in its loop.
+ * A client of the public API (it opens, follows and closes tables like any
+ * program), so it is the layer above src/api/, built with the Redis tier.
  *
  * One agent per host attaches the host's lease tables (policy mode
  * "lease"), and in each round, for every table:
@@ -19,8 +21,8 @@
  *      workers know to apply the failure policy.
  * The agent never blocks a worker: workers only read what it wrote.
  */
-#ifndef TKSHM_REDIS_AGENT_H
-#define TKSHM_REDIS_AGENT_H
+#ifndef TKSHM_AGENT_AGENT_H
+#define TKSHM_AGENT_AGENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -87,4 +89,4 @@ void tk_agent_last_error(const struct tk_agent *a, char *buf, size_t len);
 /* Detaches every table (clearing the agent's pid from them) and frees. */
 void tk_agent_free(struct tk_agent *a);
 
-#endif /* TKSHM_REDIS_AGENT_H */
+#endif /* TKSHM_AGENT_AGENT_H */

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "api/c_numbers.h"
+#include "base/c_numbers.h"
 
 static pthread_once_t tk_c_locale_once = PTHREAD_ONCE_INIT;
 static locale_t tk_c_locale_obj; /* (locale_t)0: none could be made */

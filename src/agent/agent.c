@@ -30,12 +30,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
 #include "algorithms/lease.h"
 #include "api/handle.h"
 #include "base/clock.h"
 #include "global/global_shm.h"
 #include "global/lease_check.h"
-#include "redis/agent.h"
 #include "redis/breaker.h"
 #include "redis/redis_handle.h"
 #include "redis/state_codec.h"

@@ -184,8 +184,7 @@ tk_token_bucket_state_valid(const struct tk_token_bucket *a, const uint64_t *st)
 	double tokens = tk_word_f64(st[0]);
 	double last = tk_word_f64(st[1]);
 
-	return isfinite(tokens) && tokens >= 0 &&
-	       isfinite(last) && last >= 0;
+	return isfinite(tokens) && tokens >= 0 && isfinite(last) && last >= 0;
 }
 
 #endif /* TKSHM_ALGORITHMS_TOKEN_BUCKET_H */

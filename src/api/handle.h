@@ -116,29 +116,28 @@ tk_on_itself(struct tkshm_table *h)
 /* The body of every public call on a handle h: runs `call` (which names
  * the instance `t`) inside a read-side section, again on the replacement
  * when the table was replaced under it (TK_EMOVED, L3). */
-#define TK_HANDLE_CALL(h, call)                                   \
-	do {                                                      \
-		if (!(h))                                         \
-			return TKSHM_ENULL;                       \
-		if (__builtin_expect(tk_on_itself(h), 1)) {       \
-			struct tkshm_table *t = (h);              \
-			int tk_rc_ = (call);                      \
-			if (__builtin_expect(tk_rc_ != TK_EMOVED, \
-					     1))                  \
-				return tk_rc_;                    \
-		}                                                 \
-		for (unsigned tk_try_ = 0;; tk_try_++) {          \
-			struct tkshm_table *t = tk_enter(h);      \
-			int tk_rc_ = (call);                      \
-			tk_leave();                               \
-			if (tk_rc_ != TK_EMOVED)                  \
-				return tk_rc_;                    \
-			if ((tk_rc_ = tk_follow_error(h)) != 0)   \
-				return tk_rc_;                    \
-			if (tk_try_ >= 64)                        \
-				return TKSHM_EBUSY;               \
-			tk_follow_pause(tk_try_);                 \
-		}                                                 \
+#define TK_HANDLE_CALL(h, call)                                       \
+	do {                                                          \
+		if (!(h))                                             \
+			return TKSHM_ENULL;                           \
+		if (__builtin_expect(tk_on_itself(h), 1)) {           \
+			struct tkshm_table *t = (h);                  \
+			int tk_rc_ = (call);                          \
+			if (__builtin_expect(tk_rc_ != TK_EMOVED, 1)) \
+				return tk_rc_;                        \
+		}                                                     \
+		for (unsigned tk_try_ = 0;; tk_try_++) {              \
+			struct tkshm_table *t = tk_enter(h);          \
+			int tk_rc_ = (call);                          \
+			tk_leave();                                   \
+			if (tk_rc_ != TK_EMOVED)                      \
+				return tk_rc_;                        \
+			if ((tk_rc_ = tk_follow_error(h)) != 0)       \
+				return tk_rc_;                        \
+			if (tk_try_ >= 64)                            \
+				return TKSHM_EBUSY;                   \
+			tk_follow_pause(tk_try_);                     \
+		}                                                     \
 	} while (0)
 
 #endif /* TKSHM_API_HANDLE_H */

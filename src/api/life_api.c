@@ -229,8 +229,7 @@ tk_pred_attach(struct tkshm_table *n, const char *path)
 	if (!p)
 		return TKSHM_ENOMEM;
 	rc = tk_segment_open(full, &o, p);
-	if (rc == TKSHM_OK && (p->table_id != n->pred_id ||
-			       p->seed != n->seed))
+	if (rc == TKSHM_OK && (p->table_id != n->pred_id || p->seed != n->seed))
 		rc = TKSHM_ENOENT; /* not ours: never carry from it */
 	if (rc == TKSHM_OK)
 		rc = tk_map_own(p);
@@ -458,8 +457,9 @@ tk_replace_names(const char *path, const struct tkshm_table *t, char *side,
 
 	if (tk_path_split(path, dir, sizeof dir, &base) != TKSHM_OK)
 		return TKSHM_EINVAL;
-	if ((size_t)snprintf(side_base, TK_PRED_NAME_MAX, "%.60s.%016" PRIx64
-			     ".pred", base, t->table_id) >= TK_PRED_NAME_MAX)
+	if ((size_t)snprintf(side_base, TK_PRED_NAME_MAX,
+			     "%.60s.%016" PRIx64 ".pred", base,
+			     t->table_id) >= TK_PRED_NAME_MAX)
 		return TKSHM_EINVAL;
 	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
 		return TKSHM_ESYSTEM;
@@ -497,8 +497,8 @@ tk_path_replaces(const char *path, const struct tkshm_table *t)
 /* L2 and L6 for a named table t (the caller holds t's writer word); the
  * keys are converted as they stand at `now`. */
 static int
-tk_replace_named(struct tkshm_table *h, struct tkshm_table *t,
-		 tkshm_options *o, uint64_t slots, double now)
+tk_replace_named(struct tkshm_table *h, struct tkshm_table *t, tkshm_options *o,
+		 uint64_t slots, double now)
 {
 	const char *path = h->follow->path;
 	char side[4400], tmp[4400];
@@ -594,8 +594,7 @@ tk_drain_finish(struct tkshm_table *n, const char *path, long wait_ms,
 			rc = TKSHM_EBUSY; /* n was replaced meanwhile */
 		if (rc == TKSHM_OK && path &&
 		    tk_path_split(path, dir, sizeof dir, &base) == TKSHM_OK) {
-			snprintf(side, sizeof side, "%s/%s", dir,
-				 n->pred_name);
+			snprintf(side, sizeof side, "%s/%s", dir, n->pred_name);
 			(void)unlink(side);
 		}
 		if (rc == TKSHM_OK)
@@ -679,8 +678,7 @@ tk_change_once(struct tkshm_table *h, const tkshm_policy *policy,
 	if (rc == TKSHM_OK && refuse_shrink && slots &&
 	    tk_slots_rounded(slots) < change->slots_before)
 		rc = TKSHM_EINVAL; /* tables do not shrink */
-	if (rc == TKSHM_OK && change->kind != TKSHM_CHANGE_NONE &&
-	    t->readonly)
+	if (rc == TKSHM_OK && change->kind != TKSHM_CHANGE_NONE && t->readonly)
 		rc = TKSHM_EREADONLY;
 	if (rc != TKSHM_OK || change->kind == TKSHM_CHANGE_NONE) {
 		tk_leave();
@@ -761,8 +759,7 @@ tkshm_apply(tkshm_table *h, const tkshm_policy *policy, uint64_t slots,
  * ---------------------------------------------------------------------- */
 
 static int
-tk_follow_make(struct tkshm_table *t, const char *path,
-	       const tkshm_options *o)
+tk_follow_make(struct tkshm_table *t, const char *path, const tkshm_options *o)
 {
 	char full[4096];
 
@@ -872,8 +869,8 @@ tkshm_open(const char *path, const tkshm_options *opts, tkshm_table **out)
 					     false, tkshm_now_ms(), &change);
 		}
 	} else if (rc == TKSHM_OK && (opts->flags & TKSHM_O_KEEP) &&
-		   opts->slots && tk_slots_rounded(opts->slots) !=
-					  change.slots_before) {
+		   opts->slots &&
+		   tk_slots_rounded(opts->slots) != change.slots_before) {
 		tk_change_say_mismatch(opts, t, opts->policy, &change);
 		rc = TKSHM_EMISMATCH;
 	}
@@ -904,11 +901,11 @@ tkshm_plan(const char *path, const tkshm_options *opts, tkshm_change *out)
 	if (rc != TKSHM_OK)
 		return rc;
 	if (!path) {
-		tk_change_creating(opts->policy,
-				   tk_slots_rounded(opts->slots ?
-							    opts->slots :
-							    TKSHM_DEFAULT_SLOTS),
-				   true, out);
+		tk_change_creating(
+			opts->policy,
+			tk_slots_rounded(opts->slots ? opts->slots :
+						       TKSHM_DEFAULT_SLOTS),
+			true, out);
 		return opts->policy ? TKSHM_OK : TKSHM_EPOLICY;
 	}
 	o = *opts;
@@ -917,11 +914,11 @@ tkshm_plan(const char *path, const tkshm_options *opts, tkshm_change *out)
 	o.change = NULL;
 	rc = tk_handle_open(path, &o, &t);
 	if (rc == TKSHM_ENOENT) {
-		tk_change_creating(opts->policy,
-				   tk_slots_rounded(opts->slots ?
-							    opts->slots :
-							    TKSHM_DEFAULT_SLOTS),
-				   false, out);
+		tk_change_creating(
+			opts->policy,
+			tk_slots_rounded(opts->slots ? opts->slots :
+						       TKSHM_DEFAULT_SLOTS),
+			false, out);
 		return opts->policy ? TKSHM_OK : TKSHM_EPOLICY;
 	}
 	if (rc != TKSHM_OK)

@@ -12,7 +12,7 @@
 
 int
 tk_api_entry_next_at(tkshm_table *t, uint64_t *cursor, double now_ms,
-		    tkshm_entry *out)
+		     tkshm_entry *out)
 {
 	int rc;
 
@@ -25,7 +25,7 @@ tk_api_entry_next_at(tkshm_table *t, uint64_t *cursor, double now_ms,
 
 int
 tk_api_entry_get_at(tkshm_table *t, const void *key, size_t key_len,
-		   double now_ms, tkshm_entry *out)
+		    double now_ms, tkshm_entry *out)
 {
 	int rc;
 
@@ -62,7 +62,7 @@ tk_check_override(const tkshm_table *t, const void *key, size_t key_len,
 
 int
 tk_api_set_remaining_at(tkshm_table *t, const void *key, size_t key_len,
-		       double remaining, double now_ms)
+			double remaining, double now_ms)
 {
 	uint64_t target[TK_ALGO_MAX_WORDS] = { 0 };
 	tkshm_decision d;
@@ -87,8 +87,8 @@ tk_api_set_remaining_at(tkshm_table *t, const void *key, size_t key_len,
 }
 
 int
-tk_api_block_at(tkshm_table *t, const void *key, size_t key_len, double until_ms,
-	       double now_ms)
+tk_api_block_at(tkshm_table *t, const void *key, size_t key_len,
+		double until_ms, double now_ms)
 {
 	uint64_t target[TK_ALGO_MAX_WORDS] = { 0 };
 	int rc;

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/priv_atomic.h"
 #include "base/proc.h"
 
 #define XXH_INLINE_ALL
@@ -75,16 +74,16 @@ tk_proc_stat_parse(const char *text, char *state, uint64_t *start)
 }
 
 /* This process's word, for the pid it was computed in: a child forked
- * after it sees another pid and computes its own. */
-static uint64_t tk_self_word; /* relaxed atomics: any thread recomputes
-				 the same value */
+ * after it sees another pid and computes its own.  Per thread: each
+ * thread computes the same value once, with no word shared between
+ * threads (so no atomics on the floor of src/). */
+static _Thread_local uint64_t tk_self_word;
 
 uint64_t
 tk_holder_self(void)
 {
 	pid_t pid = getpid();
-	/* Relaxed: the word is a pure function of the process. */
-	uint64_t w = tk_priv_load_relaxed(&tk_self_word);
+	uint64_t w = tk_self_word;
 	char buf[1024], state;
 	uint64_t start;
 
@@ -94,16 +93,16 @@ tk_holder_self(void)
 	    !tk_proc_stat_parse(buf, &state, &start))
 		return 0;
 	w = tk_holder_word((uint64_t)pid, start);
-	/* Relaxed: see above. */
-	tk_priv_store_relaxed(&tk_self_word, w);
+	tk_self_word = w;
 	return w;
 }
 
 uint64_t
 tk_holder_host(void)
 {
-	static uint64_t host; /* relaxed: every thread computes the same */
-	uint64_t h = tk_priv_load_relaxed(&host);
+	/* Per thread, as tk_self_word: every thread computes the same. */
+	static _Thread_local uint64_t host;
+	uint64_t h = host;
 	char buf[128];
 
 	if (h != 0)
@@ -112,8 +111,7 @@ tk_holder_host(void)
 		h = XXH3_64bits(buf, strlen(buf));
 	if (h == 0)
 		h = 1;
-	/* Relaxed: see above. */
-	tk_priv_store_relaxed(&host, h);
+	host = h;
 	return h;
 }
 

@@ -4,16 +4,15 @@
  * Every shared word is accessed through these wrappers so that each access
  * names its memory order at the call site (with a one-line reason there),
  * and so that a crash-point build (crash_point.h) sees every write.  No
- * other file but base/priv_atomic.h (process-private words, below) uses an
- * __atomic builtin or C11 <stdatomic.h>: a shared field is a plain integer
+ * other file uses an __atomic builtin or C11 <stdatomic.h>: a shared field
+ * is a plain integer
  * type (uint64_t, uint32_t, unsigned char) that is only ever touched
  * through this file, never by a plain load or store.
  *
  * The words a single process keeps to itself (handle pointers, reference
- * counts, per-process serials) have their own family, tk_priv_*, in
- * base/priv_atomic.h (included here, and by the floor of src/ that has no
- * shared memory): the same builtins, no crash point (a kill there leaves
- * the shared segment exactly as a kill at the next shared write does).
+ * counts, per-process serials) have their own family, tk_priv_* (below):
+ * the same builtins, no crash point (a kill there leaves the shared
+ * segment exactly as a kill at the next shared write does).
  *
  * The 16-byte compare-and-swap must be address-free: it must work between
  * processes.  GCC does not inline __atomic_compare_exchange on 16 bytes and
@@ -33,7 +32,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/priv_atomic.h"
 #include "shm/crash_point.h"
 
 #if !defined(__x86_64__) || !defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16)
@@ -205,5 +203,29 @@ tk_cpu_relax(void)
 {
 	__builtin_ia32_pause();
 }
+
+/* Process-private words: memory no other process maps (a handle's `cur`
+ * pointer and mapping reference count, per-process ids and serials).
+ * Macros, because these words have many types (pointers, int, int64_t,
+ * uint64_t); the builtins check that the type is one they can access
+ * atomically.  No crash point: these are not writes to the segment.  Each
+ * names its memory order; the call site says why. */
+#define tk_priv_load_relaxed(p)	    __atomic_load_n((p), __ATOMIC_RELAXED)
+#define tk_priv_load_acquire(p)	    __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define tk_priv_store_relaxed(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+/* Fetch-and-add / -sub: the value before the operation. */
+#define tk_priv_fetch_add_relaxed(p, v) \
+	__atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define tk_priv_fetch_sub_acq_rel(p, v) \
+	__atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
+/* Strong CAS; *expected gets the current value on failure. */
+#define tk_priv_cas_relaxed(p, expected, desired)                      \
+	__atomic_compare_exchange_n((p), (expected), (desired), false, \
+				    __ATOMIC_RELAXED, __ATOMIC_RELAXED)
+/* Release on success (publishes what was written before), acquire on
+ * failure (the winner's value is read whole). */
+#define tk_priv_cas_release_acquire(p, expected, desired)              \
+	__atomic_compare_exchange_n((p), (expected), (desired), false, \
+				    __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)
 
 #endif /* TKSHM_SHM_ATOMIC_H */

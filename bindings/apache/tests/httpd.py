@@ -16,12 +16,16 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+# tests/support/procfs.py: free_port, child_pids
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "tests", "support"))
+from procfs import child_pids, free_port  # noqa: E402
 
 HTTPD = os.environ.get("TKSHM_HTTPD", "/usr/sbin/apache2")
 MODULES = os.environ.get("TKSHM_HTTPD_MODULES", "/usr/lib/apache2/modules")
@@ -95,30 +99,6 @@ def skip_without_httpd():
         print("TKSHM_APACHE_MODULE=%r is not a file: build mod_tkshm "
               "(ctest sets it)" % MODULE, file=sys.stderr)
         sys.exit(1)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def child_pids(pid):
-    """The processes whose parent is `pid`."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # "pid (comm) state ppid ...": comm may hold spaces
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid:
-            out.append(int(name))
-    return out
 
 
 class Httpd:

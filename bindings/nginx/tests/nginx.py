@@ -22,6 +22,11 @@ import tempfile
 import threading
 import time
 
+# tests/support/procfs.py: free_port, child_pids
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "tests", "support"))
+from procfs import child_pids, free_port  # noqa: E402
+
 NGINX = os.environ.get("TKSHM_NGINX", "/usr/sbin/nginx")
 MODULE = os.environ.get("TKSHM_NGINX_MODULE", "")
 
@@ -76,29 +81,6 @@ def skip_without_nginx():
               "ngx_http_tkshm_module; ctest sets it)" % MODULE,
               file=sys.stderr)
         sys.exit(77)
-
-
-def free_port(family=socket.AF_INET, host="127.0.0.1"):
-    with socket.socket(family) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def child_pids(pid):
-    """The processes whose parent is `pid`."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid:
-            out.append(int(name))
-    return out
 
 
 class Nginx:

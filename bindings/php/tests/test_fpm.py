@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,11 @@ import time
 import unittest
 
 import fastcgi
+
+# tests/support/procfs.py: free_port, child_pids
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "tests", "support"))
+from procfs import child_pids, free_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APP = os.path.join(HERE, "fpm_app.php")
@@ -64,28 +68,9 @@ catch_workers_output = yes
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def children_of(pid):
-    """The pids whose parent is `pid` (from /proc)."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # the command is in parentheses and may hold spaces
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(name))
-    return sorted(out)
+    """The live pids whose parent is `pid`, sorted."""
+    return sorted(child_pids(pid, zombies=False))
 
 
 class FpmPool(unittest.TestCase):

@@ -10,8 +10,8 @@
 # 2. symbols (with a build dir): every undefined symbol of an object of
 #    src/ that another object of the library defines is defined in its own
 #    layer or a lower one (catches calls through the public tkshm.h).
-# 3. (with a build dir) lists the pairs of files of one layer that use
-#    each other's symbols: circles inside a layer, not counted as failures.
+# 3. (with a build dir) no files of one layer reach each other through
+#    their symbols: a circle inside a layer, of any length, fails too.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 rank() {
@@ -75,19 +75,52 @@ if [[ $# -ge 1 ]]; then
 			done < <(awk -v s="$sym" '$1 == s' "$defs")
 		done < <(nm -u "$o" | awk '{print $2}')
 	done
-	# 3. circles: two files of one layer that use each other, listed
-	#    (not counted: the layer order holds across layers only).
-	while read -r a b; do
-		# (across layers, one of the two arrows is reported above)
-		[[ ${a%%/*} == "${b%%/*}" ]] || continue
-		if [[ $a < $b ]] && grep -qx "$b $a" "$edges"; then
-			echo "circle (one layer): src/$a <-> src/$b"
-		fi
-	done < <(sort -u "$edges")
+	# 3. circles: files of one layer that reach each other through
+	#    their calls (any length of loop), each loop listed and counted.
+	loops=$(sort -u "$edges" | python3 -c '
+import sys
+sys.setrecursionlimit(10000)
+g = {}
+for line in sys.stdin:
+    a, b = line.split()
+    if a.split("/")[0] == b.split("/")[0]:
+        g.setdefault(a, set()).add(b)
+        g.setdefault(b, set())
+index, low, stack, on, out = {}, {}, [], set(), []
+def visit(v):
+    index[v] = low[v] = len(index)
+    stack.append(v)
+    on.add(v)
+    for w in sorted(g[v]):
+        if w not in index:
+            visit(w)
+            low[v] = min(low[v], low[w])
+        elif w in on:
+            low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        part = []
+        while True:
+            w = stack.pop()
+            on.discard(w)
+            part.append(w)
+            if w == v:
+                break
+        if len(part) > 1:
+            out.append(" <-> ".join("src/" + p for p in sorted(part)))
+for v in sorted(g):
+    if v not in index:
+        visit(v)
+print("\n".join(out))
+')
+	while IFS= read -r loop; do
+		[[ -n $loop ]] || continue
+		echo "circle (one layer): $loop"
+		bad=$((bad + 1))
+	done <<<"$loops"
 	rm -f "$defs" "$edges"
 fi
 if [[ $bad -gt 0 ]]; then
-	echo "layers: $bad upward references"
+	echo "layers: $bad upward references or circles"
 	exit 1
 fi
 echo "layers: ok"

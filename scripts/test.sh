@@ -3,8 +3,9 @@
 # the code, then runs the demo command; stops at the first failing stage.
 #
 #   plain  build/plain  RelWithDebInfo              all tests
-#   lint   build/plain  clang-tidy, cppcheck, the   scripts/lint.sh
-#                       unit tests under valgrind
+#   lint   build/plain  clang-tidy, cppcheck, the   scripts/lint.sh,
+#                       unit tests under valgrind;  scripts/check-layers.sh
+#                       the layers of src/
 #   asan   build/asan   Debug, address+undefined,   all tests
 #                       crash points
 #   tsan   build/tsan   Debug, clang, thread        tests labelled concurrency
@@ -123,6 +124,14 @@ for what in tidy cppcheck valgrind; do
 		fail "lint: scripts/lint.sh $what"
 	fi
 done
+# The layers of src/ (docs/architecture.md): no upward include or call,
+# no circle inside a layer.
+if bash scripts/check-layers.sh build/plain; then
+	total_passed=$((total_passed + 1))
+else
+	total_failed=$((total_failed + 1))
+	fail "lint: scripts/check-layers.sh"
+fi
 stage_times+=("lint=$((SECONDS - t0))s")
 
 # --- asan + ubsan -----------------------------------------------------------

@@ -25,7 +25,7 @@
 #include "api/handle.h"
 #include "api/life_change.h"
 #include "shm/atomic.h"
-#include "shm/carry.h"
+#include "shm/drain.h"
 #include "shm/life.h"
 #include "shm/table.h"
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "algorithms/algorithm.h"
 #include "api/policy_global.h"
 #include "api/policy_number.h"
 
@@ -19,8 +20,6 @@
 		if (err && err_len)                          \
 			snprintf(err, err_len, __VA_ARGS__); \
 	} while (0)
-
-#define TK_MS_PER_DAY (24.0 * 60 * 60 * 1000)
 
 /* Every spelling of a unit, and its length in ms. */
 static const struct {
@@ -229,6 +228,7 @@ tk_policy_parse_rate(const char *spec, tkshm_policy *out, char *err,
 	const char *end = semi ? semi : spec + strlen(spec);
 	double limit, period_ms, burst;
 	tkshm_policy p;
+	struct tk_algo algo;
 	int rc;
 
 	if (!tk_rate_read(spec, end, &limit, &period_ms, &burst, err, err_len))
@@ -251,7 +251,9 @@ tk_policy_parse_rate(const char *spec, tkshm_policy *out, char *err,
 		if (rc != TKSHM_OK)
 			return rc;
 	}
-	rc = tkshm_policy_validate(&p, err, err_len);
+	/* tkshm_policy_validate's check, called below it (policy.c calls
+	 * this file: no circle). */
+	rc = tk_algo_init(&algo, &p, err, err_len);
 	if (rc == TKSHM_OK)
 		*out = p;
 	return rc;

@@ -38,7 +38,7 @@ int
 tk_api_reserve(tkshm_table *t, const void *key, size_t key_len, double cost,
 	       tkshm_reservation *out)
 {
-	return tkshm_reserve_at(t, key, key_len, cost, tkshm_now_ms(), out);
+	return tk_api_reserve_at(t, key, key_len, cost, tkshm_now_ms(), out);
 }
 
 int
@@ -53,7 +53,7 @@ tk_api_schedule_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 	 * no later than this, so this deadline is never before it. */
 	if (clock_gettime(CLOCK_MONOTONIC, &start) != 0)
 		return TKSHM_ESYSTEM;
-	rc = tkshm_reserve_at(t, key, key_len, cost, now_ms, out);
+	rc = tk_api_reserve_at(t, key, key_len, cost, now_ms, out);
 	if (rc != TKSHM_OK || !out->accepted || !(out->wait_ms > 0))
 		return rc;
 	return tk_schedule_wait(start, out);
@@ -63,12 +63,12 @@ int
 tk_api_schedule(tkshm_table *t, const void *key, size_t key_len, double cost,
 		tkshm_reservation *out)
 {
-	return tkshm_schedule_at(t, key, key_len, cost, tkshm_now_ms(), out);
+	return tk_api_schedule_at(t, key, key_len, cost, tkshm_now_ms(), out);
 }
 
 int
 tk_api_acquire(tkshm_table *t, const void *key, size_t key_len,
 	       tkshm_permit *permit, tkshm_decision *out)
 {
-	return tkshm_acquire_at(t, key, key_len, tkshm_now_ms(), permit, out);
+	return tk_api_acquire_at(t, key, key_len, tkshm_now_ms(), permit, out);
 }

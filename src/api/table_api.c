@@ -58,7 +58,7 @@ tk_check_keyed_call(const tkshm_table *t, const void *out, const void *key,
 
 int
 tk_api_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
-	       double now_ms, tkshm_decision *out)
+		double now_ms, tkshm_decision *out)
 {
 	int rc = tk_check_keyed_call(t, out, key, key_len, &cost, now_ms);
 
@@ -73,7 +73,7 @@ tk_api_check_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 
 int
 tk_api_check(tkshm_table *t, const void *key, size_t key_len, double cost,
-	    tkshm_decision *out)
+	     tkshm_decision *out)
 {
 	struct tk_keyref k;
 	double now;
@@ -100,7 +100,7 @@ tk_api_check(tkshm_table *t, const void *key, size_t key_len, double cost,
 
 int
 tk_api_key_hash(const tkshm_table *t, const void *key, size_t key_len,
-	       tkshm_key *out)
+		tkshm_key *out)
 {
 	int rc;
 
@@ -119,7 +119,7 @@ tk_api_key_hash(const tkshm_table *t, const void *key, size_t key_len,
 
 int
 tk_api_check_hashed_at(tkshm_table *t, const tkshm_key *key, double cost,
-		      double now_ms, tkshm_decision *out)
+		       double now_ms, tkshm_decision *out)
 {
 	struct tk_keyref k;
 	int rc;
@@ -150,13 +150,13 @@ tk_api_check_hashed_at(tkshm_table *t, const tkshm_key *key, double cost,
 
 int
 tk_api_check_hashed(tkshm_table *t, const tkshm_key *key, double cost,
-		   tkshm_decision *out)
+		    tkshm_decision *out)
 {
 	/* Only a key of this table: another's is refused below, and its
 	 * window here means nothing. */
 	if (t && key && key->seed_ == t->seed)
 		tk_prefetch_window(t, key->fp_);
-	return tkshm_check_hashed_at(t, key, cost, tkshm_now_ms(), out);
+	return tk_api_check_hashed_at(t, key, cost, tkshm_now_ms(), out);
 }
 
 /* Requests of a batch hashed and prefetched ahead of their checks. */
@@ -164,7 +164,7 @@ tk_api_check_hashed(tkshm_table *t, const tkshm_key *key, double cost,
 
 int
 tk_api_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
-		    double now_ms, tkshm_decision *out, size_t *done)
+		     double now_ms, tkshm_decision *out, size_t *done)
 {
 	int rc;
 
@@ -226,14 +226,14 @@ tk_api_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
 
 int
 tk_api_check_many(tkshm_table *t, const tkshm_request *reqs, size_t n,
-		 tkshm_decision *out, size_t *done)
+		  tkshm_decision *out, size_t *done)
 {
-	return tkshm_check_many_at(t, reqs, n, tkshm_now_ms(), out, done);
+	return tk_api_check_many_at(t, reqs, n, tkshm_now_ms(), out, done);
 }
 
 int
 tk_api_peek_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
-	      tkshm_decision *out)
+	       tkshm_decision *out)
 {
 	int rc = tk_check_keyed_call(t, out, key, key_len, NULL, now_ms);
 
@@ -246,7 +246,7 @@ tk_api_peek_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
 
 int
 tk_api_forecast_at(tkshm_table *t, const void *key, size_t key_len, double cost,
-		  double now_ms, tkshm_forecast *out)
+		   double now_ms, tkshm_forecast *out)
 {
 	int rc = tk_check_keyed_call(t, out, key, key_len, &cost, now_ms);
 
@@ -260,16 +260,17 @@ tk_api_forecast_at(tkshm_table *t, const void *key, size_t key_len, double cost,
 }
 
 int
-tk_api_forecast_get(tkshm_table *t, const void *key, size_t key_len, double cost,
-		   tkshm_forecast *out)
+tk_api_forecast_get(tkshm_table *t, const void *key, size_t key_len,
+		    double cost, tkshm_forecast *out)
 {
-	return tkshm_forecast_at(t, key, key_len, cost, tkshm_now_ms(), out);
+	return tk_api_forecast_at(t, key, key_len, cost, tkshm_now_ms(), out);
 }
 
 int
-tk_api_peek(tkshm_table *t, const void *key, size_t key_len, tkshm_decision *out)
+tk_api_peek(tkshm_table *t, const void *key, size_t key_len,
+	    tkshm_decision *out)
 {
-	return tkshm_peek_at(t, key, key_len, tkshm_now_ms(), out);
+	return tk_api_peek_at(t, key, key_len, tkshm_now_ms(), out);
 }
 
 int

@@ -25,86 +25,13 @@
 #define TK_SENTINEL_RECHECK_MS 1000.0
 
 struct tk_conn {
-	struct tk_node *node;	      /* one server, or the sentinels' primary */
-	struct tk_cluster *cluster;   /* or a cluster */
+	struct tk_node *node;	    /* one server, or the sentinels' primary */
+	struct tk_cluster *cluster; /* or a cluster */
 	struct tk_sentinel *sentinel; /* with node: who names the primary */
-	bool resolved; /* node names the primary the sentinels named */
+	bool resolved;	    /* node names the primary the sentinels named */
 	double resolved_at; /* monotonic ms of that answer */
-	char err[256]; /* a resolution's failure, else "" */
+	char err[256];	    /* a resolution's failure, else "" */
 };
-
-/* One "host:port" (or "[v6]:port") of a list, len bytes at s. */
-static bool
-tk_addr_parse(const char *s, size_t len, struct tk_redis_addr *out)
-{
-	const char *colon = NULL, *host = s;
-	size_t hlen;
-	long port = 0;
-
-	for (size_t i = 0; i < len; i++)
-		if (s[i] == ':')
-			colon = s + i;
-	if (!colon || colon == s || (size_t)(colon - s) + 1 >= len)
-		return false;
-	hlen = (size_t)(colon - s);
-	if (host[0] == '[') {
-		if (hlen < 3 || host[hlen - 1] != ']')
-			return false;
-		host++;
-		hlen -= 2;
-	}
-	if (hlen >= sizeof out->host)
-		return false;
-	for (const char *p = colon + 1; p < s + len; p++) {
-		if (*p < '0' || *p > '9' || port > 65535)
-			return false;
-		port = port * 10 + (*p - '0');
-	}
-	if (port < 1 || port > 65535)
-		return false;
-	memcpy(out->host, host, hlen);
-	out->host[hlen] = '\0';
-	out->port = (int)port;
-	return true;
-}
-
-int
-tk_redis_addrs_parse(const char *list, struct tk_redis_addr *out, char *why,
-		     size_t why_len)
-{
-	int n = 0;
-
-	if (!list || !*list) {
-		snprintf(why, why_len, "no address");
-		return TKSHM_EINVAL;
-	}
-	while (*list) {
-		size_t len = strcspn(list, ", ");
-
-		if (len > 0) {
-			if (n == TK_REDIS_ADDRS_COUNT) {
-				snprintf(why, why_len,
-					 "more than %d addresses",
-					 TK_REDIS_ADDRS_COUNT);
-				return TKSHM_EINVAL;
-			}
-			if (!tk_addr_parse(list, len, &out[n])) {
-				snprintf(why, why_len,
-					 "\"%.*s\" is not host:port",
-					 (int)(len > 80 ? 80 : len), list);
-				return TKSHM_EINVAL;
-			}
-			n++;
-		}
-		list += len;
-		list += strspn(list, ", ");
-	}
-	if (n == 0) {
-		snprintf(why, why_len, "no address");
-		return TKSHM_EINVAL;
-	}
-	return n;
-}
 
 int
 tk_conn_new(const struct tk_redis_conf *conf, struct tk_conn **out)
@@ -119,8 +46,8 @@ tk_conn_new(const struct tk_redis_conf *conf, struct tk_conn **out)
 		return TKSHM_ENULL;
 	if (memchr(conf->cluster, '\0', sizeof conf->cluster) == NULL ||
 	    memchr(conf->sentinels, '\0', sizeof conf->sentinels) == NULL ||
-	    memchr(conf->sentinel_master, '\0',
-		   sizeof conf->sentinel_master) == NULL)
+	    memchr(conf->sentinel_master, '\0', sizeof conf->sentinel_master) ==
+		    NULL)
 		return TKSHM_EINVAL;
 	/* One of: a server, sentinels with a name, a cluster. */
 	if ((conf->cluster[0] && conf->sentinels[0]) ||
@@ -161,9 +88,8 @@ tk_primary(struct tk_conn *c)
 	int rc;
 
 	c->err[0] = '\0';
-	if (!c->sentinel ||
-	    (c->resolved &&
-	     tk_mono_ms() - c->resolved_at < TK_SENTINEL_RECHECK_MS))
+	if (!c->sentinel || (c->resolved && tk_mono_ms() - c->resolved_at <
+						    TK_SENTINEL_RECHECK_MS))
 		return TKSHM_OK;
 	rc = tk_sentinel_resolve(c->sentinel, c->node, c->err, sizeof c->err);
 	c->resolved = rc == TKSHM_OK;

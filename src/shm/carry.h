@@ -1,6 +1,6 @@
 /*
- * carry.h - carrying keys from a replaced table into its replacement
- * (protocol.h, L4-L6; carry.c).
+ * carry.h - carrying one key from a replaced table into its replacement
+ * (protocol.h, L4, L5; carry.c), and the insert of its state (table.c).
  */
 #ifndef TKSHM_SHM_CARRY_H
 #define TKSHM_SHM_CARRY_H
@@ -27,13 +27,6 @@ int tk_carry_fetch(struct tkshm_table *n, uint64_t fp, double now,
 int tk_carry_insert(struct tkshm_table *n, uint64_t fp, const uint64_t *words,
 		    const void *label, size_t len, double now,
 		    double convert_at);
-
-/* L6: carries every key of n->pred into n, converted as the keys stand
- * at `now` (inserted at TK_DRAIN_NOW).  A one-word key that finds its
- * window of n full is kept as its debt (I8); a wide one is dropped (a
- * full window refuses new keys anyway).  TKSHM_OK or an error of
- * tk_carry_insert other than TKSHM_EFULL. */
-int tk_carry_drain(struct tkshm_table *n, double now);
 
 /* The time a drain inserts at: 0, before every state, so that no carried
  * key counts as idle and none is reclaimed by another carried key. */

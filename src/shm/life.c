@@ -16,6 +16,7 @@
 #include "algorithms/convert.h"
 #include "base/proc.h"
 #include "shm/life.h"
+#include "shm/policy_wire.h"
 #include "shm/table.h"
 
 static uint64_t
@@ -64,8 +65,8 @@ tk_algo_same_shape(const struct tk_algo *a, const tkshm_policy *pa,
 }
 
 int
-tk_life_read_policy(const struct tkshm_table *t, uint64_t gen,
-		    tkshm_policy *p, struct tk_algo *algo)
+tk_life_read_policy(const struct tkshm_table *t, uint64_t gen, tkshm_policy *p,
+		    struct tk_algo *algo)
 {
 	struct tk_policy_rec r;
 	char why[160];
@@ -172,8 +173,7 @@ tk_life_clear(struct tkshm_table *t, uint64_t flags)
 {
 	uint64_t w = tk_load_seq_cst(&t->life->word);
 
-	while ((w & flags) != 0 &&
-	       !tk_cas64(&t->life->word, &w, w & ~flags))
+	while ((w & flags) != 0 && !tk_cas64(&t->life->word, &w, w & ~flags))
 		;
 }
 
@@ -194,8 +194,7 @@ tk_life_publish(struct tkshm_table *t, const tkshm_policy *p)
 	 * it before the CAS below, and only the writer-word holder writes. */
 	tk_rec_copy_out(&t->life->rec[gen & 1], &r);
 	/* A CAS, not a store: a sealer may set REPLACED meanwhile (L4). */
-	while (!tk_cas64(&t->life->word, &w,
-			 (w & ~TK_LIFE_GEN_MASK) | gen))
+	while (!tk_cas64(&t->life->word, &w, (w & ~TK_LIFE_GEN_MASK) | gen))
 		;
 	return TKSHM_OK;
 }

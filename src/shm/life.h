@@ -46,10 +46,4 @@ void tk_life_clear(struct tkshm_table *t, uint64_t flags);
 /* Writer-word holder only: publishes `p` as the next generation (L1). */
 int tk_life_publish(struct tkshm_table *t, const tkshm_policy *p);
 
-/* The stored form of a policy and back (segment.c). */
-void tk_policy_wire_of(const tkshm_policy *p, struct tk_policy_wire *w,
-		       struct tk_global_wire *gw);
-void tk_policy_unwire(const struct tk_policy_wire *w,
-		      const struct tk_global_wire *gw, tkshm_policy *p);
-
 #endif /* TKSHM_SHM_LIFE_H */

@@ -224,7 +224,7 @@
  * against fp before use).  Nothing to repair, nobody to wait for.
  */
 /*
- * The table's life (src/shm/life.c, carry.c, src/api/life_api.c)
+ * The table's life (src/shm/life.c, carry.c, drain.c, src/api/life_api.c)
  * ----------------------------------------------------------------
  * A table's policy can change while processes use it, and a table can be
  * replaced by another under the same path (another kind, another state

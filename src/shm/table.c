@@ -264,7 +264,7 @@ tk_absent_writes(const struct tkshm_table *t, bool present, uint64_t st,
 		return tk_decide(t, present, st, now, cost, nst, out);
 	if (op->step(op->ctx, t, 0, 0, false, NULL, scratch) != TK_STEP_WRITE)
 		return false;
-	/* A one-word table's operation (a carry, carry.c) writes its word
+	/* A one-word table's operation (a carry, drain.c) writes its word
 	 * as the key's first state. */
 	*nst = scratch[0];
 	return true;
@@ -968,7 +968,8 @@ tk_table_reset(struct tkshm_table *t, const void *key, size_t len)
 }
 
 /* ------------------------------------------------------------------------
- * Carrying a replaced table's key in (carry.c, protocol.h L6)
+ * Inserting a carried key's state (protocol.h L5, L6: drain.c and the
+ * wide keys above)
  * ---------------------------------------------------------------------- */
 
 struct tk_carry_ctx {

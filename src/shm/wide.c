@@ -68,63 +68,6 @@ tk_wide_torn_for_good(const struct tkshm_table *t, uint64_t index, uint64_t fp,
 	return f == fp && c == ctl;
 }
 
-enum tk_wide_read
-tk_wide_snapshot(const struct tkshm_table *t, uint64_t index, uint64_t ctl,
-		 uint64_t *words, uint64_t *gen)
-{
-	const struct tk_unit *u;
-	uint64_t g0 = 0;
-
-	if (tk_ctl_fresh(ctl))
-		return TK_WIDE_ABSENT;
-#ifdef __clang_analyzer__
-	/* For clang's static analyzer only (scripts/lint.sh): it cannot know
-	 * that wide_units is the kind's word count (segment.c checks it at
-	 * attach), so it takes the words past a short record that
-	 * tk_algo_state_valid_w reads for garbage.  Every caller's array
-	 * holds TK_ALGO_MAX_WORDS words. */
-	memset(words, 0, sizeof(uint64_t) * TK_ALGO_MAX_WORDS);
-#endif
-	u = tk_wide_record(t, index, tk_ctl_active(ctl));
-	for (uint32_t i = 0; i < t->wide_units; i++) {
-		uint64_t g, v;
-
-		tk_unit_read(&u[i], &g, &v);
-		if (i == 0) {
-			if ((g & TK_WIDE_G_MASK) != tk_ctl_g40(ctl))
-				return TK_WIDE_TORN;
-			g0 = g;
-		} else if (g != g0) {
-			return TK_WIDE_TORN; /* W5: a newer claim got here */
-		}
-		words[i] = v;
-	}
-	*gen = g0;
-	/* A segment somebody scribbled on must not steer the algorithm
-	 * outside its state (the log's count indexes its stamps). */
-	if (!tk_algo_state_valid_w(&t->algo, words))
-		return TK_WIDE_INVALID;
-	return TK_WIDE_PRESENT;
-}
-
-bool
-tk_wide_is_idle(const struct tkshm_table *t, uint64_t index, uint64_t ctl,
-		double now)
-{
-	uint64_t words[TK_ALGO_MAX_WORDS], gen;
-
-	switch (tk_wide_snapshot(t, index, ctl, words, &gen)) {
-	case TK_WIDE_ABSENT:
-		return true;
-	case TK_WIDE_PRESENT:
-		return tk_algo_is_idle_w(&t->algo, words, now);
-	case TK_WIDE_TORN:
-	case TK_WIDE_INVALID:
-		break;
-	}
-	return false;
-}
-
 uint64_t
 tk_wide_fresh(struct tkshm_table *t, uint64_t index)
 {
@@ -210,7 +153,8 @@ tk_wide_gave_up(double *since)
 
 int
 tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
-		   double now, tk_step_fn step, void *ctx, struct tk_wide_done *done)
+		   double now, tk_step_fn step, void *ctx,
+		   struct tk_wide_done *done)
 {
 	uint64_t index = tk_window_index(w, (unsigned)pos);
 	struct tk_slot *s = tk_slot_at(t, index);
@@ -321,8 +265,7 @@ tk_wide_apply(struct tkshm_table *t, const struct tk_where *w, int pos,
 {
 	struct tk_check_ctx c = { now, cost, out };
 	struct tk_wide_done done;
-	int rc = tk_wide_transition(t, w, pos, now, tk_check_step, &c,
-				    &done);
+	int rc = tk_wide_transition(t, w, pos, now, tk_check_step, &c, &done);
 
 	if (rc != TKSHM_OK)
 		return rc;
@@ -361,8 +304,8 @@ tk_wide_replace(struct tkshm_table *t, const struct tk_where *w, int pos,
 	struct tk_wide_done done;
 
 	/* The step writes `words` whatever the key held: no time. */
-	return tk_wide_transition(t, w, pos, 0, tk_replace_step,
-				  (void *)words, &done);
+	return tk_wide_transition(t, w, pos, 0, tk_replace_step, (void *)words,
+				  &done);
 }
 
 /* A give-back (multi.c): exact while nobody has written the key since the

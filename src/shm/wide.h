@@ -4,7 +4,7 @@
  * The protocol (W1..W9) is written in protocol.h beside the slot protocol;
  * this header only encodes it.  A wide table's REAL st is a control word;
  * the state itself is in the slot's wide area (layout.h), read and written
- * by wide.c.
+ * by wide.c (transitions) and wide_read.c (published records).
  */
 #ifndef TKSHM_SHM_WIDE_H
 #define TKSHM_SHM_WIDE_H
@@ -102,7 +102,7 @@ tk_unit_read(const struct tk_unit *u, uint64_t *gen, uint64_t *val)
 	}
 }
 
-/* What a read of a slot's published state found (W5). */
+/* What a read of a slot's published state found (W5; wide_read.c). */
 enum tk_wide_read {
 	TK_WIDE_ABSENT,	 /* FRESH: the state equals absent */
 	TK_WIDE_PRESENT, /* words[] hold the state of generation *gen */

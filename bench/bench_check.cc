@@ -15,7 +15,7 @@
 //   BM_part_cas16                     load + lock cmpxchg16b of an L1 slot
 //   BM_part_lock_add                  lock xadd on an L1 line (the counter)
 //
-// The ideal is the physical floor of shared/notes/table-design.md A.11: what
+// The ideal is the physical floor (docs/benchmarks.md, tkshm_bench_check): what
 // any lock-free shared table must do per check (read the time, hash the key,
 // compare-and-swap one 16-byte slot), and nothing else: no argument checks,
 // no probe, no rate arithmetic, no decision, no counters.  "Ratio to ideal"

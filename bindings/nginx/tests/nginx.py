@@ -19,12 +19,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-# tests/support/procfs.py: free_port, child_pids
+# tests/support: free_port, child_pids (procfs.py), at_once (at_once.py)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "..", "tests", "support"))
+from at_once import at_once  # noqa: E402
 from procfs import child_pids, free_port  # noqa: E402
 
 NGINX = os.environ.get("TKSHM_NGINX", "/usr/sbin/nginx")
@@ -209,31 +209,10 @@ class Nginx:
     def burst(self, path, n, threads=16, headers=None):
         """n requests from `threads` threads at once: Counter of statuses
         (0: the request failed)."""
-        counts = collections.Counter()
-        lock = threading.Lock()
-        todo = list(range(n))
-        start = threading.Barrier(threads)
-
-        def client():
-            start.wait()
-            while True:
-                with lock:
-                    if not todo:
-                        return
-                    todo.pop()
-                try:
-                    status = self.get(path, headers)[0]
-                except OSError:
-                    status = 0
-                with lock:
-                    counts[status] += 1
-
-        ts = [threading.Thread(target=client) for _ in range(threads)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        return counts
+        return collections.Counter(
+            status for _, status in at_once(
+                range(n), lambda _: self.get(path, headers)[0], threads,
+                failed=lambda _, e: 0))
 
     def access_log(self, rows=0, timeout=5):
         """Rows of (pid, status, outcome, uri), once there are `rows` (a

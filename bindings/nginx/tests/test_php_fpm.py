@@ -29,10 +29,9 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 
-from nginx import Nginx, check, child_pids, free_port, main
+from nginx import Nginx, at_once, check, child_pids, free_port, main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FPM = os.environ.get("TKSHM_PHP_FPM", "")
@@ -159,34 +158,15 @@ def mixed_burst(n, paths):
     threads at once: (Counter of (path, status), PHP's JSON bodies)."""
     counts = collections.Counter()
     bodies = []
-    lock = threading.Lock()
-    todo = list(reversed(paths))
-    start = threading.Barrier(THREADS)
-
-    def client():
-        start.wait()
-        while True:
-            with lock:
-                if not todo:
-                    return
-                path = todo.pop()
+    results = at_once(paths, lambda path: n.get(path, {"X-Api-Key": KEY}),
+                      THREADS, failed=lambda _, e: (0, {}, b""))
+    for path, (status, _, body) in results:
+        counts[(path, status)] += 1
+        if path.startswith("/b") and status in (200, 429):
             try:
-                status, _, body = n.get(path, {"X-Api-Key": KEY})
-            except OSError:
-                status, body = 0, b""
-            with lock:
-                counts[(path, status)] += 1
-                if path.startswith("/b") and status in (200, 429):
-                    try:
-                        bodies.append(json.loads(body))
-                    except ValueError:  # a PHP error: counted apart
-                        bodies.append({"pid": 0, "change": body[:200]})
-
-    ts = [threading.Thread(target=client) for _ in range(THREADS)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+                bodies.append(json.loads(body))
+            except ValueError:  # a PHP error: counted apart
+                bodies.append({"pid": 0, "change": body[:200]})
     return counts, bodies
 
 

@@ -53,15 +53,16 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "nginx", "tests"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "apache", "tests"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "tests", "support"))
 
 import httpd  # noqa: E402  (bindings/apache/tests)
+from at_once import at_once  # noqa: E402  (tests/support)
 import nginx  # noqa: E402  (bindings/nginx/tests)
 import test_fpm  # noqa: E402  (children_of)
 
@@ -112,31 +113,11 @@ def get(port, path, source):
 def burst(targets, source):
     """Each (port, path) of targets requested once, from THREADS threads
     at once: the list of (port, status, headers, body)."""
-    todo = list(targets)
-    out = []
-    lock = threading.Lock()
-    start = threading.Barrier(THREADS)
-
-    def client():
-        start.wait()
-        while True:
-            with lock:
-                if not todo:
-                    return
-                port, path = todo.pop()
-            try:
-                status, headers, body = get(port, path, source)
-            except (OSError, http.client.HTTPException) as e:
-                status, headers, body = 0, {}, repr(e).encode()
-            with lock:
-                out.append((port, status, headers, body))
-
-    ts = [threading.Thread(target=client) for _ in range(THREADS)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    return out
+    results = at_once(targets, lambda t: get(t[0], t[1], source), THREADS,
+                      errors=(OSError, http.client.HTTPException),
+                      failed=lambda _, e: (0, {}, repr(e).encode()))
+    return [(port, status, headers, body)
+            for (port, _), (status, headers, body) in results]
 
 
 class Nginx(nginx.Nginx):

@@ -7,8 +7,11 @@
  * daemon (daemonize.h) -> signals -> the pid file's check -> the agent and
  * its tables -> standard streams detached -> the pid file written ->
  * "started", reported to the starting process -> rounds until SIGTERM or
- * SIGINT -> the agent freed (its pid cleared from the tables) -> the pid
- * file removed -> "stopped".
+ * SIGINT (READY=1 to a service manager after the first round, SIGHUP's
+ * reloads between rounds: run.h) -> the agent freed (its pid cleared from
+ * the tables) -> the pid file removed -> "stopped".  The fork and the pid
+ * file are for inits that do not supervise: under systemd the daemon runs
+ * in the foreground and tells its readiness itself (service.h).
  */
 #include <getopt.h>
 #include <limits.h>
@@ -72,8 +75,12 @@ sd_usage(FILE *f)
 	      "      --version       show the version\n"
 	      "\n"
 	      "Signals: SIGTERM or SIGINT stops after the current round;\n"
-	      "SIGHUP is logged and ignored (restart to apply a changed\n"
-	      "configuration).\n"
+	      "SIGHUP reads the configuration again, keeping the leases\n"
+	      "(periods, breaker and new tables; the rest needs a restart).\n"
+	      "\n"
+	      "Under systemd run it with -f (Type=notify): it sends READY=1\n"
+	      "after its first round and logs to the journal; the background\n"
+	      "start and the pid file are for other inits.\n"
 	      "\n"
 	      "Exit status: 0 success, 1 bad configuration or failed start,\n"
 	      "2 bad command line.  See tkshm-syncd(8).\n",

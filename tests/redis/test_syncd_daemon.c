@@ -857,15 +857,16 @@ test_inspect_global_only_for_global_tables(void **state)
 	tkt_expect_status(&p, 0, "metrics");
 	snprintf(want, sizeof want,
 		 "tkshm_global_mode{table=\"%s\",mode=\"lease\"} 1\n",
-		 lease_path);
+		 strrchr(lease_path, '/') + 1);
 	tkt_expect_contains(p.out, want, "metrics of a lease table");
 	snprintf(want, sizeof want, "tkshm_agent_pid{table=\"%s\"} 0\n",
-		 lease_path);
+		 strrchr(lease_path, '/') + 1);
 	tkt_expect_contains(p.out, want, "metrics of a lease table");
-	snprintf(want, sizeof want, "tkshm_redis_up{table=\"%s\"}", local_path);
+	snprintf(want, sizeof want, "tkshm_redis_up{table=\"%s\"}",
+		 strrchr(local_path, '/') + 1);
 	assert_null(strstr(p.out, want));
 	snprintf(want, sizeof want, "tkshm_global_mode{table=\"%s\"",
-		 local_path);
+		 strrchr(local_path, '/') + 1);
 	assert_null(strstr(p.out, want));
 	tkt_proc_free(&p);
 }

@@ -680,6 +680,41 @@ test_foreground_logs_to_stderr(void **state)
 	assert_int_equal(agent_pid_of(lease_path), 0);
 }
 
+/* A background daemon runs in '/': a SIGHUP still reloads the file a
+ * relative -c named at start (here: a table added). */
+static void
+test_background_reload_relative_config(void **state)
+{
+	char pidfile[512], log[512], cwd[PATH_MAX], table2[600];
+	const char *argv[] = { TKSHM_SYNCD, "-c",    "bgrel.conf", "-p",
+			       pidfile,	    "--log", "stderr",	   NULL };
+	pid_t starter, pid;
+	int status;
+
+	(void)state;
+	good_conf("bgrel.conf", "");
+	snprintf(pidfile, sizeof pidfile, "%s", tkt_path("bgrel.pid"));
+	snprintf(log, sizeof log, "%s", tkt_path("bgrel.log"));
+	if (!getcwd(cwd, sizeof cwd) || chdir(tkt_tmpdir()) != 0)
+		fail_msg("chdir %s: %s", tkt_tmpdir(), strerror(errno));
+	starter = spawn(log, argv);
+	status = tkt_wait_bounded(starter, 10);
+	if (chdir(cwd) != 0)
+		fail_msg("chdir %s: %s", cwd, strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("the start: wait status %#x", status);
+	pid = pid_in(pidfile);
+	remember_daemon(pid);
+	snprintf(table2, sizeof table2, "table = %s\n", lease2_path);
+	good_conf("bgrel.conf", table2);
+	assert_int_equal(kill(pid, SIGHUP), 0);
+	wait_log(log, "tkshm-syncd: reloaded: 2 tables (1 added)", 1, 10);
+	assert_int_equal(agent_pid_of(lease2_path), pid);
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	expect_exit0(pid, "the background daemon after a reload");
+	assert_int_equal(agent_pid_of(lease2_path), 0);
+}
+
 /* In the background with --log stderr, standard error stays open: the
  * daemon's messages reach the starter's standard error. */
 static void
@@ -886,6 +921,8 @@ main(void)
 					  kill_daemons),
 		cmocka_unit_test_teardown(test_foreground_logs_to_stderr,
 					  kill_daemons),
+		cmocka_unit_test_teardown(
+			test_background_reload_relative_config, kill_daemons),
 		cmocka_unit_test_teardown(test_background_log_stderr,
 					  kill_daemons),
 		cmocka_unit_test_teardown(test_redis_down_and_up_logged_once,

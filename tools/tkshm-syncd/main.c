@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -262,6 +263,7 @@ sd_serve(struct sd_conf *c, int report, enum sd_log_target target)
 int
 main(int argc, char **argv)
 {
+	static char conf_abs[PATH_MAX];
 	struct sd_opts o = { .config = SD_DEFAULT_CONFIG };
 	enum sd_log_target target;
 	struct sd_conf c;
@@ -282,6 +284,10 @@ main(int argc, char **argv)
 	}
 	if (!o.foreground && !c.pidfile[0])
 		snprintf(c.pidfile, sizeof c.pidfile, "%s", SD_DEFAULT_PIDFILE);
+	/* The daemon runs in '/': a SIGHUP reload must find a relative -c
+	 * where the start found it. */
+	if (!o.foreground && c.file[0] != '/' && realpath(c.file, conf_abs))
+		c.file = conf_abs;
 	if (!o.foreground && (k = sd_daemonize(&report)) != SD_IN_DAEMON) {
 		sd_conf_free(&c);
 		return k;

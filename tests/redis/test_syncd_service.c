@@ -146,7 +146,7 @@ next_notify(char *buf, size_t len, const char *what)
  * `log`, NOTIFY_SOCKET at the test's socket and JOURNAL_STREAM naming the
  * log, as a systemd unit of Type=notify would. */
 static pid_t
-start_service(const char *conf, const char *log)
+start_service_stream(const char *conf, const char *log, bool journal)
 {
 	int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
 		      0600);
@@ -156,8 +156,11 @@ start_service(const char *conf, const char *log)
 
 	if (fd < 0 || fstat(fd, &st) != 0)
 		fail_msg("open %s: %s", log, strerror(errno));
+	/* Not the journal: another file's inode, as a child whose standard
+	 * error was redirected inherits. */
 	snprintf(stream, sizeof stream, "%llu:%llu",
-		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+		 (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino + (journal ? 0 : 1));
 	drain_notify();
 	fflush(NULL);
 	pid = fork();
@@ -177,6 +180,12 @@ start_service(const char *conf, const char *log)
 	close(fd);
 	daemon_pid = pid;
 	return pid;
+}
+
+static pid_t
+start_service(const char *conf, const char *log)
+{
+	return start_service_stream(conf, log, true);
 }
 
 static tkshm_stats
@@ -309,6 +318,32 @@ test_ready_with_redis_down(void **state)
 	free(text);
 	stop_service(pid, log);
 	close(hold);
+}
+
+/* JOURNAL_STREAM naming another file (inherited by a daemon whose standard
+ * error was redirected): plain lines, no priority prefixes. */
+static void
+test_plain_log_when_stderr_is_not_the_journal(void **state)
+{
+	char conf[512], log[512], msg[512];
+	pid_t pid;
+	char *text;
+
+	(void)state;
+	snprintf(log, sizeof log, "%s", tkt_path("plain.log"));
+	snprintf(conf, sizeof conf, "%s",
+		 write_conf("plain.conf",
+			    "redis_host = 127.0.0.1\nredis_port = %d\n"
+			    "poll_ms = 2\ntable = %s\n",
+			    srv.port, lease_path));
+	pid = start_service_stream(conf, log, false);
+	next_notify(msg, sizeof msg, "start");
+	tkt_expect_contains(msg, "READY=1", "the first notification");
+	text = tkt_read_file(log, NULL);
+	tkt_expect_contains(text, "tkshm-syncd: started: pid", "the log");
+	assert_null(strstr(text, "<6>"));
+	free(text);
+	stop_service(pid, log);
 }
 
 /* --- reloads ------------------------------------------------------------- */
@@ -519,6 +554,9 @@ main(void)
 					  kill_daemon),
 		cmocka_unit_test_teardown(test_ready_with_redis_down,
 					  kill_daemon),
+		cmocka_unit_test_teardown(
+			test_plain_log_when_stderr_is_not_the_journal,
+			kill_daemon),
 		cmocka_unit_test_teardown(test_reload_under_load, kill_daemon),
 	};
 

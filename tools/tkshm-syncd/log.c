@@ -1,6 +1,7 @@
 /*
  * log.c - where tkshm-syncd's messages go (log.h).
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,9 +45,16 @@ sd_stderr_is_journal(void)
 	const char *env = getenv("JOURNAL_STREAM");
 	unsigned long long dev, ino;
 	struct stat st;
-	char end;
+	char *end;
 
-	if (!env || sscanf(env, "%llu:%llu%c", &dev, &ino, &end) != 2)
+	if (!env || env[0] < '0' || env[0] > '9')
+		return false;
+	errno = 0;
+	dev = strtoull(env, &end, 10);
+	if (errno || *end != ':' || end[1] < '0' || end[1] > '9')
+		return false;
+	ino = strtoull(end + 1, &end, 10);
+	if (errno || *end != '\0')
 		return false;
 	if (fstat(STDERR_FILENO, &st) != 0)
 		return false;

@@ -8,13 +8,12 @@
 #include "ngx_http_tkshm.h"
 
 /* The counters shown, in the order shown. */
-#define NGX_HTTP_TKSHM_COUNTERS(X)                                      \
-	X(allowed)                                                      \
-	X(denied)                                                       \
-	X(inserts)                                                      \
-	X(reclaims) X(evictions) X(evictions_in_debt) X(debt_restores)  \
-		X(cas_retries) X(refusals) X(resets) X(multi_rollbacks) \
-			X(slots) X(file_bytes)
+#define NGX_HTTP_TKSHM_COUNTERS(X)                                    \
+	X(allowed)                                                    \
+	X(denied)                                                     \
+	X(inserts) X(reclaims) X(evictions) X(evictions_in_debt)      \
+		X(debt_restores) X(cas_retries) X(refusals) X(resets) \
+			X(multi_rollbacks) X(slots) X(file_bytes)
 
 #define NGX_HTTP_TKSHM_COUNTER_MAX (sizeof("evictions_in_debt") + 24)
 #define NGX_HTTP_TKSHM_COUNTERS_N  13

@@ -179,6 +179,42 @@ def test_serve(d):
     return body
 
 
+def test_serve_slow_clients_and_ipv6(d):
+    """Clients that connect and say nothing (or half a request) do not
+    keep a scrape from being answered; [::1] is a loopback address."""
+    api = os.path.join(d, "api")
+    port = loopback_port()
+    srv = Server(api, "--listen", "127.0.0.1:%d" % port)
+    idle = []
+    try:
+        for i in range(8):
+            c = socket.create_connection(("127.0.0.1", port), timeout=10)
+            if i % 2:
+                c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            idle.append(c)
+        status, _, body = get("http://127.0.0.1:%d/metrics" % port)
+        check(status == 200 and 'table="api"' in body,
+              "a scrape beside 8 idle connections: %d" % status)
+    finally:
+        for c in idle:
+            c.close()
+        check(srv.stop() == 0, "serve's exit status (idle clients)")
+    if not socket.has_ipv6:
+        return
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        return  # no IPv6 loopback here
+    port = loopback_port()
+    srv = Server(api, "--listen", "[::1]:%d" % port)
+    try:
+        check(get("http://[::1]:%d/metrics" % port)[0] == 200,
+              "serve on [::1]")
+    finally:
+        check(srv.stop() == 0, "serve's exit status ([::1])")
+
+
 def test_serve_refuses_remote(d):
     api = os.path.join(d, "api")
     for listen in ("0.0.0.0:%d", "[::]:%d", "10.1.2.3:%d"):
@@ -279,6 +315,7 @@ def main():
     d = tempfile.mkdtemp(prefix="tkshm-exporter-")
     try:
         scrape = test_serve(d)
+        test_serve_slow_clients_and_ipv6(d)
         test_serve_refuses_remote(d)
         test_textfile(d)
         test_contrib(scrape)

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -36,7 +37,7 @@
 static struct tkt_redis srv;
 static char lease_path[512], lease2_path[512], sock_path[512];
 static int notify_fd = -1;
-static pid_t daemon_pid;
+static pid_t daemon_pid, load_pid;
 
 static void
 make_table(char *path, size_t len, const char *name, const char *spec)
@@ -66,15 +67,23 @@ setup(void **state)
 	return 0;
 }
 
-/* A daemon a failed test left running is killed by its pid. */
+/* A daemon or a load process a failed test left running is killed by its
+ * pid (only while not reaped: the pid cannot have been reused). */
+static void
+kill_child(pid_t *pid)
+{
+	if (*pid > 0 && waitpid(*pid, NULL, WNOHANG) == 0 &&
+	    kill(*pid, SIGKILL) == 0)
+		waitpid(*pid, NULL, 0);
+	*pid = 0;
+}
+
 static int
 kill_daemon(void **state)
 {
 	(void)state;
-	if (daemon_pid > 0 && waitpid(daemon_pid, NULL, WNOHANG) == 0 &&
-	    kill(daemon_pid, SIGKILL) == 0)
-		waitpid(daemon_pid, NULL, 0);
-	daemon_pid = 0;
+	kill_child(&load_pid);
+	kill_child(&daemon_pid);
 	return 0;
 }
 
@@ -365,7 +374,10 @@ start_load(struct load *ld, pid_t agent)
 	if ((pid = fork()) < 0)
 		fail_msg("fork: %s", strerror(errno));
 	if (pid > 0)
-		return pid;
+		return load_pid = pid;
+	/* Ends with the test, however the test ends. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() == 1)
+		_exit(1);
 	{
 		tkshm_table *t;
 		char key[8];
@@ -528,6 +540,7 @@ test_reload_under_load(void **state)
 
 	ld->stop = 1;
 	assert_int_equal(tkt_wait_bounded(load, 10), 0);
+	load_pid = 0;
 	after = stats_of(lease_path);
 	stop_service(pid, log);
 	assert_true(ld->checks > 0);

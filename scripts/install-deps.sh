@@ -34,7 +34,11 @@ DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev liburcu-dev)
 # configure and the binary's configure flags, for the dynamic module) and
 # nginx-light (the nginx its tests start).  scripts/lint.sh: clang-tidy,
 # cppcheck and valgrind.  wrk: the load through an Apache graceful restart
-# (bindings/apache/tests/test_change.py).
+# (bindings/apache/tests/test_change.py).  libsystemd-dev: tkshm-syncd's
+# readiness notification (sd_notify; test redis_syncd_service);
+# libmicrohttpd-dev: the HTTP server of `tkshm-inspect serve`; prometheus:
+# its promtool checks the scrapes and contrib/'s alerting rules
+# (tool_inspect_exporter, apache_status).
 TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	libclang-rt-14-dev binutils python3 procps spin libhiredis-dev
 	redis-server redis-tools python3-dev gunicorn python3-uvicorn
@@ -43,7 +47,8 @@ TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	apache2 apache2-dev php8.2-cli
 	php8.2-dev php8.2-fpm libfcgi-bin php-pear php-symfony-rate-limiter
 	nginx-dev nginx-light
-	clang-tidy cppcheck valgrind wrk)
+	clang-tidy cppcheck valgrind wrk
+	libsystemd-dev libmicrohttpd-dev prometheus)
 # The peers the benchmarks measure beside tkshm: nginx (limit_req) driven
 # by wrk, ab, and APCu and Symfony's RateLimiter for the PHP loop.
 BENCH_PKGS=("${TEST_PKGS[@]}" libbenchmark-dev g++ gnuplot-nox nginx-light

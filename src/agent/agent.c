@@ -122,15 +122,10 @@ tk_agent_conf_init(struct tk_agent_conf *c)
 			snprintf(err, err_len, __VA_ARGS__); \
 	} while (0)
 
-int
-tk_agent_new(const struct tk_agent_conf *c, struct tk_agent **out, char *err,
-	     size_t err_len)
+/* The ranges tk_agent_new and tk_agent_tune accept. */
+static bool
+tk_agent_conf_valid(const struct tk_agent_conf *c, char *err, size_t err_len)
 {
-	struct tk_agent *a;
-	int rc;
-
-	if (!c || !out)
-		return TKSHM_ENULL;
 	if (!(c->poll_ms >= 0.1 && c->poll_ms <= 1000) ||
 	    !(c->horizon_ms >= 1 && c->horizon_ms <= 60000) ||
 	    !(c->heartbeat_ms >= 10 && c->heartbeat_ms <= 600000) ||
@@ -140,8 +135,22 @@ tk_agent_new(const struct tk_agent_conf *c, struct tk_agent **out, char *err,
 		TK_ERR("poll_ms 0.1..1000, horizon_ms 1..60000, heartbeat_ms "
 		       "10..600000, breaker_failures >= 1, breaker_open_ms "
 		       "1..600000 and a host_id are required");
-		return TKSHM_EINVAL;
+		return false;
 	}
+	return true;
+}
+
+int
+tk_agent_new(const struct tk_agent_conf *c, struct tk_agent **out, char *err,
+	     size_t err_len)
+{
+	struct tk_agent *a;
+	int rc;
+
+	if (!c || !out)
+		return TKSHM_ENULL;
+	if (!tk_agent_conf_valid(c, err, err_len))
+		return TKSHM_EINVAL;
 	a = calloc(1, sizeof *a);
 	if (!a)
 		return TKSHM_ENOMEM;
@@ -162,6 +171,24 @@ tk_agent_new(const struct tk_agent_conf *c, struct tk_agent **out, char *err,
 		return rc;
 	}
 	*out = a;
+	return TKSHM_OK;
+}
+
+int
+tk_agent_tune(struct tk_agent *a, const struct tk_agent_conf *c, char *err,
+	      size_t err_len)
+{
+	if (!a || !c)
+		return TKSHM_ENULL;
+	if (!tk_agent_conf_valid(c, err, err_len))
+		return TKSHM_EINVAL;
+	/* The connection, the host's name and the clock stay: the tables'
+	 * leases and Redis's host registry were made with them. */
+	a->conf.poll_ms = c->poll_ms;
+	a->conf.horizon_ms = c->horizon_ms;
+	a->conf.heartbeat_ms = c->heartbeat_ms;
+	a->conf.breaker_failures = c->breaker_failures;
+	a->conf.breaker_open_ms = c->breaker_open_ms;
 	return TKSHM_OK;
 }
 
@@ -657,8 +684,7 @@ tk_agent_round(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 }
 
 static void
-tk_agent_round_in(struct tk_agent *a, double now_ms,
-		  struct tk_agent_round *out)
+tk_agent_round_in(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 {
 	struct tk_agent_round r;
 	bool was_up;

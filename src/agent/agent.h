@@ -66,6 +66,14 @@ void tk_agent_conf_init(struct tk_agent_conf *c);
 int tk_agent_new(const struct tk_agent_conf *c, struct tk_agent **out,
 		 char *err, size_t err_len);
 
+/* Applies c's periods and breaker settings (poll_ms, horizon_ms,
+ * heartbeat_ms, breaker_failures, breaker_open_ms) to a running agent,
+ * keeping its connection, tables, leases and rate estimates; the rest of
+ * c is ignored.  TKSHM_OK, TKSHM_ENULL, TKSHM_EINVAL (a value out of
+ * tk_agent_new's ranges, named in err; nothing changed). */
+int tk_agent_tune(struct tk_agent *a, const struct tk_agent_conf *c, char *err,
+		  size_t err_len);
+
 /* Attaches the lease table at `path` (it must exist).  TKSHM_OK, the
  * errors of tkshm_open, TKSHM_ENOTSUP when the table is not in lease
  * mode, or TKSHM_EBUSY when another live agent serves it (named in

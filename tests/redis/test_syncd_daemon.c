@@ -5,7 +5,8 @@
  * tables and written its pid file; a second start is refused), a clean
  * stop on SIGTERM (exit 0, pid file gone, the tables' agent pid cleared),
  * the foreground's log on standard error, Redis going down and up logged
- * once each, starts refused for a missing or non-lease table, and what
+ * once each, SIGHUP's reload of an unchanged file, starts refused for a
+ * missing or non-lease table, and what
  * tkshm-inspect shows of a lease table.  What the agent leases is the
  * engine's tests' business; this is the daemon around it.
  *
@@ -664,9 +665,10 @@ test_foreground_logs_to_stderr(void **state)
 	assert_int_equal(pid_in(pidfile), pid);
 	assert_int_equal(agent_pid_of(lease_path), pid);
 
-	/* SIGHUP is logged, and the daemon carries on. */
+	/* SIGHUP reloads the same file (with -p beside it, which a reload
+	 * does not take for a change), and the daemon carries on. */
 	assert_int_equal(kill(pid, SIGHUP), 0);
-	wait_log(log, "tkshm-syncd: SIGHUP ignored", 1, 10);
+	wait_log(log, "tkshm-syncd: reloaded: 1 table (0 added)", 1, 10);
 	assert_int_equal(waitpid(pid, NULL, WNOHANG), 0);
 	assert_int_equal(agent_pid_of(lease_path), pid);
 
@@ -676,6 +678,41 @@ test_foreground_logs_to_stderr(void **state)
 	wait_log(log, "tkshm-syncd: stopped\n", 1, 0);
 	assert_int_equal(access(pidfile, F_OK), -1);
 	assert_int_equal(agent_pid_of(lease_path), 0);
+}
+
+/* A background daemon runs in '/': a SIGHUP still reloads the file a
+ * relative -c named at start (here: a table added). */
+static void
+test_background_reload_relative_config(void **state)
+{
+	char pidfile[512], log[512], cwd[PATH_MAX], table2[600];
+	const char *argv[] = { TKSHM_SYNCD, "-c",    "bgrel.conf", "-p",
+			       pidfile,	    "--log", "stderr",	   NULL };
+	pid_t starter, pid;
+	int status;
+
+	(void)state;
+	good_conf("bgrel.conf", "");
+	snprintf(pidfile, sizeof pidfile, "%s", tkt_path("bgrel.pid"));
+	snprintf(log, sizeof log, "%s", tkt_path("bgrel.log"));
+	if (!getcwd(cwd, sizeof cwd) || chdir(tkt_tmpdir()) != 0)
+		fail_msg("chdir %s: %s", tkt_tmpdir(), strerror(errno));
+	starter = spawn(log, argv);
+	status = tkt_wait_bounded(starter, 10);
+	if (chdir(cwd) != 0)
+		fail_msg("chdir %s: %s", cwd, strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("the start: wait status %#x", status);
+	pid = pid_in(pidfile);
+	remember_daemon(pid);
+	snprintf(table2, sizeof table2, "table = %s\n", lease2_path);
+	good_conf("bgrel.conf", table2);
+	assert_int_equal(kill(pid, SIGHUP), 0);
+	wait_log(log, "tkshm-syncd: reloaded: 2 tables (1 added)", 1, 10);
+	assert_int_equal(agent_pid_of(lease2_path), pid);
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	expect_exit0(pid, "the background daemon after a reload");
+	assert_int_equal(agent_pid_of(lease2_path), 0);
 }
 
 /* In the background with --log stderr, standard error stays open: the
@@ -855,15 +892,16 @@ test_inspect_global_only_for_global_tables(void **state)
 	tkt_expect_status(&p, 0, "metrics");
 	snprintf(want, sizeof want,
 		 "tkshm_global_mode{table=\"%s\",mode=\"lease\"} 1\n",
-		 lease_path);
+		 strrchr(lease_path, '/') + 1);
 	tkt_expect_contains(p.out, want, "metrics of a lease table");
 	snprintf(want, sizeof want, "tkshm_agent_pid{table=\"%s\"} 0\n",
-		 lease_path);
+		 strrchr(lease_path, '/') + 1);
 	tkt_expect_contains(p.out, want, "metrics of a lease table");
-	snprintf(want, sizeof want, "tkshm_redis_up{table=\"%s\"}", local_path);
+	snprintf(want, sizeof want, "tkshm_redis_up{table=\"%s\"}",
+		 strrchr(local_path, '/') + 1);
 	assert_null(strstr(p.out, want));
 	snprintf(want, sizeof want, "tkshm_global_mode{table=\"%s\"",
-		 local_path);
+		 strrchr(local_path, '/') + 1);
 	assert_null(strstr(p.out, want));
 	tkt_proc_free(&p);
 }
@@ -883,6 +921,8 @@ main(void)
 					  kill_daemons),
 		cmocka_unit_test_teardown(test_foreground_logs_to_stderr,
 					  kill_daemons),
+		cmocka_unit_test_teardown(
+			test_background_reload_relative_config, kill_daemons),
 		cmocka_unit_test_teardown(test_background_log_stderr,
 					  kill_daemons),
 		cmocka_unit_test_teardown(test_redis_down_and_up_logged_once,

@@ -421,7 +421,7 @@ sample_of(const struct sample *s, size_t n, const char *name, const char *table,
 
 /* What the test knows of a table it filled. */
 struct expect {
-	const char *path;
+	const char *path, *name;
 	double allowed, denied, inserts, slots;
 	double live, idle, placeholder, dead, empty;
 	double bytes, created_s;
@@ -439,7 +439,7 @@ static const char *const zero_counters[] = {
 static void
 check_table_samples(const struct sample *s, size_t n, const struct expect *e)
 {
-	const char *t = e->path;
+	const char *t = e->name;
 	const char *states[] = { "live", "idle", "placeholder", "dead",
 				 "empty" };
 	const double keys[] = { e->live, e->idle, e->placeholder, e->dead,
@@ -529,6 +529,8 @@ fill_expect(struct expect *e, const char *path)
 
 	assert_int_equal(stat(path, &sb), 0);
 	e->path = path;
+	/* The `table` label: the file's name without its directory. */
+	e->name = strrchr(path, '/') + 1;
 	e->bytes = (double)sb.st_size;
 	e->created_s = st.created_ms / 1000.0;
 }
@@ -576,7 +578,7 @@ test_metrics(void **state)
 	tkt_expect_status(&p, 3, "metrics with a missing table");
 	tkt_expect_contains(p.err, "cannot open", "metrics stderr");
 	tkt_expect_contains(p.err, missing, "metrics stderr");
-	prom_escape(b, escaped, sizeof escaped);
+	prom_escape(eb.name, escaped, sizeof escaped);
 	tkt_expect_contains(p.out, escaped, "the escaped label");
 	text = strdup(p.out);
 	n = parse_exposition(text, s, &nmetrics);
@@ -608,6 +610,31 @@ test_metrics(void **state)
 	check_table_samples(s, n, &ea);
 	free(text);
 	tkt_proc_free(&p);
+
+	/* Two tables of one name in two directories: the second is
+	 * labelled by its whole path, so no two samples share labels. */
+	{
+		char dir[512], twin[600];
+		struct expect et = { 0 };
+
+		snprintf(dir, sizeof dir, "%s", tkt_path("twin"));
+		assert_int_equal(mkdir(dir, 0700), 0);
+		snprintf(twin, sizeof twin, "%s/m-figures.tkshm", dir);
+		make_figures_table(twin);
+		fill_expect(&et, twin);
+		et.name = twin;
+		et.allowed = 10, et.denied = 2, et.inserts = 10, et.slots = 64;
+		et.live = 4, et.idle = 6, et.placeholder = 1, et.empty = 53;
+		RUN(&p, NULL, "metrics", a, twin, "--now", "1300");
+		tkt_expect_status(&p, 0, "metrics of two tables of one name");
+		text = strdup(p.out);
+		n = parse_exposition(text, s, &nmetrics);
+		assert_int_equal(n, 2 * 23);
+		check_table_samples(s, n, &ea);
+		check_table_samples(s, n, &et);
+		free(text);
+		tkt_proc_free(&p);
+	}
 
 	expect_usage((const char *const[]){ BIN, "metrics", NULL },
 		     "missing PATH");

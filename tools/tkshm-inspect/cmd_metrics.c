@@ -7,21 +7,28 @@
  * once), then each metric is printed with its HELP and TYPE lines once and
  * one sample per table, as the format wants a metric's samples together.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "inspect.h"
 
 void
 ti_usage_metrics(FILE *f)
 {
-	fputs("Usage: " TI_PROG " metrics PATH... [--now MS] [--json]\n"
+	fputs("Usage: " TI_PROG " metrics PATH... [--now MS] [--json | "
+	      "--textfile DIR]\n"
 	      "\n"
 	      "Maps each table PATH read-only and prints its counters and\n"
 	      "occupancy in the Prometheus text exposition format (0.0.4):\n"
 	      "for each metric a '# HELP' and a '# TYPE' line, then one sample\n"
-	      "per table, labelled {table=\"PATH\"}.  Counters end in _total:\n"
+	      "per table, labelled {table=\"NAME\"}: the file's name without\n"
+	      "its directory (/dev/shm/api is \"api\"; the whole path for a\n"
+	      "second table of a name already seen).  Counters end in _total:\n"
 	      "  tkshm_decisions_total{decision=\"allowed\"|\"denied\"},\n"
 	      "  tkshm_inserts_total, tkshm_reclaims_total,\n"
 	      "  tkshm_evictions_total, tkshm_evictions_in_debt_total,\n"
@@ -59,6 +66,12 @@ ti_usage_metrics(FILE *f)
 	      "Options:\n"
 	      "  --json            one JSON object keyed by table path, with\n"
 	      "                    the same numbers in camelCase\n"
+	      "  --textfile DIR    write DIR/" TI_TEXTFILE_NAME
+	      " for node_exporter's\n"
+	      "                    textfile collector instead (replaced\n"
+	      "                    whole by a rename; with\n"
+	      "                    tkshm_status_errors, the tables that\n"
+	      "                    could not be read)\n"
 	      "  --now MS          classify keys as live or idle at this time\n"
 	      "                    (epoch ms; default: the system clock)\n"
 	      "  -h, --help        show this help\n"
@@ -71,6 +84,7 @@ ti_usage_metrics(FILE *f)
 struct ti_sample {
 	const char *path; /* the file's name, into full */
 	char full[4200];
+	const char *name; /* the `table` label: into path */
 	tkshm_stats st;
 	tkshm_usage u;
 	struct ti_figures fg;
@@ -385,7 +399,7 @@ ti_metric_of(const struct ti_metric *mt, const struct ti_sample *s)
 }
 
 static void
-ti_metrics_text(const struct ti_sample *s, size_t n)
+ti_metrics_text(FILE *f, const struct ti_sample *s, size_t n)
 {
 	for (size_t m = 0; m < TI_NMETRICS; m++) {
 		const struct ti_metric *mt = &ti_metrics[m];
@@ -398,22 +412,22 @@ ti_metrics_text(const struct ti_sample *s, size_t n)
 		 * could be read, as they always were). */
 		if (!any)
 			continue;
-		printf("# HELP %s %s\n# TYPE %s %s\n", mt->name, mt->help,
-		       mt->name, mt->type);
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", mt->name, mt->help,
+			mt->name, mt->type);
 		for (size_t k = 0; k < n; k++) {
 			if (!ti_metric_of(mt, &s[k]))
 				continue;
 			for (size_t i = 0; i < mt->nseries; i++) {
 				const struct ti_series *se = &mt->series[i];
 
-				printf("%s{table=", mt->name);
-				ti_prom_label(stdout, s[k].path);
+				fprintf(f, "%s{table=", mt->name);
+				ti_prom_label(f, s[k].name);
 				if (se->label)
-					printf(",%s=\"%s\"", se->label,
-					       se->value);
-				fputs("} ", stdout);
-				ti_prom_value(stdout, se->get(&s[k], se->i));
-				fputc('\n', stdout);
+					fprintf(f, ",%s=\"%s\"", se->label,
+						se->value);
+				fputs("} ", f);
+				ti_prom_value(f, se->get(&s[k], se->i));
+				fputc('\n', f);
 			}
 		}
 	}
@@ -485,9 +499,79 @@ ti_seen(const struct ti_sample *s, size_t n, const char *path)
 	return false;
 }
 
+/* The `table` label of sample n: the file's name without its directory
+ * (what nginx's and Apache's status pages call the table, /dev/shm/api
+ * being "api"), or its whole path when an earlier sample already has
+ * that name (two directories with a table of one name). */
+static void
+ti_sample_name(struct ti_sample *s, size_t n)
+{
+	const char *slash = strrchr(s[n].path, '/');
+
+	s[n].name = slash && slash[1] ? slash + 1 : s[n].path;
+	for (size_t k = 0; k < n; k++)
+		if (strcmp(s[k].name, s[n].name) == 0) {
+			s[n].name = s[n].path;
+			return;
+		}
+}
+
+/* Reads every table; returns the worst exit code (3 beats 4: "cannot open"
+ * is what a scraper's operator needs to hear first).  *nfail counts the
+ * tables that could not be read. */
+static int
+ti_metrics_read(const char **paths, size_t np, double now, struct ti_sample *s,
+		size_t *n, size_t *nfail)
+{
+	int worst = TI_EXIT_OK;
+
+	*n = 0;
+	for (size_t i = 0; i < np; i++) {
+		int k = ti_sample_read(&s[*n], paths[i], now);
+
+		if (k != TI_EXIT_OK) {
+			++*nfail;
+			if (worst != TI_EXIT_OPEN)
+				worst = k;
+			continue;
+		}
+		if (!ti_seen(s, *n, s[*n].path)) {
+			ti_sample_name(s, *n);
+			(*n)++;
+		}
+	}
+	return worst;
+}
+
+int
+ti_metrics_write(FILE *f, const char **paths, size_t np, double now,
+		 bool errors)
+{
+	struct ti_sample *s = calloc(np ? np : 1, sizeof *s);
+	size_t n, nfail = 0;
+	int k;
+
+	if (!s) {
+		ti_err("out of memory");
+		return TI_EXIT_IO;
+	}
+	k = ti_metrics_read(paths, np, now, s, &n, &nfail);
+	ti_metrics_text(f, s, n);
+	if (errors)
+		fprintf(f,
+			"# HELP tkshm_status_errors Tables named that could "
+			"not be read.\n"
+			"# TYPE tkshm_status_errors gauge\n"
+			"tkshm_status_errors %zu\n",
+			nfail);
+	free(s);
+	return k;
+}
+
 struct ti_metrics_opts {
 	bool json, have_now;
 	double now;
+	const char *textfile; /* --textfile DIR, NULL: standard output */
 };
 
 static int
@@ -499,45 +583,70 @@ ti_metrics_opt(void *ctx, const char *cmd, const char *name, const char *value)
 		mo->json = true;
 		return TI_GO_ON;
 	}
+	if (strcmp(name, "textfile") == 0) {
+		mo->textfile = value;
+		return TI_GO_ON;
+	}
 	mo->have_now = true;
 	return ti_now_opt(cmd, value, &mo->now);
 }
 
-/* Reads every table; returns the worst exit code (3 beats 4: "cannot open"
- * is what a scraper's operator needs to hear first). */
+/* --textfile DIR: DIR/tkshm.prom replaced whole by a rename, so that
+ * node_exporter's textfile collector never reads half a file; written
+ * even when a table could not be read (tkshm_status_errors says so). */
 static int
-ti_metrics_read(const char **paths, size_t np, double now, struct ti_sample *s,
-		size_t *n)
+ti_metrics_textfile(const char *dir, const char **paths, size_t np, double now)
 {
-	int worst = TI_EXIT_OK;
+	char tmp[4200], dst[4200];
+	int fd, k;
+	FILE *f;
 
-	*n = 0;
-	for (size_t i = 0; i < np; i++) {
-		int k = ti_sample_read(&s[*n], paths[i], now);
-
-		if (k != TI_EXIT_OK) {
-			if (worst != TI_EXIT_OPEN)
-				worst = k;
-			continue;
-		}
-		if (!ti_seen(s, *n, s[*n].path))
-			(*n)++;
+	if (snprintf(dst, sizeof dst, "%s/" TI_TEXTFILE_NAME, dir) >=
+		    (int)sizeof dst ||
+	    snprintf(tmp, sizeof tmp, "%s/." TI_TEXTFILE_NAME ".XXXXXX", dir) >=
+		    (int)sizeof tmp)
+		return ti_usage_error("metrics", "--textfile: the path is too "
+						 "long");
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+		ti_err("cannot write in %s: %s", dir, strerror(errno));
+		return TI_EXIT_IO;
 	}
-	return worst;
+	/* mkostemp makes it 0600; the collector may run as another user. */
+	if (fchmod(fd, 0644) != 0 || !(f = fdopen(fd, "w"))) {
+		ti_err("cannot write %s: %s", tmp, strerror(errno));
+		close(fd);
+		unlink(tmp);
+		return TI_EXIT_IO;
+	}
+	k = ti_metrics_write(f, paths, np, now, true);
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0 || ferror(f)) {
+		ti_err("cannot write %s: %s", tmp, strerror(errno));
+		fclose(f);
+		unlink(tmp);
+		return TI_EXIT_IO;
+	}
+	if (fclose(f) != 0 || rename(tmp, dst) != 0) {
+		ti_err("cannot replace %s: %s", dst, strerror(errno));
+		unlink(tmp);
+		return TI_EXIT_IO;
+	}
+	return k;
 }
 
 int
 ti_cmd_metrics(int argc, char **argv)
 {
 	static const struct option opts[] = { TI_OPT_HELP, TI_OPT_FLAG("json"),
-					      TI_OPT_VALUE("now"), TI_OPT_END };
+					      TI_OPT_VALUE("now"),
+					      TI_OPT_VALUE("textfile"),
+					      TI_OPT_END };
 	static const char *const names[] = { "PATH", NULL };
 	struct ti_metrics_opts mo = { 0 };
 	struct ti_cmdline c = TI_CMDLINE("metrics", ti_usage_metrics, opts,
 					 ti_metrics_opt, &mo);
 	struct ti_operands ops = { .names = names, .min = 1 };
 	struct ti_sample *s;
-	size_t n;
+	size_t n, nfail = 0;
 	int k;
 
 	ops.max = argc > 1 ? (size_t)argc - 1 : 1;
@@ -550,15 +659,24 @@ ti_cmd_metrics(int argc, char **argv)
 		return TI_EXIT_IO;
 	}
 	k = ti_cmdline_operands(&c, &ops, argc, argv);
+	if (k == TI_GO_ON && mo.json && mo.textfile)
+		k = ti_usage_error("metrics", "--json and --textfile are "
+					      "exclusive");
 	if (k == TI_GO_ON) {
 		if (!mo.have_now)
 			mo.now = tkshm_now_ms();
-		k = ti_metrics_read(ops.v, ops.n, mo.now, s, &n);
-		if (mo.json)
-			ti_metrics_json(s, n);
-		else
-			ti_metrics_text(s, n);
-		k = ti_finish_stdout(k);
+		if (mo.textfile) {
+			k = ti_metrics_textfile(mo.textfile, ops.v, ops.n,
+						mo.now);
+		} else {
+			k = ti_metrics_read(ops.v, ops.n, mo.now, s, &n,
+					    &nfail);
+			if (mo.json)
+				ti_metrics_json(s, n);
+			else
+				ti_metrics_text(stdout, s, n);
+			k = ti_finish_stdout(k);
+		}
 	}
 	free(ops.v);
 	free(s);

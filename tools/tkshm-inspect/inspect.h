@@ -46,6 +46,7 @@ int ti_cmd_list(int argc, char **argv);
 int ti_cmd_show(int argc, char **argv);
 int ti_cmd_top(int argc, char **argv);
 int ti_cmd_metrics(int argc, char **argv);
+int ti_cmd_serve(int argc, char **argv);
 int ti_cmd_reset(int argc, char **argv);
 int ti_cmd_set(int argc, char **argv);
 int ti_cmd_plan(int argc, char **argv);
@@ -59,6 +60,17 @@ void ti_usage_list(FILE *f);
 void ti_usage_show(FILE *f);
 void ti_usage_top(FILE *f);
 void ti_usage_metrics(FILE *f);
+void ti_usage_serve(FILE *f);
+
+/* The file `metrics --textfile DIR` writes in DIR. */
+#define TI_TEXTFILE_NAME "tkshm.prom"
+
+/* The Prometheus exposition of the tables at `paths` into f, keys
+ * classified at `now`; with `errors`, a last gauge tkshm_status_errors
+ * counting the tables that could not be read (each also reported on
+ * standard error).  Returns the worst exit code of the tables. */
+int ti_metrics_write(FILE *f, const char **paths, size_t np, double now,
+		     bool errors);
 void ti_usage_reset(FILE *f);
 void ti_usage_set(FILE *f);
 void ti_usage_plan(FILE *f);

@@ -19,6 +19,10 @@ static const struct ti_command ti_commands[] = {
 	  ti_cmd_stats, ti_usage_stats },
 	{ "metrics", "print counters in the Prometheus text format",
 	  ti_cmd_metrics, ti_usage_metrics },
+#ifdef TI_HAVE_SERVE
+	{ "serve", "serve the metrics over HTTP for Prometheus to scrape",
+	  ti_cmd_serve, ti_usage_serve },
+#endif
 	{ "list", "list live keys with their state, filtered and sorted",
 	  ti_cmd_list, ti_usage_list },
 	{ "show", "show one key", ti_cmd_show, ti_usage_show },

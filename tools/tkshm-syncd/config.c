@@ -223,8 +223,7 @@ sd_addrs(struct sd_parse *p, const char *key, const char *v, char *out,
 	char why[160];
 
 	if (tk_redis_addrs_parse(v, addr, why, sizeof why) < 0)
-		return sd_bad(p, "%s: %s (host:port[,host:port...])", key,
-			      why);
+		return sd_bad(p, "%s: %s (host:port[,host:port...])", key, why);
 	return sd_str(p, key, v, out, cap);
 }
 
@@ -613,6 +612,7 @@ sd_conf_load(struct sd_conf *c, const char *file)
 	p.others_read = (f.mode & S_IROTH) != 0;
 	ok = sd_parse_text(&p, f.text, f.len);
 	sd_file_free(&f);
+	memcpy(c->file_pidfile, c->pidfile, sizeof c->file_pidfile);
 	return ok && sd_check_whole(&p);
 }
 

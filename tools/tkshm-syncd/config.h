@@ -48,7 +48,10 @@ struct sd_conf {
 	const char *file; /* the configuration file, for messages */
 	struct tk_agent_conf agent;
 	char pidfile[PATH_MAX]; /* "" : none configured */
-	bool log_set;		/* `log` was given */
+	/* The file's own `pidfile` ("" : none), whatever -p or a background
+	 * start make of `pidfile`: what a reload compares. */
+	char file_pidfile[PATH_MAX];
+	bool log_set; /* `log` was given */
 	enum sd_log_target log;
 	struct sd_table *tables;
 	size_t ntables;

@@ -5,7 +5,12 @@
  * decides where it lands: standard error in the foreground (where a
  * supervisor such as systemd or a terminal reads it) and syslog
  * (LOG_DAEMON, ident "tkshm-syncd") in the background, unless the
- * configuration or --log says otherwise.  The library itself never prints.
+ * configuration or --log says otherwise.  Under systemd (JOURNAL_STREAM
+ * naming standard error) each line on standard error starts with the
+ * syslog priority in angle brackets ("<3>" for an error), which the
+ * journal turns into the entry's priority, and without the program's
+ * name, which the journal records itself.  The library itself never
+ * prints.
  */
 #ifndef TKSHM_SYNCD_LOG_H
 #define TKSHM_SYNCD_LOG_H

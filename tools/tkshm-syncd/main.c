@@ -7,13 +7,17 @@
  * daemon (daemonize.h) -> signals -> the pid file's check -> the agent and
  * its tables -> standard streams detached -> the pid file written ->
  * "started", reported to the starting process -> rounds until SIGTERM or
- * SIGINT -> the agent freed (its pid cleared from the tables) -> the pid
- * file removed -> "stopped".
+ * SIGINT (READY=1 to a service manager after the first round, SIGHUP's
+ * reloads between rounds: run.h) -> the agent freed (its pid cleared from
+ * the tables) -> the pid file removed -> "stopped".  The fork and the pid
+ * file are for inits that do not supervise: under systemd the daemon runs
+ * in the foreground and tells its readiness itself (service.h).
  */
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -72,8 +76,12 @@ sd_usage(FILE *f)
 	      "      --version       show the version\n"
 	      "\n"
 	      "Signals: SIGTERM or SIGINT stops after the current round;\n"
-	      "SIGHUP is logged and ignored (restart to apply a changed\n"
-	      "configuration).\n"
+	      "SIGHUP reads the configuration again, keeping the leases\n"
+	      "(periods, breaker and new tables; the rest needs a restart).\n"
+	      "\n"
+	      "Under systemd run it with -f (Type=notify): it sends READY=1\n"
+	      "after its first round and logs to the journal; the background\n"
+	      "start and the pid file are for other inits.\n"
 	      "\n"
 	      "Exit status: 0 success, 1 bad configuration or failed start,\n"
 	      "2 bad command line.  See tkshm-syncd(8).\n",
@@ -255,6 +263,7 @@ sd_serve(struct sd_conf *c, int report, enum sd_log_target target)
 int
 main(int argc, char **argv)
 {
+	static char conf_abs[PATH_MAX];
 	struct sd_opts o = { .config = SD_DEFAULT_CONFIG };
 	enum sd_log_target target;
 	struct sd_conf c;
@@ -275,6 +284,10 @@ main(int argc, char **argv)
 	}
 	if (!o.foreground && !c.pidfile[0])
 		snprintf(c.pidfile, sizeof c.pidfile, "%s", SD_DEFAULT_PIDFILE);
+	/* The daemon runs in '/': a SIGHUP reload must find a relative -c
+	 * where the start found it. */
+	if (!o.foreground && c.file[0] != '/' && realpath(c.file, conf_abs))
+		c.file = conf_abs;
 	if (!o.foreground && (k = sd_daemonize(&report)) != SD_IN_DAEMON) {
 		sd_conf_free(&c);
 		return k;

@@ -17,7 +17,9 @@
 #include <time.h>
 
 #include "log.h"
+#include "reload.h"
 #include "run.h"
+#include "service.h"
 #include "tkshm.h"
 
 static volatile sig_atomic_t sd_stop, sd_hup;
@@ -111,8 +113,19 @@ sd_summary(struct tk_agent *a, const struct tk_agent_round *from,
 	       t.redis_errors - from->redis_errors);
 }
 
+/* S1: after the first round, Redis answered or the failure policy is in
+ * force; the start's report to a background starter came before. */
+static void
+sd_first_round(const struct sd_conf *c, bool redis_up)
+{
+	char status[512];
+
+	sd_status_line(c, redis_up, status, sizeof status);
+	sd_svc_ready(status);
+}
+
 void
-sd_run(struct tk_agent *a, const struct sd_conf *c)
+sd_run(struct tk_agent *a, struct sd_conf *c)
 {
 	struct tk_agent_round r, start, last;
 	struct timespec next, now;
@@ -128,11 +141,10 @@ sd_run(struct tk_agent *a, const struct sd_conf *c)
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	summary_at = sd_secs(&next) + SD_SUMMARY_S;
 	while (!sd_stop) {
-		if (sd_hup) {
+		/* Between rounds: a reload never cuts one short. */
+		if (sd_hup && rounds > 0) {
 			sd_hup = 0;
-			sd_log(LOG_NOTICE, "SIGHUP ignored: restart "
-					   "tkshm-syncd to apply a changed "
-					   "configuration");
+			sd_reload(c, a, up);
 		}
 		sigprocmask(SIG_BLOCK, &sd_blocked, NULL);
 		tk_agent_round(a, tkshm_now_ms(), &r);
@@ -159,6 +171,9 @@ sd_run(struct tk_agent *a, const struct sd_conf *c)
 			told = false;
 		}
 		up = r.redis_up;
+		/* After R4's warning: the log says why before READY=1. */
+		if (rounds == 1)
+			sd_first_round(c, up);
 		if (sd_secs(&now) >= summary_at) {
 			snprintf(what, sizeof what, "in the last %d s",
 				 SD_SUMMARY_S);
@@ -178,6 +193,7 @@ sd_run(struct tk_agent *a, const struct sd_conf *c)
 				       NULL) == EINTR)
 			;
 	}
+	sd_svc_stopping();
 	snprintf(what, sizeof what, "stopping on %s",
 		 sd_stop == SIGINT ? "SIGINT" : "SIGTERM");
 	sd_summary(a, &start, rounds, what);

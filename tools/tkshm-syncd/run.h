@@ -4,9 +4,9 @@
  * R1  Signal handlers only set a flag; every action happens in the loop,
  *     between rounds.
  * R2  SIGTERM and SIGINT stop the daemon after the round in progress.
- *     SIGHUP is logged and otherwise ignored: nothing is re-read (a new
- *     configuration takes a restart).  SIGPIPE is ignored, so that a
- *     Redis connection closed under a write is an error of that write.
+ *     SIGHUP reloads the configuration between two rounds (reload.h),
+ *     the first round done.  SIGPIPE is ignored, so that a Redis
+ *     connection closed under a write is an error of that write.
  * R3  Rounds start every poll_ms on CLOCK_MONOTONIC, at absolute
  *     deadlines; a round that overruns its period moves the next deadline
  *     to now + poll_ms rather than running the missed rounds back to back.
@@ -31,7 +31,8 @@
 /* Installs the handlers of R1, R2.  False after reporting a failure. */
 bool sd_signals_install(void);
 
-/* Runs rounds until asked to stop (R3, R4). */
-void sd_run(struct tk_agent *a, const struct sd_conf *c);
+/* Runs rounds until asked to stop (R3, R4), telling the service manager
+ * READY=1 after the first (service.h S1); a reload may change *c. */
+void sd_run(struct tk_agent *a, struct sd_conf *c);
 
 #endif /* TKSHM_SYNCD_RUN_H */

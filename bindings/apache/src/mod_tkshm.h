@@ -111,6 +111,10 @@ int tkap_tables_forking(apr_pool_t *pconf, ap_scoreboard_e sb_type);
 /* The tables of the running generation, sorted by name (status.c). */
 apr_array_header_t *tkap_tables_list(apr_pool_t *p);
 
+/** tkshm-status?prometheus: the tables in Prometheus's text format, with
+ *  tkshm-inspect's metric names (status_prom.c). */
+void tkap_status_prometheus(request_rec *r, const apr_array_header_t *tables);
+
 /* change.c: what an edited declaration does to a live table.  plan:
  * under httpd -t only, one line per table a start would create or change
  * (tkshm_plan); an error for a file a start could not open.  log: one

@@ -7,7 +7,8 @@
  *   </Location>
  *
  * Plain text by default, "?auto" for `Key: value` lines (each table's
- * lines follow its "Table:" line), "?json" for one JSON object.  It only
+ * lines follow its "Table:" line), "?json" for one JSON object,
+ * "?prometheus" for Prometheus's text format (status_prom.c).  It only
  * reads (tkshm_stats_get): a status request changes no table.
  */
 #include <string.h>
@@ -29,7 +30,8 @@ typedef struct tkap_field {
 enum tkap_format {
 	TKAP_TEXT,
 	TKAP_AUTO,
-	TKAP_JSON
+	TKAP_JSON,
+	TKAP_PROMETHEUS
 };
 
 static void
@@ -161,6 +163,8 @@ tkap_emit(request_rec *r, enum tkap_format fmt, int index,
 			else
 				tkap_json_string(r, x[i].value);
 			break;
+		case TKAP_PROMETHEUS: /* not reached: status_prom.c's */
+			break;
 		}
 	}
 	if (fmt == TKAP_JSON)
@@ -184,13 +188,22 @@ tkap_status_handler(request_rec *r)
 		fmt = TKAP_AUTO;
 	else if (r->args && strcmp(r->args, "json") == 0)
 		fmt = TKAP_JSON;
+	else if (r->args && strcmp(r->args, "prometheus") == 0)
+		fmt = TKAP_PROMETHEUS;
 	ap_set_content_type(r, fmt == TKAP_JSON ? "application/json" :
+			       fmt == TKAP_PROMETHEUS ?
+						  "text/plain; version=0.0.4; "
+						  "charset=utf-8" :
 						  "text/plain; charset=utf-8");
 	/* Counters change with every request: never from a cache. */
 	apr_table_setn(r->headers_out, "Cache-Control", "no-store");
 	if (r->header_only)
 		return OK;
 	tables = tkap_tables_list(r->pool);
+	if (fmt == TKAP_PROMETHEUS) {
+		tkap_status_prometheus(r, tables);
+		return OK;
+	}
 	if (fmt == TKAP_JSON)
 		ap_rputs("{\"tables\":[", r);
 	else if (fmt == TKAP_AUTO)

@@ -91,6 +91,13 @@ char *ngx_http_tkshm_headers_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 ngx_int_t ngx_http_tkshm_check_tables(ngx_conf_t *cf,
 				      ngx_http_tkshm_main_conf_t *mcf);
 
+/* ngx_http_tkshm_prom.c: "?prometheus", into a buffer of at least
+ * ngx_http_tkshm_prom_size(n) bytes; NULL when out of memory. */
+size_t ngx_http_tkshm_prom_size(ngx_uint_t ntables);
+u_char *ngx_http_tkshm_status_prometheus(ngx_http_request_t *r, u_char *p,
+					 ngx_http_tkshm_table_t **tables,
+					 ngx_uint_t n);
+
 /* ngx_http_tkshm_status.c */
 char *ngx_http_tkshm_status_page_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 					   void *conf);

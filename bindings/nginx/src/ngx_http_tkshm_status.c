@@ -3,7 +3,7 @@
  * the counters of every table (tkshm_stats_get), as stub_status does for
  * nginx's connections.  Plain text by default ("NAME.counter value"
  * lines), one JSON object for "?json", Prometheus's text exposition
- * format for "?prometheus".
+ * format for "?prometheus" (ngx_http_tkshm_prom.c).
  */
 #include "ngx_http_tkshm.h"
 
@@ -66,57 +66,6 @@ ngx_http_tkshm_status_table(u_char *p, ngx_http_tkshm_table_t *t,
 	return p;
 }
 
-/* The counters that are gauges (the table's size); the rest only grow. */
-#define NGX_HTTP_TKSHM_GAUGE(f) \
-	(ngx_strcmp(f, "slots") == 0 || ngx_strcmp(f, "file_bytes") == 0)
-
-/* The most bytes one sample line takes: the metric, the table, a value. */
-#define NGX_HTTP_TKSHM_SAMPLE_MAX                                             \
-	(sizeof("tkshm__total{table=\"\"} \n") + NGX_HTTP_TKSHM_COUNTER_MAX + \
-	 NGX_HTTP_TKSHM_NAME_MAX + 24)
-
-/* Prometheus's text format: one metric a counter, every table a sample
- * labelled table="NAME" (names are [A-Za-z0-9_.-], nothing to escape);
- * a metric's samples follow its TYPE line, as the format requires, so
- * the tables' stats are read first.  A table whose stats cannot be read
- * has no samples, and tkshm_status_errors says how many. */
-static u_char *
-ngx_http_tkshm_status_prometheus(ngx_http_request_t *r, u_char *p,
-				 ngx_http_tkshm_table_t **tables, ngx_uint_t n)
-{
-	ngx_uint_t i, errors = 0;
-	tkshm_stats *st;
-	ngx_flag_t *ok;
-
-	st = ngx_pcalloc(r->pool, (n + 1) * sizeof(tkshm_stats));
-	ok = ngx_pcalloc(r->pool, (n + 1) * sizeof(ngx_flag_t));
-	if (st == NULL || ok == NULL) {
-		return NULL;
-	}
-	for (i = 0; i < n; i++) {
-		ok[i] = tkshm_stats_get(tables[i]->handle, &st[i]) == TKSHM_OK;
-		errors += !ok[i];
-	}
-#define X(f)                                                              \
-	p = ngx_sprintf(p, "# TYPE tkshm_%s%s %s\n", #f,                  \
-			NGX_HTTP_TKSHM_GAUGE(#f) ? "" : "_total",         \
-			NGX_HTTP_TKSHM_GAUGE(#f) ? "gauge" : "counter");  \
-	for (i = 0; i < n; i++) {                                         \
-		if (ok[i]) {                                              \
-			p = ngx_sprintf(                                  \
-				p, "tkshm_%s%s{table=\"%V\"} %uL\n", #f,  \
-				NGX_HTTP_TKSHM_GAUGE(#f) ? "" : "_total", \
-				&tables[i]->name, (uint64_t)st[i].f);     \
-		}                                                         \
-	}
-	NGX_HTTP_TKSHM_COUNTERS(X)
-#undef X
-	return ngx_sprintf(p,
-			   "# TYPE tkshm_status_errors gauge\n"
-			   "tkshm_status_errors %ui\n",
-			   errors);
-}
-
 static ngx_int_t
 ngx_http_tkshm_status_handler(ngx_http_request_t *r)
 {
@@ -145,10 +94,11 @@ ngx_http_tkshm_status_handler(ngx_http_request_t *r)
 		size += NGX_HTTP_TKSHM_TABLE_MAX +
 			ngx_escape_json(NULL, tables[i]->path.data,
 					tables[i]->path.len) +
-			2 * tables[i]->path.len +
-			NGX_HTTP_TKSHM_COUNTERS_N * NGX_HTTP_TKSHM_SAMPLE_MAX;
+			2 * tables[i]->path.len;
 	}
-	size += NGX_HTTP_TKSHM_COUNTERS_N * 80 + 80; /* the TYPE lines */
+	if (prometheus) {
+		size += ngx_http_tkshm_prom_size(mcf->tables.nelts);
+	}
 	b = ngx_create_temp_buf(r->pool, size);
 	if (b == NULL) {
 		return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -266,19 +266,47 @@ def test_status_page():
               and doc["q"]["file"] == "" and doc["q"]["slots"] >= 8,
               "JSON status: %s" % doc)
         s, h, text = n.get("/tkshm?prometheus")
-        samples = dict(line.rsplit(" ", 1)
-                       for line in text.decode().splitlines()
+        text = text.decode()
+        samples = dict(line.rsplit(" ", 1) for line in text.splitlines()
                        if not line.startswith("#"))
-        types = [line.split()[2] for line in text.decode().splitlines()
-                 if line.startswith("# TYPE")]
-        check(s == 200 and h["content-type"].startswith("text/plain")
-              and samples['tkshm_allowed_total{table="p"}'] == "3"
-              and samples['tkshm_denied_total{table="p"}'] == "7"
-              and samples['tkshm_allowed_total{table="q"}'] == "0"
+        types = dict(line.split()[2:4] for line in text.splitlines()
+                     if line.startswith("# TYPE"))
+        check(s == 200 and h["content-type"] == "text/plain; version=0.0.4"
+              and samples['tkshm_decisions_total{table="p",'
+                          'decision="allowed"}'] == "3"
+              and samples['tkshm_decisions_total{table="p",'
+                          'decision="denied"}'] == "7"
+              and samples['tkshm_decisions_total{table="q",'
+                          'decision="allowed"}'] == "0"
+              and samples['tkshm_keys{table="p",state="live"}'] == "1"
               and int(samples['tkshm_slots{table="q"}']) >= 8
               and samples["tkshm_status_errors"] == "0"
-              and len(types) == len(set(types)) == 14,
-              "Prometheus status: %s" % text.decode())
+              and len(types) == 19,
+              "Prometheus status: %s" % text)
+        # promtool's verdict, and tkshm-inspect's metrics of the same
+        # file: the same names, types and values (one dashboard for
+        # nginx, Apache and the exporter).
+        if os.environ.get("PROMTOOL"):
+            r = subprocess.run([os.environ["PROMTOOL"], "check", "metrics"],
+                               input=text, capture_output=True, text=True,
+                               timeout=60)
+            check(r.returncode == 0, "promtool check metrics: %s%s"
+                  % (r.stdout, r.stderr))
+        if os.environ.get("TKSHM_INSPECT"):
+            r = subprocess.run([os.environ["TKSHM_INSPECT"], "metrics",
+                                n.path("p.tbl")], capture_output=True,
+                               text=True, timeout=60)
+            theirs = dict(
+                line.replace('table="p.tbl"', 'table="p"').rsplit(" ", 1)
+                for line in r.stdout.splitlines()
+                if not line.startswith("#"))
+            mine = {k: v for k, v in samples.items() if 'table="p"' in k}
+            check(r.returncode == 0 and mine == theirs
+                  and all(types[name] == t for name, t in dict(
+                      line.split()[2:4] for line in r.stdout.splitlines()
+                      if line.startswith("# TYPE")).items()),
+                  "nginx and tkshm-inspect differ: %s\n%s"
+                  % (mine, theirs))
     with_nginx(http, body)
 
 

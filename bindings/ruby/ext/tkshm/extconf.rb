@@ -14,6 +14,7 @@
 # in the process cannot interpose on it.
 require "mkmf"
 require "rbconfig"
+require "etc"
 
 # Flags the library is compiled with (CMake's TKSHM_C_FLAGS): decisions
 # must be bit-identical to the reference IEEE-754 arithmetic, so nothing
@@ -95,6 +96,29 @@ def library_sources(root, redis)
   end
 end
 
+# Compiles each source to an object here (named by its index: the
+# library's directories repeat file names), as many at once as there are
+# CPUs (MAKEFLAGS' -j does not reach extconf.rb); returns the objects.
+def compile_all(sources, flags)
+  cc = RbConfig::CONFIG["CC"].split
+  jobs = sources.each_with_index.map do |src, i|
+    [src, format("tklib_%03d_%s.o", i, File.basename(src, ".c"))]
+  end
+  queue = Queue.new
+  jobs.each { |job| queue << job }
+  failed = Queue.new
+  workers = Array.new([Etc.nprocessors, 1].max) do
+    Thread.new do
+      while (job = (queue.pop(true) rescue nil))
+        failed << job[0] unless system(*cc, *flags, "-c", job[0], "-o", job[1])
+      end
+    end
+  end
+  workers.each(&:join)
+  abort "tkshm: compiling #{failed.pop} failed" unless failed.empty?
+  jobs.map(&:last)
+end
+
 # Compiles the library from `root` into libtkshm_bundled.a here and links
 # it.  Done now rather than by the Makefile: mkmf's Makefile compiles one
 # directory's files, and the library's span several with repeated names.
@@ -116,12 +140,7 @@ def build_bundled_library(root)
     write_lua_sources(root, "lua_sources.c")
     sources << File.expand_path("lua_sources.c")
   end
-  cc = RbConfig::CONFIG["CC"].split
-  objects = sources.each_with_index.map do |src, i|
-    obj = format("tklib_%03d_%s.o", i, File.basename(src, ".c"))
-    system(*cc, *flags, "-c", src, "-o", obj) or abort "tkshm: compiling #{src} failed"
-    obj
-  end
+  objects = compile_all(sources, flags)
   File.delete("libtkshm_bundled.a") if File.exist?("libtkshm_bundled.a")
   system("ar", "rcs", "libtkshm_bundled.a", *objects) or abort "tkshm: ar failed"
   $INCFLAGS << " -I#{root}/include"

@@ -16,14 +16,15 @@ static VALUE eError;
 void
 tkshm_rb_raise(int code, const char *detail)
 {
-	VALUE msg = rb_str_new_cstr(detail && *detail ? detail :
-							tkshm_strerror(code));
+	VALUE msg = rb_utf8_str_new_cstr(
+		detail && *detail ? detail : tkshm_strerror(code));
 	VALUE exc = rb_class_new_instance(1, &msg, eError);
 
 	rb_iv_set(exc, "@code", INT2NUM(code));
 	/* "TKSHM_EINVAL" -> "EINVAL", the name of the constant Tkshm::EINVAL */
 	rb_iv_set(exc, "@name",
-		  rb_str_new_cstr(tkshm_error_name(code) + strlen("TKSHM_")));
+		  rb_usascii_str_new_cstr(tkshm_error_name(code) +
+					  strlen("TKSHM_")));
 	rb_exc_raise(exc);
 }
 
@@ -67,7 +68,7 @@ client_key(int argc, VALUE *argv, VALUE self)
 		out, sizeof(out));
 	if (rc < 0)
 		tkshm_rb_raise(rc, NULL);
-	return rb_str_new(out, rc);
+	return rb_usascii_str_new(out, rc);
 }
 
 /* Tkshm.http_headers(decision, style, policy_name, window_s, now_ms): the
@@ -97,8 +98,10 @@ http_headers(VALUE self, VALUE decision, VALUE style, VALUE name,
 				       NULL);
 	pairs = rb_ary_new_capa(n);
 	for (int i = 0; i < n; i++)
-		rb_ary_push(pairs, rb_assoc_new(rb_str_new_cstr(out[i].name),
-						rb_str_new_cstr(out[i].value)));
+		rb_ary_push(
+			pairs,
+			rb_assoc_new(rb_usascii_str_new_cstr(out[i].name),
+				     rb_usascii_str_new_cstr(out[i].value)));
 	return pairs;
 }
 
@@ -113,7 +116,7 @@ static VALUE
 strerror_of(VALUE self, VALUE code)
 {
 	(void)self;
-	return rb_str_new_cstr(tkshm_strerror(NUM2INT(code)));
+	return rb_usascii_str_new_cstr(tkshm_strerror(NUM2INT(code)));
 }
 
 static void
@@ -123,8 +126,9 @@ define_constants(VALUE m)
 		rb_define_const(m, tkshm_error_name(code) + strlen("TKSHM_"),
 				INT2NUM(code));
 	rb_define_const(m, "KEY_MAX", INT2NUM(TKSHM_KEY_MAX));
-	rb_define_const(m, "DEFAULT_DIR",
-			rb_obj_freeze(rb_str_new_cstr(TKSHM_DEFAULT_DIR)));
+	rb_define_const(
+		m, "DEFAULT_DIR",
+		rb_obj_freeze(rb_usascii_str_new_cstr(TKSHM_DEFAULT_DIR)));
 	rb_define_const(m, "LEASE_KEY_MAX", INT2NUM(TKSHM_LEASE_KEY_MAX));
 	rb_define_const(m, "DECISION_EVICTED_DEBTOR",
 			UINT2NUM(TKSHM_DECISION_EVICTED_DEBTOR));
@@ -135,8 +139,9 @@ define_constants(VALUE m)
 			UINT2NUM(TKSHM_DECISION_FALLBACK));
 	rb_define_const(m, "DECISION_NO_LEASE",
 			UINT2NUM(TKSHM_DECISION_NO_LEASE));
-	rb_define_const(m, "LIBRARY_VERSION",
-			rb_obj_freeze(rb_str_new_cstr(tkshm_version())));
+	rb_define_const(
+		m, "LIBRARY_VERSION",
+		rb_obj_freeze(rb_usascii_str_new_cstr(tkshm_version())));
 #ifdef TKSHM_RB_HAVE_REDIS
 	rb_define_const(m, "HAVE_REDIS", Qtrue);
 #else

@@ -191,7 +191,7 @@ redis_last_error(VALUE self)
 #else
 	(void)self;
 #endif
-	return rb_str_new_cstr(buf);
+	return rb_utf8_str_new_cstr(buf);
 }
 
 void

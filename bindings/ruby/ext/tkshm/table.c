@@ -293,7 +293,7 @@ table_policy(VALUE self)
 		rc = tkshm_policy_format(&s.policy, buf, sizeof(buf));
 	if (rc < 0)
 		tkshm_rb_raise(rc, NULL);
-	return rb_str_new_cstr(buf);
+	return rb_usascii_str_new_cstr(buf);
 }
 
 #define SET(h, name, v) rb_hash_aset(h, ID2SYM(rb_intern(name)), v)
@@ -354,11 +354,12 @@ table_change(VALUE self)
 	rb_table *o = open_table(self);
 	VALUE h = rb_hash_new();
 
-	SET(h, "kind", rb_str_new_cstr(tkshm_change_name(o->change.kind)));
+	SET(h, "kind",
+	    rb_usascii_str_new_cstr(tkshm_change_name(o->change.kind)));
 	SET(h, "states_kept", o->change.states_kept ? Qtrue : Qfalse);
 	SET(h, "slots_before", ULL2NUM(o->change.slots_before));
 	SET(h, "slots_after", ULL2NUM(o->change.slots_after));
-	SET(h, "text", rb_str_new_cstr(o->change.text));
+	SET(h, "text", rb_usascii_str_new_cstr(o->change.text));
 	return h;
 }
 

@@ -61,6 +61,7 @@ module Tkshm
         @slots = slots
         @redis = redis
         @window_s = window_of(policy)
+        self.table # opened now: a bad policy fails at startup, not per request
       end
 
       def applies_to?(env)
@@ -82,8 +83,9 @@ module Tkshm
         [Rack.fit_key(key), cost]
       end
 
-      # Opened in the process that first checks it (a forked worker too;
-      # one handle per process: Table.shared).
+      # Opened with the middleware (in a preloading master, whose workers
+      # inherit the handle) and again only if closed; one handle per path
+      # per process (Table.shared).
       def table
         @table = nil if @table&.closed?
         @table ||= Table.shared(@table_path, @policy, slots: @slots, redis: @redis)

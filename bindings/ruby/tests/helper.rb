@@ -67,11 +67,11 @@ module TkshmTest
     name
   end
 
-  # The pids of the children of `pid` (from /proc).
+  # The pids of the live (not zombie) children of `pid`, from /proc.
   def self.children(pid)
     Dir.glob("/proc/[0-9]*/stat").filter_map do |f|
-      fields = File.read(f).split(") ").last.split
-      File.basename(File.dirname(f)).to_i if fields[1].to_i == pid
+      state, ppid = File.read(f).split(") ").last.split
+      File.basename(File.dirname(f)).to_i if ppid.to_i == pid && state != "Z"
     rescue Errno::ENOENT, Errno::ESRCH
       nil
     end

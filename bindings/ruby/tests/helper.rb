@@ -9,6 +9,7 @@ require "timeout"
 require "tmpdir"
 require "net/http"
 require "tkshm"
+require "tempfile"
 
 unless $LOADED_FEATURES.any? { |f| f.end_with?("tkshm/tkshm.so") && f.start_with?(ENV.fetch("GEM_HOME", "/nonexistent")) }
   abort "tkshm was not loaded from the installed gem (GEM_HOME=#{ENV['GEM_HOME'].inspect})"

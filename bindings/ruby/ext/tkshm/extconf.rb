@@ -39,6 +39,10 @@ end
 # The checkout whose src/ and include/ the extension compiles, or nil.
 def source_tree
   given = with_config("tkshm-source")
+  # gem install runs this file in the installed gem's directory, where a
+  # relative path would name something else than the user meant.
+  abort "--with-tkshm-source=#{given}: give an absolute path (\"$PWD/...\")" \
+    if given && !given.start_with?("/")
   dirs = given ? [given] : [File.expand_path("../../../..", __dir__)]
   root = dirs.map { |d| File.expand_path(d) }.find do |d|
     File.file?(File.join(d, "include", "tkshm.h")) &&

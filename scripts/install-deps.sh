@@ -52,10 +52,11 @@ TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	nginx-dev nginx-light
 	clang-tidy cppcheck valgrind wrk)
 # The peers the benchmarks measure beside tkshm: nginx (limit_req) driven
-# by wrk, ab, and APCu and Symfony's RateLimiter for the PHP loop.
+# by wrk, ab, and APCu and Symfony's RateLimiter for the PHP loop;
+# ruby-redis (Rack::Attack over redis-server, for the Ruby loop).
 BENCH_PKGS=("${TEST_PKGS[@]}" libbenchmark-dev g++ gnuplot-nox nginx-light
 	wrk apache2-utils php-apcu php-symfony-rate-limiter
-	php-symfony-cache php-symfony-lock)
+	php-symfony-cache php-symfony-lock ruby-redis)
 # -----------------------------------------------------------------------------
 
 usage() {

@@ -194,6 +194,12 @@ class TestHttp < Minitest::Test
     assert_raises(TypeError) { Tkshm.headers([true, 1, 1, 1, 0, 0]) }
   end
 
+  # The buffer follows the name's length, on the heap when it is long.
+  def test_a_very_long_policy_name
+    h = Tkshm.headers(decision(1.0), "n" * 10_000_000, now_ms: 1.0)
+    assert_equal "\"#{'n' * 10_000_000}\";q=1", h["RateLimit-Policy"]
+  end
+
   def test_client_key
     assert_equal "192.0.2.7", Tkshm.client_key("192.0.2.7")
     assert_equal "192.0.2.7", Tkshm.client_key("::ffff:192.0.2.7")
@@ -221,6 +227,18 @@ class TestRedisOptions < Minitest::Test
       e = assert_raises(Tkshm::Error) { t.attach(r) }
       assert_equal Tkshm::ENOTSUP, e.code
       assert_nil t.redis
+    end
+  end
+
+  # A strict table's key is copied before the GVL is released: one the
+  # library refuses (100 MB, empty) is refused without a copy or a wait.
+  def test_strict_table_refuses_bad_keys_before_the_network
+    skip "no Redis tier" unless Tkshm::HAVE_REDIS
+    r = Tkshm::Redis.new(port: 1, connect_timeout_ms: 50)
+    Tkshm::Table.open(nil, "gcra:limit=2,periodMs=1000,burst=2;mode=strict", redis: r) do |t|
+      assert_equal Tkshm::EKEYLONG, assert_raises(Tkshm::Error) { t.check("x" * 100_000_000) }.code
+      assert_equal Tkshm::EKEYEMPTY, assert_raises(Tkshm::Error) { t.peek("") }.code
+      assert_equal 0, t.stats[:global][:redis_calls]
     end
   end
 end

@@ -82,12 +82,13 @@ http_headers(VALUE self, VALUE decision, VALUE style, VALUE name,
 	const char *cname = NIL_P(name) ? NULL : StringValueCStr(name);
 	size_t need = TKSHM_HTTP_BUF_SIZE(cname ? strlen(cname) : 8);
 	char *buf;
-	VALUE pairs;
+	VALUE pairs, tmp;
 	int n;
 
 	(void)self;
 	tkshm_rb_decision_get(decision, &d);
-	buf = ALLOCA_N(char, need);
+	/* On the heap when large: the name's length is the caller's. */
+	buf = ALLOCV_N(char, tmp, need);
 	n = tkshm_http_headers(&d, (tkshm_http_style)NUM2INT(style), cname,
 			       NIL_P(window_s) ? -1 : NUM2LL(window_s),
 			       NUM2DBL(now_ms), out, buf, need);
@@ -102,6 +103,7 @@ http_headers(VALUE self, VALUE decision, VALUE style, VALUE name,
 			pairs,
 			rb_assoc_new(rb_usascii_str_new_cstr(out[i].name),
 				     rb_usascii_str_new_cstr(out[i].value)));
+	ALLOCV_END(tmp);
 	return pairs;
 }
 

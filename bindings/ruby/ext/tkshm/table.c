@@ -205,12 +205,14 @@ decide(VALUE self, VALUE key, double cost, VALUE now, bool peek)
 			  peek,
 			  { 0 },
 			  TKSHM_EINTR };
-	if (!o->redis) {
+	/* A key the library refuses at once (empty, too long) never waits,
+	 * and is never copied onto the stack. */
+	if (!o->redis || c.key_len == 0 || c.key_len > TKSHM_KEY_MAX) {
 		run_check(&c);
 	} else {
-		/* The key's bytes are copied: another thread may change the
-		 * string while this one waits on Redis. */
-		char *copy = ALLOCA_N(char, c.key_len ? c.key_len : 1);
+		/* The key's bytes are copied (at most TKSHM_KEY_MAX): another
+		 * thread may change the string while this one waits on Redis. */
+		char copy[TKSHM_KEY_MAX];
 
 		memcpy(copy, c.key, c.key_len);
 		c.key = copy;

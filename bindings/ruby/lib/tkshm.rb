@@ -16,6 +16,32 @@ require "tkshm/table"
 require "tkshm/redis"
 
 module Tkshm
+  # What check_multi decided: the binding decision (the one whose answer
+  # stands), its index among the dimensions, and each dimension's.
+  MultiDecision = Struct.new(:decision, :binding, :decisions) do
+    def allowed?
+      decision.allowed
+    end
+  end
+
+  # Decides several tables' keys at one instant as one decision:
+  # dimensions are [table, key] or [table, key, cost] (1 to MULTI_MAX).
+  # mode "all": admitted only if every dimension admits, and nothing is
+  # consumed anywhere otherwise; the binding decision is the denier with
+  # the longest retry-after, or if all admit the one with the fewest
+  # units left.  mode "any": admitted if one admits, consuming only where
+  # admitted.  Returns a frozen MultiDecision.
+  def self.check_multi(dimensions, mode: "all", now_ms: nil)
+    raise ArgumentError, "mode must be \"all\" or \"any\", not #{mode.inspect}" \
+      unless %w[all any].include?(mode.to_s)
+
+    dims = dimensions.map do |table, key, cost = 1|
+      [table, key.is_a?(String) ? key : key.to_str, cost]
+    end
+    decision, binding, decisions = _check_multi(dims, mode.to_s == "all", now_ms)
+    MultiDecision.new(decision, binding, decisions.freeze).freeze
+  end
+
   # The three header styles every binding names the same way
   # (docs/http-headers.md), as tkshm_http_style numbers them.
   HEADER_STYLES = { "draft" => 0, "legacy" => 1, "none" => 2 }.freeze

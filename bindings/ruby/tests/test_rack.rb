@@ -74,6 +74,22 @@ class TestLimiter < Minitest::Test
     assert_equal 200, r.get("/login/x", env).status
   end
 
+  # One decision: a limit that denies leaves the others untouched.
+  def test_a_denial_consumes_from_no_limit
+    r = client([limit("wide", "fixedWindow:limit=5,windowMs=3600000"),
+                limit("narrow", "fixedWindow:limit=2,windowMs=3600000")])
+    env = { "REMOTE_ADDR" => "192.0.2.8" }
+    assert_equal [200, 200, 429, 429], Array.new(4) { r.get("/", env).status }
+    res = r.get("/", env)
+    assert_match(/\A"narrow";/, res.headers["ratelimit"])
+    Tkshm::Table.open("#{@tag}-wide", nil, create: false) do |t|
+      assert_equal 3, t.peek("192.0.2.8").remaining
+    end
+    assert_raises(ArgumentError) do
+      client(Array.new(Tkshm::MULTI_MAX + 1) { |i| limit("l#{i}", "fixedWindow:limit=1,windowMs=1000") })
+    end
+  end
+
   def test_cost_and_zero_cost
     cost = ->(env) { env["HTTP_X_COST"].to_i }
     r = client([limit("cost", "fixedWindow:limit=10,windowMs=3600000", cost: cost)], headers: "legacy")

@@ -166,6 +166,59 @@ class TestTable < Minitest::Test
   end
 end
 
+class TestMulti < Minitest::Test
+  def tables
+    wide = Tkshm::Table.new(nil, "fixedWindow:limit=3,windowMs=60000")
+    narrow = Tkshm::Table.new(nil, "fixedWindow:limit=1,windowMs=60000")
+    yield wide, narrow
+  ensure
+    wide&.close
+    narrow&.close
+  end
+
+  def test_all_consumes_nothing_unless_every_dimension_admits
+    tables do |wide, narrow|
+      m = Tkshm.check_multi([[wide, "k"], [narrow, "k"]], now_ms: 10.0)
+      assert m.allowed?
+      assert m.frozen?
+      assert_equal 1, m.binding
+      assert_equal [2, 0], m.decisions.map(&:remaining)
+      m = Tkshm.check_multi([[wide, "k"], [narrow, "k"]], now_ms: 10.0)
+      refute m.allowed?
+      assert_equal 1, m.binding
+      assert_equal 2, wide.peek("k", 10.0).remaining
+    end
+  end
+
+  def test_any_consumes_where_admitted
+    tables do |wide, narrow|
+      narrow.check("k", 1, 10.0)
+      m = Tkshm.check_multi([[narrow, "k"], [wide, "k", 2]], mode: "any", now_ms: 10.0)
+      assert m.allowed?
+      assert_equal 1, m.binding # the admitter with the most units left
+      assert_equal [false, true], m.decisions.map(&:allowed)
+      assert_equal 1, wide.peek("k", 10.0).remaining
+    end
+  end
+
+  def test_errors
+    tables do |wide, narrow|
+      assert_raises(ArgumentError) { Tkshm.check_multi([[wide, "k"]], mode: "every") }
+      assert_equal Tkshm::EINVAL, assert_raises(Tkshm::Error) { Tkshm.check_multi([]) }.code
+      e = assert_raises(Tkshm::Error) { Tkshm.check_multi(Array.new(Tkshm::MULTI_MAX + 1) { [wide, "k"] }) }
+      assert_equal Tkshm::EINVAL, e.code
+      assert_raises(TypeError) { Tkshm.check_multi([["not a table", "k"]]) }
+      assert_raises(NoMethodError) { Tkshm.check_multi([[wide, 42]]) }
+      # bad input anywhere changes nothing anywhere
+      e = assert_raises(Tkshm::Error) { Tkshm.check_multi([[wide, "k"], [narrow, ""]], now_ms: 10.0) }
+      assert_equal Tkshm::EKEYEMPTY, e.code
+      assert_equal 3, wide.peek("k", 10.0).remaining
+      narrow.close
+      assert_raises(IOError) { Tkshm.check_multi([[wide, "k"], [narrow, "k"]]) }
+    end
+  end
+end
+
 class TestHttp < Minitest::Test
   def decision(now, allowed: true)
     Tkshm::Table.open(nil, "fixedWindow:limit=1,windowMs=60000") do |t|

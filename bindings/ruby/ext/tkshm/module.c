@@ -173,4 +173,5 @@ Init_tkshm(void)
 	rb_define_module_function(m, "strerror", strerror_of, 1);
 	tkshm_rb_init_table(m);
 	tkshm_rb_init_redis(m);
+	tkshm_rb_init_multi(m);
 }

@@ -18,4 +18,14 @@ tkshm_redis *tkshm_rb_redis_conn_handle(rb_redis_conn *c);
 void tkshm_rb_redis_conn_lock(rb_redis_conn *c);
 void tkshm_rb_redis_conn_unlock(rb_redis_conn *c);
 
+/* A table as multi.c uses it: its handle, its connection (or NULL) and
+ * the count of its calls running without the GVL. */
+typedef struct {
+	tkshm_table *table;
+	rb_redis_conn *redis;
+	int *inflight;
+} tkshm_rb_table_ref;
+
+tkshm_rb_table_ref tkshm_rb_table_ref_of(VALUE table);
+
 #endif

@@ -85,6 +85,23 @@ open_table(VALUE self)
 	return o;
 }
 
+/* For multi.c: the open table `v`'s state (TypeError for another object,
+ * IOError when closed). */
+tkshm_rb_table_ref
+tkshm_rb_table_ref_of(VALUE v)
+{
+	rb_table *o;
+	tkshm_rb_table_ref ref;
+
+	if (!rb_typeddata_is_kind_of(v, &table_type))
+		rb_raise(rb_eTypeError, "expected a Tkshm::Table");
+	o = open_table(v);
+	ref.table = o->t;
+	ref.redis = o->redis;
+	ref.inflight = &o->inflight;
+	return ref;
+}
+
 /* --- opening ------------------------------------------------------------ */
 
 typedef struct {

@@ -30,5 +30,6 @@ void tkshm_rb_decision_get(VALUE decision, tkshm_decision *out);
 
 void tkshm_rb_init_table(VALUE mTkshm);
 void tkshm_rb_init_redis(VALUE mTkshm);
+void tkshm_rb_init_multi(VALUE mTkshm);
 
 #endif

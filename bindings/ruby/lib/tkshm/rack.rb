@@ -113,17 +113,20 @@ module Tkshm
       end
     end
 
-    # The middleware.  Every limit whose path covers the request is checked
-    # in order, at one instant; the first denial answers `status` with its
-    # headers and Retry-After, and the limits after it are not checked
-    # (those before it have consumed).  An admitted response carries the
-    # headers of the limit with the fewest units left.  A table error
-    # (full, busy) admits unless fail_open: false, which answers 503.
+    # The middleware.  The limits whose paths cover the request are
+    # decided together, at one instant, as one decision
+    # (Tkshm.check_multi, mode "all"): admitted only if every one admits,
+    # and a denial consumes nothing from any of them.  A denial answers
+    # `status` with the headers of the limit that denied (the longest
+    # wait) and Retry-After; an admitted response carries the headers of
+    # the limit with the fewest units left.  A table error (full, busy)
+    # admits unless fail_open: false, which answers 503.
     class Limiter
       def initialize(app, limits:, headers: "draft", status: 429, fail_open: true)
         raise ArgumentError, "headers must be \"draft\", \"legacy\" or \"none\"" \
           unless HEADER_STYLES.key?(headers.to_s)
         raise ArgumentError, "status must be 400 to 599" unless (400..599).cover?(status)
+        raise ArgumentError, "at most #{MULTI_MAX} limits" if limits.size > MULTI_MAX
 
         @app = app
         @limits = limits.map { |l| l.is_a?(Limit) ? l : Limit.new(**l) }.freeze
@@ -133,32 +136,37 @@ module Tkshm
       end
 
       def call(env)
-        now = Tkshm.now_ms
-        best = nil
+        limits = []
+        dims = []
         @limits.each do |limit|
           next unless limit.applies_to?(env)
 
           kc = limit.key_and_cost(env) or next
-          d = check(limit, *kc, now)
-          return unavailable if d == :error
-          next if d.nil?
-          return denied(limit, d, now) unless d.allowed
-
-          best = [limit, d] if best.nil? || d.remaining < best[1].remaining
+          limits << limit
+          dims << [limit.table, *kc]
         end
+        return @app.call(env) if dims.empty?
+
+        now = Tkshm.now_ms
+        result = decide(dims, now)
+        return result if result.is_a?(Array) # fail-closed's answer
+        return @app.call(env) if result.nil? # failed open
+
+        limit = limits[result.binding]
+        return denied(limit, result.decision, now) unless result.allowed?
+
         status, headers, body = @app.call(env)
-        headers = headers.merge(rate_headers(*best, now)) if best
-        [status, headers, body]
+        [status, headers.merge(rate_headers(limit, result.decision, now)), body]
       end
 
       private
 
-      # The decision, nil when a failed check admits, :error when it fails
-      # closed.
-      def check(limit, key, cost, now)
-        limit.table.check(key, cost, now)
+      # The MultiDecision; when the check fails, nil (fail open) or the
+      # 503 response.
+      def decide(dims, now)
+        Tkshm.check_multi(dims, now_ms: now)
       rescue Tkshm::Error
-        @fail_open ? nil : :error
+        @fail_open ? nil : unavailable
       end
 
       def rate_headers(limit, decision, now)

@@ -38,6 +38,15 @@ class TestLimiter < Minitest::Test
     assert_equal 200, r.get("/", "REMOTE_ADDR" => "192.0.2.2").status
   end
 
+  def test_a_remote_addr_that_is_not_an_address_is_the_key
+    r = client([limit("odd", "fixedWindow:limit=1,windowMs=3600000")])
+    assert_equal 200, r.get("/", "REMOTE_ADDR" => "unix:/run/app.sock").status
+    assert_equal 429, r.get("/", "REMOTE_ADDR" => "unix:/run/app.sock").status
+    assert_equal 200, r.get("/", "REMOTE_ADDR" => "").status
+    assert_equal 429, r.get("/", "REMOTE_ADDR" => "").status
+    assert_raises(Tkshm::Error) { Tkshm::Rack.client_ip(v6_prefix: 129) }
+  end
+
   def test_header_key_and_requests_without_it
     r = client([limit("hdr", "fixedWindow:limit=1,windowMs=3600000", key: Tkshm::Rack.header("X-Api-Key"))])
     assert_equal 200, r.get("/", "HTTP_X_API_KEY" => "a").status

@@ -18,9 +18,18 @@ module Tkshm
     # The client's address as a key: IPv4 as is, IPv6 as its /v6_prefix
     # network ("2001:db8::/64"), from REMOTE_ADDR (the peer: behind a
     # proxy, set it from the proxy's header first, as a trusted-proxy
-    # middleware does).
+    # middleware does).  A REMOTE_ADDR that is not an address (a server
+    # on a unix socket may set anything) is the key as it is.
     def self.client_ip(v6_prefix: 64)
-      ->(env) { (addr = env["REMOTE_ADDR"]) && Tkshm.client_key(addr, v6_prefix) }
+      Tkshm.client_key("::1", v6_prefix) # a bad prefix fails here, once
+      lambda do |env|
+        addr = env["REMOTE_ADDR"] or return nil
+        begin
+          Tkshm.client_key(addr, v6_prefix)
+        rescue Tkshm::Error
+          addr
+        end
+      end
     end
 
     # A request header's value as the key ("X-Api-Key"); a request without

@@ -15,6 +15,8 @@ module ServerCases
     table = TkshmTest.table_name(kind)
     server = TkshmTest::Server.new(kind, mode: "limiter", table: table, limit: LIMIT, preload: preload)
     workers = server.workers
+    # the mode asked for is the mode Puma runs in
+    assert_equal preload, server.log.include?("Preloading application"), server.log if kind == :puma
     statuses, pids = server.burst("/busy", 20)
     assert_equal [200] * 20, statuses, server.log
     assert_operator (pids.uniq & workers).size, :>=, 2, "one worker served every request"

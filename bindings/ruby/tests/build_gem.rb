@@ -1,10 +1,11 @@
 # frozen_string_literal: true
 
 # The fixture ruby_gem: builds the gem as a user does and installs it into
-# OUT/home, compiling the library's sources from the checkout ROOT:
+# OUT/home, compiling the copy of the library's sources the gem carries
+# (--enable-bundled: never a libtkshm that happens to be installed):
 #
-#   gem build tkshm.gemspec
-#   gem install --local --no-document tkshm-X.gem -- --with-tkshm-source=ROOT
+#   gem build tkshm.gemspec                  (TKSHM_SOURCE_DIR=ROOT)
+#   gem install --local --no-document tkshm-X.gem -- --enable-bundled
 #
 # Usage: ruby build_gem.rb OUT ROOT [--enable-werror]
 require "fileutils"
@@ -22,15 +23,18 @@ FileUtils.mkdir_p(out)
 Dir.mktmpdir("tkshm-gem-") do |tmp|
   FileUtils.cp_r(Dir[File.join(gem_src, "{tkshm.gemspec,README.md,lib,ext}")], tmp)
   Dir.chdir(tmp) do
-    system("gem", "build", "tkshm.gemspec", exception: true)
+    system({ "TKSHM_SOURCE_DIR" => File.expand_path(root) }, "gem", "build", "tkshm.gemspec",
+           exception: true)
   end
   gem = Dir[File.join(tmp, "tkshm-*.gem")].first or abort "no .gem built"
   FileUtils.cp(gem, out)
 end
 gem = Dir[File.join(out, "tkshm-*.gem")].first
 env = { "GEM_HOME" => File.join(out, "home") }
-ok = system(env, "gem", "install", "--local", "--no-document", gem, "--",
-            "--with-tkshm-source=#{File.expand_path(root)}", *extra)
+# Installed from a directory where no checkout is around it.
+ok = Dir.chdir(Dir.tmpdir) do
+  system(env, "gem", "install", "--local", "--no-document", gem, "--", "--enable-bundled", *extra)
+end
 unless ok
   Dir[File.join(out, "home", "extensions", "**", "{gem_make.out,mkmf.log}")].each do |log|
     warn "---- #{log}"

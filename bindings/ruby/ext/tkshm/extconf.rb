@@ -6,9 +6,10 @@
 #   1. an installed libtkshm, found with pkg-config ("tkshm"; a prefix other
 #      than /usr: PKG_CONFIG_PATH=$prefix/lib/pkgconfig, or
 #      --with-tkshm-dir=$prefix);
-#   2. the library's sources, compiled into the extension: those of the
-#      repository this file sits in (building in the tree, as CMake does),
-#      or of --with-tkshm-source=DIR (a checkout, for an installed gem).
+#   2. the library's sources, compiled into the extension: those of
+#      --with-tkshm-source=DIR (a checkout), else the copy the gem carries
+#      (vendor/libtkshm, made by `gem build` in a checkout), else those of
+#      the checkout this file sits in.
 # --enable-bundled skips 1.  The compiled-in library is hidden
 # (-fvisibility=hidden): only Init_tkshm is exported, so another libtkshm
 # in the process cannot interpose on it.
@@ -36,14 +37,17 @@ def x86?
   RbConfig::CONFIG["host_cpu"] =~ /\A(x86_64|amd64|i[3-6]86)\z/
 end
 
-# The checkout whose src/ and include/ the extension compiles, or nil.
+# The tree whose src/ and include/ the extension compiles, or nil: the
+# checkout given, else the copy the gem carries (vendor/libtkshm), else
+# the checkout this file sits in.
 def source_tree
   given = with_config("tkshm-source")
   # gem install runs this file in the installed gem's directory, where a
   # relative path would name something else than the user meant.
   abort "--with-tkshm-source=#{given}: give an absolute path (\"$PWD/...\")" \
     if given && !given.start_with?("/")
-  dirs = given ? [given] : [File.expand_path("../../../..", __dir__)]
+  dirs = given ? [given] : [File.expand_path("../../vendor/libtkshm", __dir__),
+                            File.expand_path("../../../..", __dir__)]
   root = dirs.map { |d| File.expand_path(d) }.find do |d|
     File.file?(File.join(d, "include", "tkshm.h")) &&
       Dir.exist?(File.join(d, "src", "shm"))
@@ -161,8 +165,8 @@ end
 refuse_fast_math("#{RbConfig::CONFIG['CFLAGS']} #{ENV['CFLAGS']}")
 unless use_installed_library
   root = source_tree or
-    abort "tkshm: libtkshm not found by pkg-config and no checkout to build " \
-          "it from: install libtkshm (PKG_CONFIG_PATH=<prefix>/lib/pkgconfig) " \
+    abort "tkshm: libtkshm not found by pkg-config and no library sources " \
+          "to build it from: install libtkshm (PKG_CONFIG_PATH=<prefix>/lib/pkgconfig) " \
           "or give --with-tkshm-source=<checkout>"
   build_bundled_library(root)
 end

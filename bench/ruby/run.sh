@@ -103,6 +103,7 @@ fi
 
 jsonl="$out_dir/ruby.jsonl"
 tmp="$jsonl.tmp"
+# shellcheck disable=SC2016 # Ruby code, expanded by Ruby
 ruby -rjson -rrbconfig -e '
   seconds, quick = ARGV[0].to_f, ARGV[1] == "1"
   first = ->(path, re) { File.foreach(path).each { |l| m = l[re, 1] and return m.strip } rescue nil; nil }

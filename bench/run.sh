@@ -20,11 +20,14 @@
 #    more; its records say "topology": "cluster");
 # 6. runs the server benchmarks of the bindings: bench/apache/run.sh
 #    (Apache with and without mod_tkshm, nginx limit_req; DIR/apache.jsonl)
-#    and bench/php/run.sh (a PHP loop beside APCu and Symfony;
-#    DIR/php.jsonl), each a few minutes;
+#    bench/php/run.sh (a PHP loop beside APCu and Symfony;
+#    DIR/php.jsonl) and bench/ruby/run.sh (a Ruby loop beside
+#    Rack::Attack over MemoryStore and redis-server; DIR/ruby.jsonl),
+#    each a few minutes;
 # 7. runs bench/report.py: DIR/RESULTS.md and the plots DIR/*.png, then
 #    the sections of the Redis tier (bench/procs/report_redis_tier.py),
-#    Apache (bench/apache/report.py) and PHP (bench/php/report.py).
+#    Apache (bench/apache/report.py), PHP (bench/php/report.py) and Ruby
+#    (bench/ruby/report.py).
 #
 # DIR is bench/results (the committed results) unless --out-dir says
 # otherwise.  --quick is a smoke of every step: each core case runs once for
@@ -215,7 +218,7 @@ fi
 # The bindings' server benchmarks build what they load themselves (the
 # module and the extension, Release, in their own build directory).
 if [[ $run_servers -eq 1 ]]; then
-	for srv in apache php; do
+	for srv in apache php ruby; do
 		[[ -f "$root/bench/$srv/run.sh" ]] || continue
 		step "$srv: bench/$srv/run.sh -> $out_dir/$srv.jsonl"
 		quick_arg=()
@@ -240,7 +243,7 @@ if ! python3 "$root/bench/procs/report_redis_tier.py" \
 	echo "run.sh: report_redis_tier.py failed" >&2
 	failed=1
 fi
-for srv in apache php; do
+for srv in apache php ruby; do
 	[[ -f "$root/bench/$srv/report.py" ]] || continue
 	if ! python3 "$root/bench/$srv/report.py" \
 		--results "$out_dir" >/dev/null; then

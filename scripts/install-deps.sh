@@ -30,6 +30,11 @@ DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev liburcu-dev)
 # package of bindings/php, made and validated by its test php_phpize);
 # php-symfony-rate-limiter (Symfony's RateLimiter, which bindings/php/lib's
 # adapter implements and php_symfony compares it with);
+# ruby-dev (Ruby's headers and mkmf: the gem's C extension, bindings/ruby),
+# ruby-minitest (its tests), ruby-rack and ruby-rack-attack (the middleware
+# and the Rack::Attack store), ruby-activesupport (the MemoryStore the
+# store is compared with), puma and unicorn (the prefork servers its tests
+# start), ruby-sinatra (its example application);
 # nginx-dev (nginx's headers,
 # configure and the binary's configure flags, for the dynamic module) and
 # nginx-light (the nginx its tests start).  scripts/lint.sh: clang-tidy,
@@ -46,14 +51,17 @@ TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	python3-flask python3-django python3-flask-limiter python3-limits
 	apache2 apache2-dev php8.2-cli
 	php8.2-dev php8.2-fpm libfcgi-bin php-pear php-symfony-rate-limiter
+	ruby-dev ruby-minitest ruby-rack ruby-rack-attack ruby-activesupport
+	puma unicorn ruby-sinatra
 	nginx-dev nginx-light
 	clang-tidy cppcheck valgrind wrk
 	libsystemd-dev libmicrohttpd-dev prometheus)
 # The peers the benchmarks measure beside tkshm: nginx (limit_req) driven
-# by wrk, ab, and APCu and Symfony's RateLimiter for the PHP loop.
+# by wrk, ab, and APCu and Symfony's RateLimiter for the PHP loop;
+# ruby-redis (Rack::Attack over redis-server, for the Ruby loop).
 BENCH_PKGS=("${TEST_PKGS[@]}" libbenchmark-dev g++ gnuplot-nox nginx-light
 	wrk apache2-utils php-apcu php-symfony-rate-limiter
-	php-symfony-cache php-symfony-lock)
+	php-symfony-cache php-symfony-lock ruby-redis)
 # -----------------------------------------------------------------------------
 
 usage() {

@@ -187,6 +187,29 @@ class TestRackAttackStore < Minitest::Test
     assert_equal 1, store.increment("rack::attack:#{Time.now.to_i}:r:k", 1, expires_in: 2)
   end
 
+  # More clients in one period than the period's table has slots (a
+  # fixed-window table refuses instead of evicting): the store fails open
+  # (counts 1) or closed (a count above any limit), never raises into
+  # Rack::Attack, and counts each failure; the clients it holds stay exact.
+  def test_a_full_table_fails_open_or_closed
+    now = Time.now.to_i
+    key = ->(i) { "rack::attack:#{now / 3600}:r:10.0.#{i / 256}.#{i % 256}" }
+    exp = 3600 - (now % 3600) + 1
+    open = Tkshm::RackAttackStore.new(prefix: "#{@prefix}-o", slots: 64)
+    counts = 300.times.map { |i| open.increment(key.call(i), 1, expires_in: exp) }
+    assert_equal [1], counts.uniq
+    assert_operator open.failures, :>, 0
+    held = 300 - open.failures
+    assert_equal 2, open.increment(key.call(0), 1, expires_in: exp) # held: exact
+    closed = Tkshm::RackAttackStore.new(prefix: "#{@prefix}-c", slots: 64, fail_open: false)
+    counts = 300.times.map { |i| closed.increment(key.call(i), 1, expires_in: exp) }
+    assert_equal held, counts.count(1)
+    assert_equal [Tkshm::RackAttackStore::COUNT_LIMIT], (counts - [1]).uniq
+    # a bad prefix is no full table: it raises
+    bad = Tkshm::RackAttackStore.new(prefix: "/nonexistent-dir/x")
+    assert_raises(Tkshm::Error) { bad.increment(key.call(0), 1, expires_in: exp) }
+  end
+
   def test_fail2ban_bans_through_the_store
     Rack::Attack.blocklist("f2b") do |req|
       Rack::Attack::Fail2Ban.filter("f2b-#{req.ip}", maxretry: 2, findtime: 60, bantime: 60) do

@@ -23,6 +23,16 @@ module Tkshm
   # expires_in:) blocks key in a shared table until then; read(key) is 1
   # while it is blocked, else nil.  delete_matched (Rack::Attack.reset!)
   # is not supported.
+  #
+  # A count the store cannot keep (a Tkshm::Error: above all a period's
+  # table full of live clients, which a fixed-window table does not evict,
+  # as during an attack from more addresses than it has slots) fails open
+  # by default, as Rails' cache stores do when their server fails: the
+  # increment counts 1 and read finds no ban, so the request goes on and
+  # the application stays up.  fail_open: false throttles instead (the
+  # increment answers a count above any limit, read finds a ban); each
+  # failure is counted in #failures.  Size the tables with slots: for the
+  # clients one period sees.
   class RackAttackStore
     # Counts are the table's limit minus what is left: a limit no count
     # reaches, small enough that a cost of 1 still changes the state.
@@ -31,26 +41,40 @@ module Tkshm
     # prefix: the tables' names, "<prefix>-p<period>" and "<prefix>-bans"
     # (files in /dev/shm, or under a directory in prefix), one per period
     # a rule uses.  Use one prefix per application on a host.
-    def initialize(prefix: "tkshm-rack-attack", slots: 0)
+    def initialize(prefix: "tkshm-rack-attack", slots: 0, fail_open: true)
       @prefix = prefix.to_s
       @slots = slots
+      @fail_open = fail_open
+      @failures = 0
       @tables = {}
     end
+
+    # Counts (and increments) that failed, in this process.
+    attr_reader :failures
 
     # Adds amount to key's count in its window and returns the count.
     def increment(key, amount = 1, expires_in: nil, **_options)
       raise ArgumentError, "expires_in is required" if expires_in.nil?
 
       window, period = window_of(key, expires_in.to_i)
+      table = counter_table(period) # a bad policy or path raises, always
       now = Tkshm.now_ms.clamp(window * period * 1000.0,
                                (window + 1) * period * 1000.0 - 1)
-      d = counter_table(period).check(Rack.fit_key(key), amount, now)
-      COUNT_LIMIT - d.remaining
+      COUNT_LIMIT - table.check(Rack.fit_key(key), amount, now).remaining
+    rescue Tkshm::Error
+      raise unless table
+
+      failed(1, COUNT_LIMIT)
     end
 
     # 1 while key is banned (written), else nil.
     def read(key, **_options)
-      bans.peek(Rack.fit_key(key)).allowed ? nil : 1
+      table = bans
+      table.peek(Rack.fit_key(key)).allowed ? nil : 1
+    rescue Tkshm::Error
+      raise unless table
+
+      failed(nil, 1)
     end
 
     # Bans key for expires_in seconds (the value is not kept: read gives 1).
@@ -76,6 +100,13 @@ module Tkshm
     end
 
     private
+
+    # A count the store could not keep: the fail-open or fail-closed
+    # answer.
+    def failed(open_answer, closed_answer)
+      @failures += 1
+      @fail_open ? open_answer : closed_answer
+    end
 
     # Rack::Attack's key holds its window's number n = now / period and
     # expires_in = period - now % period + 1, so (n + 1) * period =

@@ -168,6 +168,28 @@ class FixedWindowTest(StorageCase):
             elastic.hit(parse("5/hour"), "f")
         self.assertIn("fixed-window-elastic-expiry", str(e.exception))
 
+    def test_a_full_table_refuses_new_keys_and_keeps_the_others(self):
+        # A fixed window never evicts a live key: with more keys than a
+        # 64-slot table holds, the hits that find no room raise EFULL
+        # (Flask-Limiter's swallow_errors or in-memory fallback decide),
+        # and the keys it holds stay exact.
+        storage = storage_from_string(self.uri, slots=64)
+        limiter = strategies.FixedWindowRateLimiter(storage)
+        item = parse("2/day")
+        held, refused = [], 0
+        for i in range(300):
+            try:
+                self.assertTrue(limiter.hit(item, "full", str(i)))
+                held.append(str(i))
+            except tkshm.Error as e:
+                self.assertEqual(e.code, tkshm.EFULL)
+                refused += 1
+        self.assertGreater(refused, 0)
+        self.assertGreater(len(held), 0)
+        for k in held:
+            self.assertTrue(limiter.hit(item, "full", k))
+            self.assertFalse(limiter.hit(item, "full", k))
+
     def test_keys_that_are_not_limits_are_counted(self):
         # A counter, as limits' Redis storage keeps: every incr adds.
         s = self.storage

@@ -47,8 +47,8 @@ stray_files() {
 
 # --- the machine can do it ---------------------------------------------------
 [[ $(id -u) -eq 0 ]] || fail "must run as root: it installs packages"
-for tool in dpkg-buildpackage dh lintian apt-get dpkg-deb pkg-config cc \
-	python3 php apache2ctl a2enmod nginx cmake; do
+for tool in dpkg-buildpackage dh lintian apt-get dpkg-deb pkg-config cc man \
+	/usr/bin/python3 php apache2ctl a2enmod nginx cmake; do
 	command -v "$tool" >/dev/null ||
 		fail "$tool is missing (scripts/install-deps.sh test installs it)"
 done
@@ -101,8 +101,8 @@ done
 
 step "lintian (errors fail)"
 lintian_rc=0
-(cd "$tmp" && lintian --info --tag-display-limit 0 --fail-on error \
-	./*.changes) >"$tmp/lintian.log" 2>&1 || lintian_rc=$?
+(cd "$tmp" && lintian --display-info --tag-display-limit 0 \
+	--fail-on error ./*.changes) >"$tmp/lintian.log" 2>&1 || lintian_rc=$?
 grep -v '^running with root privileges' "$tmp/lintian.log" || true
 printf 'lintian: %d errors, %d warnings, %d info\n' \
 	"$(grep -c '^E: ' "$tmp/lintian.log" || true)" \
@@ -161,7 +161,7 @@ EOF
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror -o example example.c \
 	$(pkg-config --cflags tkshm) $(pkg-config --libs tkshm)
-ldd ./example | grep -q '/usr/lib/.*libtkshm\.so\.0' ||
+ldd ./example | grep -E 'libtkshm\.so\.0 => /(usr/)?lib/' ||
 	fail "example is not linked with the installed libtkshm.so.0"
 ./example || fail "the C example failed"
 
@@ -188,8 +188,8 @@ for page in tkshm tkshm_open tkshm_check tkshm_strerror; do
 done
 man -w tkshm-inspect tkshm-syncd
 
-step "Python: import tkshm"
-python3 -I -c 'import tkshm, sys
+step "Python: import tkshm (Debian's python3)"
+/usr/bin/python3 -I -c 'import tkshm, sys
 print("tkshm from", tkshm.__file__)
 t = tkshm.Table(None, "gcra:limit=2,periodMs=60000,burst=2")
 n = sum(t.check("client").allowed for _ in range(4))
@@ -199,10 +199,11 @@ sys.exit(0 if n == 2 and tkshm.__file__.startswith("/usr/lib/python3/dist-packag
 
 step "PHP: php -m (phpenmod by the package)"
 php -m | grep -x tkshm || fail "php -m does not list tkshm"
-php -r '$t = new Tkshm\Table(null, "gcra:limit=1,periodMs=60000,burst=1");
+php -r '$t = new Tkshm\Table($argv[1], "gcra:limit=1,periodMs=60000,burst=1");
 $a = $t->check("client")->allowed; $b = $t->check("client")->allowed;
 echo "php: first ", var_export($a, true), ", second ", var_export($b, true), "\n";
-exit($a && !$b ? 0 : 1);' || fail "the PHP extension's check failed"
+exit($a && !$b ? 0 : 1);' "$run_dir/php-table" ||
+	fail "the PHP extension's check failed"
 
 step "Apache: a2enmod tkshm, apache2ctl -M"
 grep -v '^\s*#' /etc/apache2/mods-available/tkshm.load
@@ -216,9 +217,10 @@ step "nginx: the module's snippet in modules-enabled, nginx -t"
 ls -l /etc/nginx/modules-enabled/ | grep tkshm ||
 	fail "the package did not enable its module in /etc/nginx/modules-enabled"
 mkdir ngx
-# The machine's modules-enabled, and a directive only the module knows.
+# The package's enabled snippet (load_module modules/..., relative to
+# nginx's prefix: no -p), and a directive only the module knows.
 cat >ngx/nginx.conf <<EOF
-include /etc/nginx/modules-enabled/*.conf;
+include /etc/nginx/modules-enabled/50-mod-http-tkshm.conf;
 pid $run_dir/ngx/nginx.pid;
 error_log $run_dir/ngx/error.log;
 events {}
@@ -226,7 +228,7 @@ http {
     tkshm_table smoke file=$run_dir/ngx/smoke policy=20/second slots=64;
 }
 EOF
-nginx -t -p "$run_dir/ngx" -c "$run_dir/ngx/nginx.conf" 2>&1 ||
+nginx -t -c "$run_dir/ngx/nginx.conf" 2>&1 ||
 	fail "nginx -t with the installed module failed"
 
 step "tkshm-syncd --check on a sample configuration; the unit, /run/tkshm"

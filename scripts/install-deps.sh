@@ -34,7 +34,12 @@ DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev liburcu-dev)
 # configure and the binary's configure flags, for the dynamic module) and
 # nginx-light (the nginx its tests start).  scripts/lint.sh: clang-tidy,
 # cppcheck and valgrind.  wrk: the load through an Apache graceful restart
-# (bindings/apache/tests/test_change.py).
+# (bindings/apache/tests/test_change.py).  The Debian packages (debian/,
+# built, linted, installed and purged by tests/install's debian_packages):
+# debhelper and dpkg-dev (dh, dpkg-buildpackage), dh-python and dh-php
+# (the Python and PHP helpers; dh_apache2 and dh_nginx come with
+# apache2-dev and nginx-dev), lintian; man-db and groff-base (man -w, and
+# groff -ww over the generated man3 pages: tkshm_man3).
 TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	libclang-rt-14-dev binutils python3 procps spin libhiredis-dev
 	redis-server redis-tools python3-dev gunicorn python3-uvicorn
@@ -43,7 +48,8 @@ TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	apache2 apache2-dev php8.2-cli
 	php8.2-dev php8.2-fpm libfcgi-bin php-pear php-symfony-rate-limiter
 	nginx-dev nginx-light
-	clang-tidy cppcheck valgrind wrk)
+	clang-tidy cppcheck valgrind wrk
+	debhelper dpkg-dev dh-python dh-php lintian man-db groff-base)
 # The peers the benchmarks measure beside tkshm: nginx (limit_req) driven
 # by wrk, ab, and APCu and Symfony's RateLimiter for the PHP loop.
 BENCH_PKGS=("${TEST_PKGS[@]}" libbenchmark-dev g++ gnuplot-nox nginx-light

@@ -264,7 +264,9 @@ for p in "${PACKAGES[@]}"; do
 done
 # Every file the packages listed is gone (directories may be shared).
 while IFS= read -r f; do
-	[[ -e $f && ! -d $f ]] && fail "left behind: $f"
+	if [[ -e $f && ! -d $f ]]; then
+		fail "left behind: $f"
+	fi
 done <<<"$lists"
 # And nothing of ours appeared anywhere else: enabled links, PHP's state,
 # byte-compiled Python, /run/tkshm.

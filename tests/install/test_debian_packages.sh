@@ -54,7 +54,7 @@ for tool in dpkg-buildpackage dh lintian apt-get dpkg-deb pkg-config cc man \
 done
 already=$(installed_ours)
 [[ -z $already ]] || fail "already installed, not by this test:" \
-	$already "(apt-get purge them first)"
+	"${already//$'\n'/ }" "(apt-get purge them first)"
 
 tmp=$(mktemp -d /tmp/tkshm-debs.XXXXXX)
 purged=yes
@@ -199,6 +199,7 @@ sys.exit(0 if n == 2 and tkshm.__file__.startswith("/usr/lib/python3/dist-packag
 
 step "PHP: php -m (phpenmod by the package)"
 php -m | grep -x tkshm || fail "php -m does not list tkshm"
+# shellcheck disable=SC2016 # PHP's variables, not the shell's
 php -r '$t = new Tkshm\Table($argv[1], "gcra:limit=1,periodMs=60000,burst=1");
 $a = $t->check("client")->allowed; $b = $t->check("client")->allowed;
 echo "php: first ", var_export($a, true), ", second ", var_export($b, true), "\n";
@@ -214,13 +215,15 @@ apache2ctl -t -D DUMP_MODULES >/dev/null 2>&1 ||
 	fail "apache2ctl -t fails with the module and its tkshm.conf"
 
 step "nginx: the module's snippet in modules-enabled, nginx -t"
-ls -l /etc/nginx/modules-enabled/ | grep tkshm ||
-	fail "the package did not enable its module in /etc/nginx/modules-enabled"
+ngx_link=/etc/nginx/modules-enabled/50-mod-http-tkshm.conf
+[[ -L $ngx_link ]] ||
+	fail "the package did not enable its module: no $ngx_link"
+echo "$ngx_link -> $(readlink "$ngx_link")"
 mkdir ngx
 # The package's enabled snippet (load_module modules/..., relative to
 # nginx's prefix: no -p), and a directive only the module knows.
 cat >ngx/nginx.conf <<EOF
-include /etc/nginx/modules-enabled/50-mod-http-tkshm.conf;
+include $ngx_link;
 pid $run_dir/ngx/nginx.pid;
 error_log $run_dir/ngx/error.log;
 events {}

@@ -20,6 +20,18 @@ function(tkshm_prefix_relative out path base)
 	set(${out} "${result}" PARENT_SCOPE)
 endfunction()
 
+# tkshm_forget_old_default(VAR OLD): a build directory configured before
+# the install directories were relative holds VAR as a PATH with the old
+# absolute default (e.g. /usr/lib/nginx/modules), which would still write
+# outside `--prefix`: that value is dropped so that the new default
+# applies.  Any other value (one chosen with -D) is kept.
+function(tkshm_forget_old_default var old)
+	get_property(type CACHE ${var} PROPERTY TYPE)
+	if(type STREQUAL "PATH" AND "${${var}}" STREQUAL "${old}")
+		unset(${var} CACHE)
+	endif()
+endfunction()
+
 # tkshm_install_configured(IN file OUT file DESTINATION dir COMPONENT c
 #                          [PATHS VAR dir ...])
 # Installs IN, configured (@VAR@) when installing: each VAR of PATHS is

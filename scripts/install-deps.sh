@@ -43,7 +43,12 @@ DEMO_PKGS=(build-essential cmake pkg-config libxxhash-dev liburcu-dev)
 # readiness notification (sd_notify; test redis_syncd_service);
 # libmicrohttpd-dev: the HTTP server of `tkshm-inspect serve`; prometheus:
 # its promtool checks the scrapes and contrib/'s alerting rules
-# (tool_inspect_exporter, apache_status).
+# (tool_inspect_exporter, apache_status).  The Debian packages (debian/,
+# built, linted, installed and purged by tests/install's debian_packages):
+# debhelper and dpkg-dev (dh, dpkg-buildpackage), dh-python and dh-php
+# (the Python and PHP helpers; dh_apache2 and dh_nginx come with
+# apache2-dev and nginx-dev), lintian; man-db and groff-base (man -w, and
+# groff -ww over the generated man3 pages: tkshm_man3).
 TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	libclang-rt-14-dev binutils python3 procps spin libhiredis-dev
 	redis-server redis-tools python3-dev gunicorn python3-uvicorn
@@ -55,7 +60,8 @@ TEST_PKGS=("${DEMO_PKGS[@]}" libcmocka-dev libcjson-dev clang
 	puma unicorn ruby-sinatra
 	nginx-dev nginx-light
 	clang-tidy cppcheck valgrind wrk
-	libsystemd-dev libmicrohttpd-dev prometheus)
+	libsystemd-dev libmicrohttpd-dev prometheus
+	debhelper dpkg-dev dh-python dh-php lintian man-db groff-base)
 # The peers the benchmarks measure beside tkshm: nginx (limit_req) driven
 # by wrk, ab, and APCu and Symfony's RateLimiter for the PHP loop;
 # ruby-redis (Rack::Attack over redis-server, for the Ruby loop).

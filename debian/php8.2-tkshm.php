@@ -1,0 +1,1 @@
+mod bindings/php/tkshm.ini

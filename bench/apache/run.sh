@@ -22,38 +22,10 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build="$root/build/bench-apache"
 
-usage() {
-	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
-	exit "${1:-2}"
-}
-
-quick=0
-out_dir=
-while [[ $# -gt 0 ]]; do
-	case "$1" in
-	--quick) quick=1 ;;
-	--out-dir)
-		[[ $# -ge 2 ]] || usage
-		out_dir=$2
-		shift
-		;;
-	--out-dir=*) out_dir=${1#--out-dir=} ;;
-	-h | --help) usage 0 ;;
-	*)
-		echo "bench/apache/run.sh: unknown argument '$1'" >&2
-		usage
-		;;
-	esac
-	shift
-done
-if [[ -z $out_dir ]]; then
-	if [[ $quick -eq 1 ]]; then
-		out_dir="$root/build/bench/quick"
-	else
-		out_dir="$root/bench/results"
-	fi
-fi
-mkdir -p "$out_dir"
+# --quick, --out-dir DIR: quick and out_dir (bench/lib/args.sh).
+# shellcheck source=bench/lib/args.sh
+. "$root/bench/lib/args.sh"
+bench_args "$@"
 
 # The modules alone, as a server would load them: Release, no tests; and
 # tkshm-inspect of the same tree, which reads the evictions of the crowd

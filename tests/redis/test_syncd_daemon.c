@@ -187,15 +187,7 @@ syncd(struct tkt_proc *p, const char *a1, const char *a2, const char *a3,
 static int64_t
 agent_pid_of(const char *path)
 {
-	tkshm_options o = TKSHM_OPTIONS_INIT;
-	tkshm_table *t;
-	tkshm_stats st;
-
-	o.flags = TKSHM_O_RDONLY;
-	assert_rc(tkshm_open(path, &o, &t), TKSHM_OK);
-	assert_rc(tkshm_stats_get(t, &st), TKSHM_OK);
-	tkshm_close(t);
-	return st.global.agent_pid;
+	return tkt_stats_of(path).global.agent_pid;
 }
 
 /* The pid in a pid file, 0 when there is none. */

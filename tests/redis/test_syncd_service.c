@@ -197,20 +197,6 @@ start_service(const char *conf, const char *log)
 	return start_service_stream(conf, log, true);
 }
 
-static tkshm_stats
-stats_of(const char *path)
-{
-	tkshm_options o = TKSHM_OPTIONS_INIT;
-	tkshm_table *t;
-	tkshm_stats st;
-
-	o.flags = TKSHM_O_RDONLY;
-	assert_rc(tkshm_open(path, &o, &t), TKSHM_OK);
-	assert_rc(tkshm_stats_get(t, &st), TKSHM_OK);
-	tkshm_close(t);
-	return st;
-}
-
 /* SIGTERM: STOPPING=1, then exit 0. */
 static void
 stop_service(pid_t pid, const char *log)
@@ -276,7 +262,7 @@ test_ready_once_tables_are_served(void **state)
 	snprintf(want, sizeof want,
 		 "STATUS=serving 1 table, Redis at 127.0.0.1:%d up", srv.port);
 	tkt_expect_contains(msg, want, "READY=1's status");
-	st = stats_of(lease_path);
+	st = tkt_stats_of(lease_path);
 	assert_int_equal(st.global.agent_pid, pid);
 	assert_true(st.global.redis_up);
 	assert_true(st.global.agent_beat_ms > 0);
@@ -289,7 +275,7 @@ test_ready_once_tables_are_served(void **state)
 	text = tkt_read_file(log, NULL);
 	tkt_expect_contains(text, "<6>stopped\n", "the log");
 	free(text);
-	assert_int_equal(stats_of(lease_path).global.agent_pid, 0);
+	assert_int_equal(tkt_stats_of(lease_path).global.agent_pid, 0);
 }
 
 /* Redis refusing: READY=1 all the same, once the first round has found it
@@ -320,8 +306,8 @@ test_ready_with_redis_down(void **state)
 		 "policy)",
 		 port);
 	tkt_expect_contains(msg, want, "READY=1's status");
-	assert_false(stats_of(lease_path).global.redis_up);
-	assert_int_equal(stats_of(lease_path).global.agent_pid, pid);
+	assert_false(tkt_stats_of(lease_path).global.redis_up);
+	assert_int_equal(tkt_stats_of(lease_path).global.agent_pid, pid);
 	text = tkt_read_file(log, NULL);
 	tkt_expect_contains(text, "<4>Redis at ", "the log");
 	free(text);
@@ -422,7 +408,7 @@ reload(pid_t pid, char *buf, size_t len, const char *what)
 static uint64_t
 leases_of(const char *path)
 {
-	return stats_of(path).global.leases;
+	return tkt_stats_of(path).global.leases;
 }
 
 /* Waits (10 s at most) until the agent grants another lease: it still
@@ -484,7 +470,7 @@ test_reload_under_load(void **state)
 	pid = start_service(conf, log);
 	next_notify(msg, sizeof msg, "start");
 	tkt_expect_contains(msg, "READY=1", "start");
-	before = stats_of(lease_path);
+	before = tkt_stats_of(lease_path);
 	load = start_load(ld, pid);
 	expect_leasing("before the reloads");
 
@@ -496,7 +482,7 @@ test_reload_under_load(void **state)
 			 "<5>reloaded: 1 table (0 added), a round every "
 			 "5 ms",
 			 1);
-	assert_int_equal(stats_of(lease2_path).global.agent_pid, 0);
+	assert_int_equal(tkt_stats_of(lease2_path).global.agent_pid, 0);
 	conf_text(3, true);
 	reload(pid, msg, sizeof msg, "a table added");
 	tkt_expect_contains(msg, "STATUS=serving 2 tables", "READY=1");
@@ -504,7 +490,7 @@ test_reload_under_load(void **state)
 			 "<5>reloaded: 2 tables (1 added), a round "
 			 "every 3 ms",
 			 1);
-	assert_int_equal(stats_of(lease2_path).global.agent_pid, pid);
+	assert_int_equal(tkt_stats_of(lease2_path).global.agent_pid, pid);
 	expect_leasing("after the reloads");
 
 	/* Broken: the old configuration stays. */
@@ -541,7 +527,7 @@ test_reload_under_load(void **state)
 	ld->stop = 1;
 	assert_int_equal(tkt_wait_bounded(load, 10), 0);
 	load_pid = 0;
-	after = stats_of(lease_path);
+	after = tkt_stats_of(lease_path);
 	stop_service(pid, log);
 	assert_true(ld->checks > 0);
 	assert_int_equal(ld->errors, 0);

@@ -132,6 +132,26 @@ tkt_file(const char *path, const char *spec, uint64_t slots)
 	return t;
 }
 
+tkshm_stats
+tkt_stats_of(const char *path)
+{
+	tkshm_options o = TKSHM_OPTIONS_INIT;
+	tkshm_table *t = NULL;
+	tkshm_stats st;
+	int rc;
+
+	o.flags = TKSHM_O_RDONLY;
+	rc = tkshm_open(path, &o, &t);
+	if (rc != TKSHM_OK)
+		fail_msg("tkshm_open(%s, read-only): %s", path,
+			 tkshm_strerror(rc));
+	rc = tkshm_stats_get(t, &st);
+	tkshm_close(t);
+	if (rc != TKSHM_OK)
+		fail_msg("tkshm_stats_get(%s): %s", path, tkshm_strerror(rc));
+	return st;
+}
+
 char *
 tkt_read_file(const char *path, size_t *len)
 {

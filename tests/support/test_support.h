@@ -52,6 +52,10 @@ tkshm_table *tkt_anon(const char *spec, uint64_t slots);
 /* Creates or attaches a table file. */
 tkshm_table *tkt_file(const char *path, const char *spec, uint64_t slots);
 
+/* The stats of the table at path, read through a read-only attach (the
+ * test fails if it does not open). */
+tkshm_stats tkt_stats_of(const char *path);
+
 /* The whole content of a file, NUL-terminated (its length in *len unless
  * len is NULL); fails the test on error.  Free with free(). */
 char *tkt_read_file(const char *path, size_t *len);

@@ -36,7 +36,7 @@ struct tk_cluster {
 	int16_t owner[TK_CLUSTER_SLOTS]; /* index in nodes, -1: unknown */
 	bool stale;			 /* ask the map before the next call */
 	double retry_at; /* monotonic ms: no refresh before, after a failed one */
-	char err[256];			 /* why the last call failed */
+	char err[256];	 /* why the last call failed */
 };
 
 /* ------------------------------------------------------------------------
@@ -52,7 +52,7 @@ tk_crc16(const char *s, size_t len)
 		crc ^= (uint16_t)((unsigned char)s[i] << 8);
 		for (int b = 0; b < 8; b++)
 			crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021 :
-							 crc << 1);
+							crc << 1);
 	}
 	return crc;
 }
@@ -83,8 +83,7 @@ tk_arg_len(const struct tk_args *a, int i)
 /* The slot every key of `keys` hashes to (0 when there are none), or
  * TKSHM_ECROSSSLOT with two keys named in cl->err. */
 static int
-tk_keys_slot(struct tk_cluster *cl, const struct tk_args *keys,
-	     unsigned *slot)
+tk_keys_slot(struct tk_cluster *cl, const struct tk_args *keys, unsigned *slot)
 {
 	*slot = 0;
 	if (!keys || keys->n == 0)
@@ -180,8 +179,8 @@ tk_take_range(struct tk_cluster *cl, int from, const redisReply *e,
 	at = tk_cnode_at(cl, host, hlen, (int)m->element[1]->integer);
 	if (at < 0)
 		return false;
-	for (long long s = e->element[0]->integer;
-	     s <= e->element[1]->integer; s++)
+	for (long long s = e->element[0]->integer; s <= e->element[1]->integer;
+	     s++)
 		owner[s] = (int16_t)at;
 	return true;
 }
@@ -196,8 +195,7 @@ tk_ask_slots(struct tk_cluster *cl, int i)
 	redisReply *r = NULL;
 	bool ok;
 
-	if (tk_node_command(cl->nodes[i].node, &argv, &r, NULL, 0) !=
-	    TKSHM_OK)
+	if (tk_node_command(cl->nodes[i].node, &argv, &r, NULL, 0) != TKSHM_OK)
 		return false;
 	ok = r->type == REDIS_REPLY_ARRAY && r->elements > 0;
 	memset(owner, 0xff, sizeof owner); /* -1 everywhere */
@@ -396,13 +394,12 @@ struct tk_eval_ctx {
 };
 
 static int
-tk_send_eval(struct tk_node *node, bool ask, void *ctx, char *text,
-	     size_t len)
+tk_send_eval(struct tk_node *node, bool ask, void *ctx, char *text, size_t len)
 {
 	struct tk_eval_ctx *e = ctx;
 
-	return tk_node_eval(node, e->id, e->keys, e->args, ask, e->reply,
-			    text, len);
+	return tk_node_eval(node, e->id, e->keys, e->args, ask, e->reply, text,
+			    len);
 }
 
 int
@@ -478,8 +475,8 @@ tk_cluster_command(struct tk_cluster *cl, const struct tk_args *argv,
  * one pipeline; an error reply that redirects (it did not run) is sent
  * again on its own through tk_cluster_run. */
 static int
-tk_eval_group(struct tk_cluster *cl, int node, enum tk_script_id id,
-	      size_t n, const struct tk_args *keys, const struct tk_args *args,
+tk_eval_group(struct tk_cluster *cl, int node, enum tk_script_id id, size_t n,
+	      const struct tk_args *keys, const struct tk_args *args,
 	      const unsigned *slot, redisReply **replies, bool *sent,
 	      size_t *pick)
 {
@@ -550,9 +547,8 @@ tk_cluster_eval_many(struct tk_cluster *cl, enum tk_script_id id, size_t n,
 		rc = tk_keys_slot(cl, keys ? &keys[i] : NULL, &slot[i]);
 	if (rc == TKSHM_OK && cl->stale && tk_mono_ms() >= cl->retry_at)
 		(void)tk_refresh(cl);
-	for (size_t i = 0; (rc == TKSHM_OK || rc == TKSHM_EUNAVAILABLE) &&
-			   i < n;
-	     i++) {
+	for (size_t i = 0;
+	     (rc == TKSHM_OK || rc == TKSHM_EUNAVAILABLE) && i < n; i++) {
 		int node = cl->owner[slot[i]], one;
 
 		if (sent[i])

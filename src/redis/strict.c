@@ -548,7 +548,7 @@ tk_strict_multi(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 	rc = tk_redis_call(t0, TK_SCRIPT_MULTI, &keys, &args, tk_multi_valid,
 			   &ans, &reply);
 	if (rc == TKSHM_ECROSSSLOT)
-		return rc; /* the caller's keys, not a Redis fault */
+		return rc;  /* the caller's keys, not a Redis fault */
 	if (rc != TKSHM_OK) /* whatever the fault: each failure policy */
 		return tk_multi_fallback(mode, dims, n, now, each);
 	freeReplyObject(reply);

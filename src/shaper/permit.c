@@ -269,8 +269,8 @@ tk_release_cell(struct tkshm_table *t, uint64_t fp, uint64_t holder,
 }
 
 int
-tk_api_acquire_at(tkshm_table *t, const void *key, size_t key_len, double now_ms,
-		 tkshm_permit *permit, tkshm_decision *out)
+tk_api_acquire_at(tkshm_table *t, const void *key, size_t key_len,
+		  double now_ms, tkshm_permit *permit, tkshm_decision *out)
 {
 	struct tk_acquire_ctx a;
 	struct tk_wide_op op = { tk_acquire_step, &a, 0 };
@@ -396,7 +396,7 @@ tk_release(tkshm_table *t, tkshm_permit *permit, double now, double rtt,
 
 int
 tk_api_release_at(tkshm_table *t, tkshm_permit *permit, double now_ms,
-		 tkshm_outcome outcome)
+		  tkshm_outcome outcome)
 {
 	int rc;
 

@@ -298,8 +298,8 @@ tk_absent_state(struct tkshm_table *t, uint64_t fp, double now,
 }
 
 static enum tk_step tk_carry_step(void *ctx, const struct tkshm_table *t,
-				   uint64_t index, uint64_t ctl, bool present,
-				   const uint64_t *cur, uint64_t *next);
+				  uint64_t index, uint64_t ctl, bool present,
+				  const uint64_t *cur, uint64_t *next);
 
 /* Key fp of wide table t carried in from t's predecessor now (L5), its
  * state converted at convert_at: fetched (sealed there) and inserted

@@ -27,9 +27,13 @@ class TestAttackServers < Minitest::Test
     assert_operator mem_pids.uniq.size, :>=, 2, "one worker served every request"
     assert_operator tk_pids.uniq.size, :>=, 2, "one worker served every request"
     admitted_by_worker = mem_pids.zip(mem_statuses).select { |_, s| s == 200 }.map(&:first).tally
+    # Each worker counts alone over MemoryStore, so the cluster admits
+    # more than LIMIT.  (Not at most LIMIT per worker either: a worker's
+    # threads race on a new window's key, since MemoryStore's increment
+    # answers nil for a missing key and Rack::Attack then writes 1; seen
+    # once in CI, a worker admitted 12.)
     assert_operator mem_statuses.count(200), :>, LIMIT,
                     "MemoryStore admitted #{mem_statuses.tally}, by worker #{admitted_by_worker}"
-    assert admitted_by_worker.values.all? { |n| n <= LIMIT }, admitted_by_worker.inspect
     assert_equal LIMIT, tk_statuses.count(200), tk_statuses.tally.inspect
     assert_equal REQUESTS - LIMIT, tk_statuses.count(429), tk_statuses.tally.inspect
     puts "\nRack::Attack, #{REQUESTS} requests, throttle limit #{LIMIT}, 4 Puma workers: " \

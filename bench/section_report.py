@@ -61,6 +61,38 @@ def fmt_rate(x):
     return "%.3g /s" % x
 
 
+def cores(r):
+    """The CPU a case's processes used per second of wall time, or None."""
+    wall = r.get("wall_s") or 0
+    return r.get("cpu_s", 0) / wall if wall else None
+
+
+def machine_line(m, versions):
+    """The "Machine: ..." sentence of a section: the machine record `m`
+    (None: not recorded) with `versions` (the suite's software, e.g.
+    "PHP 8.2, APCu 5.1") after the kernel."""
+    if not m:
+        return "Machine: not recorded."
+    load = m.get("load_avg_1m")
+    return "Machine: %s, %d vCPU, %s, Linux %s; %s; %s%s." % (
+        m.get("cpu_model") or "unknown CPU", m.get("cpus") or 0,
+        m.get("os") or "unknown OS", m.get("kernel", "?"), versions,
+        m.get("date", "?"),
+        ", load average %.1f at the start" % load if load is not None
+        else "")
+
+
+def skipped_lines(rows):
+    """The "Skipped:" list of the rows a run recorded as skipped (mode,
+    keys and why), with its blank lines; [] when there are none."""
+    skipped = [r for r in rows if r.get("skipped")]
+    if not skipped:
+        return []
+    return (["Skipped:", ""] +
+            ["- %s, %s keys: %s" % (r.get("mode"), r.get("keys"),
+                                    r["skipped"]) for r in skipped] + [""])
+
+
 def place(text, sec, begin, end):
     """`text` with the section `sec` (which starts with `begin` and ends
     with `end`) in place of the old one; else before "## Plots"; else at

@@ -18,7 +18,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from section_report import fmt_rate, md_table, split_machine  # noqa: E402
+from section_report import cores, fmt_rate, md_table, split_machine  # noqa: E402
 import section_report  # noqa: E402
 BEGIN, END = "<!-- bench:php:begin -->", "<!-- bench:php:end -->"
 
@@ -34,11 +34,6 @@ LABEL = {
 }
 
 
-def cores(r):
-    wall = r.get("wall_s") or 0
-    return r.get("cpu_s", 0) / wall if wall else None
-
-
 def suspect(r, procs):
     """The workers used well under one core each: other work took the
     machine while the case ran, or they slept waiting for a lock."""
@@ -47,17 +42,10 @@ def suspect(r, procs):
 
 
 def machine_line(m):
-    if not m:
-        return "Machine: not recorded."
-    load = m.get("load_avg_1m")
-    return ("Machine: %s, %d vCPU, %s, Linux %s; PHP %s, APCu %s, Symfony "
-            "RateLimiter %s; %s%s." % (
-                m.get("cpu_model") or "unknown CPU", m.get("cpus") or 0,
-                m.get("os") or "unknown OS", m.get("kernel", "?"),
-                m.get("php") or "?", m.get("apcu") or "?",
-                m.get("symfony") or "?", m.get("date", "?"),
-                ", load average %.1f at the start" % load
-                if load is not None else ""))
+    return section_report.machine_line(m, m and (
+        "PHP %s, APCu %s, Symfony RateLimiter %s" % (
+            m.get("php") or "?", m.get("apcu") or "?",
+            m.get("symfony") or "?")))
 
 
 def section(machine, rows, bad):
@@ -196,12 +184,7 @@ def section(machine, rows, bad):
                 " (APCu's lock puts waiters to sleep), so compare the rate"
                 " with care; `per CPU-second` is not affected by the"
                 " former.", ""]
-    skipped = [r for r in rows if r.get("skipped")]
-    if skipped:
-        out += ["Skipped:", ""]
-        out += ["- %s, %s keys: %s" % (r.get("mode"), r.get("keys"),
-                                       r["skipped"]) for r in skipped]
-        out.append("")
+    out += section_report.skipped_lines(rows)
     out.append(END)
     return "\n".join(out)
 

@@ -18,7 +18,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from section_report import fmt_rate, md_table, split_machine  # noqa: E402
+from section_report import cores, fmt_rate, md_table, split_machine  # noqa: E402
 import section_report  # noqa: E402
 
 BEGIN, END = "<!-- bench:ruby:begin -->", "<!-- bench:ruby:end -->"
@@ -35,11 +35,6 @@ LABEL = {
 PEERS = ("attack_memory", "attack_redis")
 
 
-def cores(r):
-    wall = r.get("wall_s") or 0
-    return r.get("cpu_s", 0) / wall if wall else None
-
-
 def per_cpu(r):
     return r["checks"] / r["cpu_s"] if r.get("cpu_s") else None
 
@@ -49,18 +44,10 @@ def keys_label(keys):
 
 
 def machine_line(m):
-    if not m:
-        return "Machine: not recorded."
-    load = m.get("load_avg_1m")
-    return ("Machine: %s, %d vCPU, %s, Linux %s; Ruby %s, Rack::Attack %s,"
-            " ActiveSupport %s, Redis %s; %s%s." % (
-                m.get("cpu_model") or "unknown CPU", m.get("cpus") or 0,
-                m.get("os") or "unknown OS", m.get("kernel", "?"),
-                m.get("ruby") or "?", m.get("rack_attack") or "?",
-                m.get("activesupport") or "?", m.get("redis") or "?",
-                m.get("date", "?"),
-                ", load average %.1f at the start" % load
-                if load is not None else ""))
+    return section_report.machine_line(m, m and (
+        "Ruby %s, Rack::Attack %s, ActiveSupport %s, Redis %s" % (
+            m.get("ruby") or "?", m.get("rack_attack") or "?",
+            m.get("activesupport") or "?", m.get("redis") or "?")))
 
 
 def rate_table(cases, by):
@@ -141,12 +128,7 @@ def section(machine, rows, bad):
             " floor(E / 100 ms) for the GCRA, 100 per epoch-aligned hour"
             " the run spans for the throttle, E being the time from the"
             " first check to the last.", "", exact_table(by), ""]
-    skipped = [r for r in rows if r.get("skipped")]
-    if skipped:
-        out += ["Skipped:", ""]
-        out += ["- %s, %s keys: %s" % (r.get("mode"), r.get("keys"),
-                                       r["skipped"]) for r in skipped]
-        out.append("")
+    out += section_report.skipped_lines(rows)
     out.append(END)
     return "\n".join(out)
 

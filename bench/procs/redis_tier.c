@@ -842,11 +842,13 @@ rt_table(const struct rt_run *run, const struct rt_case *c, const char *path,
 	}
 	/* Half full at most: every key finds a slot near its bucket.  A
 	 * quarter for the tables that refuse a key whose window is full
-	 * instead of evicting (lease tables, and every kind but GCRA): at
-	 * half full, about one 1000-key run in a hundred meets such a window
-	 * (TKSHM_EFULL, seen in the ctest bench_redis_tier). */
-	refuses =
-		p.kind != TKSHM_KIND_GCRA || p.global.mode == TKSHM_MODE_LEASE;
+	 * instead of evicting (lease tables, every kind but GCRA and the
+	 * leaky bucket): at half full, about one 1000-key run in a hundred
+	 * meets such a window (TKSHM_EFULL, seen in the ctest
+	 * bench_redis_tier). */
+	refuses = (p.kind != TKSHM_KIND_GCRA &&
+		   p.kind != TKSHM_KIND_LEAKY_BUCKET) ||
+		  p.global.mode == TKSHM_MODE_LEASE;
 	while (slots < (refuses ? 4 : 2) * keys)
 		slots *= 2;
 	o.policy = &p;

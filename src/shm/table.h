@@ -50,12 +50,12 @@ struct tkshm_table {
 	const struct tk_strict_ops *strict; /* its operations (route.h) */
 
 	/* The lifecycle (protocol.h L1-L6, src/api/life_api.c). */
-	struct tk_life *life;	 /* in the header page */
-	uint64_t life_word;	 /* the live word this instance decides by */
-	uint64_t table_id;	 /* this segment's own id */
-	uint64_t pred_id;	 /* a replacement: its predecessor's id */
-	uint64_t permit_epoch;	 /* see struct tk_header */
-	double change_ms;	 /* see struct tk_header */
+	struct tk_life *life;  /* in the header page */
+	uint64_t life_word;    /* the live word this instance decides by */
+	uint64_t table_id;     /* this segment's own id */
+	uint64_t pred_id;      /* a replacement: its predecessor's id */
+	uint64_t permit_epoch; /* see struct tk_header */
+	double change_ms;      /* see struct tk_header */
 	char pred_name[TK_PRED_NAME_MAX];
 	/* While this table drains its predecessor (TK_LIFE_DRAINING): that
 	 * table, whose keys are carried on demand (L5); else NULL. */
@@ -64,10 +64,10 @@ struct tkshm_table {
 	struct tk_mapping *map;
 	/* `follow`: what following a change needs (the handle only). */
 	struct tk_follow *follow;
-	bool created_now;  /* this attach created the table */
-	bool carry_copy;   /* carry from `pred` without sealing it (an
+	bool created_now; /* this attach created the table */
+	bool carry_copy;  /* carry from `pred` without sealing it (an
 			    * anonymous replacement: pred stays live) */
-	dev_t dev;	   /* the file's identity (0 for anonymous) */
+	dev_t dev;	  /* the file's identity (0 for anonymous) */
 	ino_t ino;
 
 	/* Written by other threads once the instance is in use, so never

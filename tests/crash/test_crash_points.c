@@ -313,7 +313,6 @@ set_paths(void)
 		 tkt_path("chained.tkshm"));
 }
 
-
 static tkshm_table *
 open_path(const struct scenario *s, const char *path, bool create)
 {

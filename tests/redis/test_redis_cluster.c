@@ -108,8 +108,7 @@ strict_table(const char *name, const char *spec, tkshm_redis **r)
 /* Host h: its own table and connection, checking keys[] in turn until
  * told to stop, `gap_us` between rounds. */
 static pid_t
-host(struct tally *y, int h, const char *spec, char keys[NKEYS][32],
-     int gap_us)
+host(struct tally *y, int h, const char *spec, char keys[NKEYS][32], int gap_us)
 {
 	pid_t pid = fork();
 
@@ -145,8 +144,7 @@ host(struct tally *y, int h, const char *spec, char keys[NKEYS][32],
 }
 
 static struct tally *
-run_hosts(const char *spec, char keys[NKEYS][32], int gap_us,
-	  pid_t pids[HOSTS])
+run_hosts(const char *spec, char keys[NKEYS][32], int gap_us, pid_t pids[HOSTS])
 {
 	struct tally *y = tkt_shared(sizeof *y);
 
@@ -179,8 +177,8 @@ admitted(const struct tally *y, int k)
 }
 
 /* Limit 40 per key, nothing refilled during the test (one per 27 h). */
-#define GCRA_40                                                            \
-	"gcra:limit=40,periodMs=4000000000;mode=strict,prefix=cl,"         \
+#define GCRA_40                                                    \
+	"gcra:limit=40,periodMs=4000000000;mode=strict,prefix=cl," \
 	"failure=fail-closed"
 
 static void

@@ -21,9 +21,12 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "support"))
+from prom import samples  # noqa: E402  (tests/support/prom.py)
 
 INSPECT = os.environ["TKSHM_INSPECT_BIN"]
 PROMTOOL = os.environ["PROMTOOL"]
@@ -92,16 +95,6 @@ def get(url, method="GET"):
             return r.status, r.headers.get("Content-Type"), r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.headers.get("Content-Type"), e.read().decode()
-
-
-def samples(text):
-    """{'name{labels}': value} of an exposition."""
-    out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            key, value = line.rsplit(" ", 1)
-            out[key] = float(value)
-    return out
 
 
 def metric_names(text):

@@ -14,6 +14,7 @@ import subprocess
 import unittest
 
 import httpd
+from prom import samples as prom_samples  # tests/support (httpd.py)
 
 SITE = """
 TkshmTable api {dir}/api.tk gcra:limit=3,periodMs=86400000 slots=64
@@ -41,16 +42,6 @@ def auto_tables(body):
         elif cur is not None:
             cur[key] = value
     return tables
-
-
-def prom_samples(text):
-    """{'name{labels}': value} of a Prometheus exposition."""
-    out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            key, value = line.rsplit(" ", 1)
-            out[key] = float(value)
-    return out
 
 
 class StatusTest(unittest.TestCase):

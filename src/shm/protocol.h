@@ -196,6 +196,103 @@
  *     its admission never happened).  Wide tables never evict: a full window
  *     refuses (TKSHM_EFULL), since a wide state has no one-word debt.
  *
+ * Pair states (src/shm/pair.c)
+ * ----------------------------
+ * The four kinds whose state is two doubles (token bucket, fixed window,
+ * calendar quota, token budget; not leased) keep it in a *pair*: one
+ * 16-byte cell {a, b} per slot, in the wide area, read whole and written
+ * only by a 16-byte CAS.  An admission is one CAS on the pair, like GCRA's
+ * one CAS on the slot.  The slot's REAL st is the pair's *occupancy tag*
+ * c: a tag drawn like a placeholder's (never 0, bit 63 clear, unique to
+ * one occupancy of one slot), so no REAL st of the slot ever repeats.
+ *
+ * A pair {a, b} is one of:
+ *   OPEN(X)        a state X = {x0, x1} stored *masked* by its occupancy:
+ *                  a = x0 ^ Ka(c), b = x1 ^ Kb(c), Ka and Kb a keyed mix
+ *                  of c and the table's secret seed, Kb touching mantissa
+ *                  bits only.  Every kind's x1 is a finite double >= +0
+ *                  (-0 is stored as +0), so b is too: sign bit clear.
+ *   ABSENT(x)      b = TK_ST_SPECIAL_MASK | x (a negative NaN, as a
+ *                  placeholder), a = 0: the key's state equals absent.
+ *                  x = c: absent under this occupancy; x != c: a reclaim
+ *                  of the slot may be under way (P4).
+ *   SEALED(X)      OPEN(X) with the sign bit of b set: frozen by a seal
+ *                  (L4), never written again.
+ *   SEALED_ABSENT  b = TK_PAIR_SEALED_ABSENT (a negative NaN no tag is).
+ * A table is built with every pair ABSENT(0).
+ *
+ * P1  A pair is written only by a 16-byte CAS from the exact 16 bytes the
+ *     writer read to a complete valid pair, and read whole (one 16-byte
+ *     load, src/shm/atomic.h).  A pair is decoded with c only when it was
+ *     loaded between two loads of the slot that both saw {fp, c}: no REAL
+ *     st repeats, so the slot held {fp, c} all along, and (P2, P5) the
+ *     pair then held occupancy c's bytes.
+ *
+ * P2  Under a slot that is not REAL (EMPTY, DEAD, PLACEHOLDER), the pair is
+ *     ABSENT(x) for some x, or sealed.  An occupancy therefore begins on an
+ *     ABSENT pair: it never reads a past occupant's OPEN state (which its
+ *     mask would decode to garbage).  Occupancies end only by the P4
+ *     reclaim (pair ABSENT first) and the L4 seal (the state stays,
+ *     frozen); a pair slot is never made DEAD from REAL (reset and the
+ *     give-back of an insert write ABSENT(c) instead, P6).
+ *
+ * P3  Write (a check, a set, a give-back, a carried state): read the slot
+ *     {fp, c} (REAL) and the pair as P1 says, and decode it.  OPEN(X):
+ *     compute X' and CAS OPEN(X) -> OPEN(X').  ABSENT(c): the same from
+ *     absent.  ABSENT(x), x != c: first *adopt*, CAS the slot {fp, c} ->
+ *     {fp, c2} (c2 a new tag), which makes the slot CAS of any reclaim
+ *     read under c fail (P4), then CAS ABSENT(x) -> OPEN(X') under c2.
+ *     SEALED: the table is being replaced (L3).  A successful pair CAS
+ *     found occupancy c's bytes (P8), so it is c's transition: the slot
+ *     may have been sealed since (the seal keeps c), and then the freeze
+ *     (P7) comes after it and keeps it.  A denial is the same read and no
+ *     write (I7).  An admission costs one locked instruction.
+ *
+ * P4  Reclaim (I8 a) of a pair slot {fp, c} by key k' at `now`: read the
+ *     pair; only if it decodes to a state idle at now (or ABSENT), CAS it
+ *     to ABSENT(t), t the tag of k''s placeholder; then CAS the slot
+ *     {fp, c} -> {k', PLACEHOLDER(t)}.  If the slot CAS fails the reclaim
+ *     has failed; the pair is ABSENT(t), which equals the idle state it
+ *     replaced.  A writer that admits between the two CASes finds
+ *     ABSENT(t != c) and adopts (P3), so the slot CAS fails: no admission
+ *     is ever left in a pair whose occupancy ended.
+ *
+ * P5  Insert: after its placeholder claim (I6 a), the inserter CASes the
+ *     pair, whatever ABSENT(x) it holds (P2), to ABSENT(t), and makes the
+ *     placeholder REAL with st = t (I6 e), so the key starts ABSENT(c).
+ *     It never CASes from an OPEN pair: one found there (a hostile
+ *     segment) fails the call with TKSHM_ECORRUPT.
+ *
+ * P6  Reset writes ABSENT(c) over whatever the key's pair is (P3 without
+ *     adopting: absent needs no reclaim stopped); a give-back (I7) writes
+ *     what its commit replaced if the pair still holds exactly what the
+ *     commit wrote under the same c, else the algorithm's refund; the
+ *     give-back of an insert writes ABSENT(c).
+ *
+ * P7  Seal (L4): after the slot's seal CAS, the sealer freezes the pair:
+ *     OPEN(X) -> SEALED(X), ABSENT(x) -> SEALED_ABSENT (repeated until the
+ *     pair is sealed).  Every fetcher reads the same frozen state.  A write
+ *     that read the pair before the freeze either landed before it (and is
+ *     in the frozen state) or fails its CAS and, reading SEALED, follows
+ *     the replacement (L3): never lost, never counted twice.
+ *
+ * P8  No ABA across occupancies.  A stale CAS (its expected bytes read
+ *     under occupancy c) can land under a later occupancy c' only if the
+ *     pair holds those bytes again.  ABSENT and SEALED_ABSENT pairs carry
+ *     tags that are never written twice except ABSENT(c) within occupancy
+ *     c (P6), which is c's own; an OPEN pair of c' equals one of c only if
+ *     X ^ K(c) = X' ^ K(c'), a 116-bit coincidence of a keyed mix that no
+ *     caller can aim (the seed is secret).  Within one occupancy the same
+ *     bytes mean the same state, and every transition is a function of the
+ *     state: a CAS that lands on a state equal to the one it read is that
+ *     state's transition.
+ *
+ * P9  Crashes.  A process killed anywhere leaves a valid pair: an ABSENT(t)
+ *     of a reclaim whose slot CAS never came (equal to the idle state it
+ *     replaced; the next writer adopts), an adopted slot whose pair is
+ *     still ABSENT (absent), or a write that its caller never heard of.
+ *     Nobody waits: no step of P3-P7 waits for another process.
+ *
  * Permits (concurrency tables) are wide states like any other: a key's
  * cells, one per permit, change only by W2-W4 transitions (acquire,
  * release, reap), so their invariants C1-C4 (src/algorithms/concurrency.h)

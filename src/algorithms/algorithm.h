@@ -79,6 +79,20 @@ tk_algo_is_wide(const struct tk_algo *a)
 			     a->kind != TKSHM_KIND_LEAKY_BUCKET);
 }
 
+/* True when the wide state is a pair (src/shm/pair.h, protocol.h P1-P9):
+ * two doubles whose second is a finite number >= 0 (a token bucket's
+ * last, a window's count, a budget's served), not leased. */
+static inline bool
+tk_algo_is_pair(const struct tk_algo *a)
+{
+	if (a->leased || a->words != 2)
+		return false;
+	return a->kind == TKSHM_KIND_TOKEN_BUCKET ||
+	       a->kind == TKSHM_KIND_FIXED_WINDOW ||
+	       a->kind == TKSHM_KIND_QUOTA ||
+	       a->kind == TKSHM_KIND_TOKEN_BUDGET;
+}
+
 /* True for the kinds checked with tkshm_check (the limiters); the shaper
  * reserves and concurrency limits acquire. */
 static inline bool
@@ -400,6 +414,56 @@ tk_algo_state_valid_w(const struct tk_algo *a, const uint64_t *st)
 		return tk_conc_state_valid(&a->u.conc, st);
 	}
 	return false;
+}
+
+/* ------------------------------------------------------------------------
+ * The same over a pair's two words (tk_algo_is_pair: a table's kind is one
+ * of these four for its whole life, protocol.h P1-P9), for the pair
+ * table's check path: a switch over four cases that the compiler keeps
+ * small.
+ * ---------------------------------------------------------------------- */
+
+static inline bool
+tk_algo_check_pair(const struct tk_algo *a, const uint64_t *st, double now,
+		   double cost, uint64_t *st_out, tkshm_decision *d)
+{
+	switch (a->kind) {
+	case TKSHM_KIND_TOKEN_BUCKET:
+		return tk_token_bucket_check(&a->u.token_bucket, true, st, now,
+					     cost, st_out, d);
+	case TKSHM_KIND_FIXED_WINDOW:
+		return tk_fixed_window_check(&a->u.fixed_window, true, st, now,
+					     cost, st_out, d);
+	case TKSHM_KIND_QUOTA:
+		return tk_quota_check(&a->u.quota, true, st, now, cost, st_out,
+				      d);
+	case TKSHM_KIND_TOKEN_BUDGET:
+		return tk_token_budget_check(&a->u.token_budget, true, st, now,
+					     cost, st_out, d);
+	default:
+		break;
+	}
+	/* Not reached (a pair table's kind is one of the four): still a
+	 * denial with every field written. */
+	*d = (tkshm_decision){ .allowed = false };
+	return false;
+}
+
+static inline bool
+tk_algo_state_valid_pair(const struct tk_algo *a, const uint64_t *st)
+{
+	switch (a->kind) {
+	case TKSHM_KIND_TOKEN_BUCKET:
+		return tk_token_bucket_state_valid(&a->u.token_bucket, st);
+	case TKSHM_KIND_FIXED_WINDOW:
+		return tk_fixed_window_state_valid(&a->u.fixed_window, st);
+	case TKSHM_KIND_QUOTA:
+		return tk_quota_state_valid(&a->u.quota, st);
+	case TKSHM_KIND_TOKEN_BUDGET:
+		return tk_token_budget_state_valid(&a->u.token_budget, st);
+	default:
+		return false;
+	}
 }
 
 #endif /* TKSHM_ALGORITHMS_ALGORITHM_H */

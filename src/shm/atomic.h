@@ -197,6 +197,61 @@ tk_cas128(void *p, uint64_t old_lo, uint64_t old_hi, uint64_t new_lo,
 #endif
 }
 
+/* 16-byte atomic load of a pair (protocol.h, P1), for a writable or a
+ * read-only mapping.  On a CPU with AVX an aligned 16-byte MOVDQA is one
+ * atomic access (Intel SDM vol. 3A, 9.1.1; AMD APM vol. 2, 7.3.2): a plain
+ * load, so a reader keeps the line shared (I7).  Without AVX, `lock
+ * cmpxchg16b` comparing with 0 returns the pair whole (and writes back the
+ * same bytes), which needs a writable mapping: a read-only one (an
+ * inspector's) then reads the halves until two reads in a row agree.
+ * Acquire on x86-64 (loads are not reordered with loads); the "memory"
+ * clobber keeps the compiler from moving shared loads across it. */
+static inline void
+tk_load128(const void *p, bool writable, uint64_t *lo, uint64_t *hi)
+{
+#ifdef TK_TSAN
+	tk_u128 v = __atomic_load_n((const tk_u128 *)p, __ATOMIC_SEQ_CST);
+
+	(void)writable;
+	*lo = (uint64_t)v;
+	*hi = (uint64_t)(v >> 64);
+#else
+	if (__builtin_expect(__builtin_cpu_supports("avx"), 1)) {
+		uint64_t l, h;
+
+		__asm__ volatile("movdqa %2, %%xmm15\n\t"
+				 "movq %%xmm15, %0\n\t"
+				 "pextrq $1, %%xmm15, %1"
+				 : "=r"(l), "=r"(h)
+				 : "m"(*(const tk_u128 *)p)
+				 : "xmm15", "memory");
+		*lo = l;
+		*hi = h;
+	} else if (writable) {
+		tk_u128 v = __sync_val_compare_and_swap((tk_u128 *)p, 0, 0);
+
+		*lo = (uint64_t)v;
+		*hi = (uint64_t)(v >> 64);
+	} else {
+		const uint64_t *w = p;
+		uint64_t l = __atomic_load_n(&w[0], __ATOMIC_SEQ_CST);
+		uint64_t h = __atomic_load_n(&w[1], __ATOMIC_SEQ_CST);
+
+		for (;;) {
+			uint64_t l2 = __atomic_load_n(&w[0], __ATOMIC_SEQ_CST);
+			uint64_t h2 = __atomic_load_n(&w[1], __ATOMIC_SEQ_CST);
+
+			if (l2 == l && h2 == h)
+				break;
+			l = l2;
+			h = h2;
+		}
+		*lo = l;
+		*hi = h;
+	}
+#endif
+}
+
 /* A pause in a retry loop: tells the core we are spinning. */
 static inline void
 tk_cpu_relax(void)

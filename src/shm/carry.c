@@ -18,11 +18,12 @@
 #include "shm/table.h"
 #include "shm/wide.h"
 
-/* The state of the sealed slot at `index` of table p: one word, or the
- * words of its published wide record.  False: nothing to carry (a FRESH
+/* The state of the sealed slot at `index` of table p (or, `sealed` false,
+ * of the REAL slot an anonymous copy reads): one word, a pair's state
+ * (frozen first when sealed, P7), or the words of its published record.  False: nothing to carry (a FRESH
  * wide state, or one that will not read whole). */
 static bool
-tk_sealed_words(const struct tkshm_table *p, uint64_t index, uint64_t st,
+tk_sealed_words(struct tkshm_table *p, uint64_t index, uint64_t st, bool sealed,
 		uint64_t *words)
 {
 	uint64_t gen;
@@ -31,6 +32,9 @@ tk_sealed_words(const struct tkshm_table *p, uint64_t index, uint64_t st,
 		words[0] = st;
 		return tk_algo_state_valid(&p->algo, st);
 	}
+	if (p->pairs)
+		return sealed ? tk_pair_sealed_words(p, index, words) :
+				tk_pair_read_only_words(p, index, st, words);
 	/* The control word of a sealed slot never changes again: a claim in
 	 * flight can no longer publish (W4 compares the whole slot), so a
 	 * snapshot that reads torn was torn by a claimant and reads whole
@@ -166,7 +170,7 @@ tk_carry_fetch(struct tkshm_table *n, uint64_t fp, double now, uint64_t *words)
 
 		tk_where_of(p, fp, &w);
 		have = tk_sealed_words(p, tk_window_index(&w, (unsigned)pos),
-				       st, from);
+				       st, !n->carry_copy, from);
 	}
 	if (!p->wide) {
 		/* A key evicted from p left its debt in p's cell (I8). */

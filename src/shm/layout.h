@@ -13,7 +13,8 @@
  *   denials  one 32-bit denial tally per slot, for operators (display only)
  *   debt     ndebt 8-byte cells remembering the debt of evicted keys (I8)
  *   wide     wide tables only: per slot, a 16-byte head and two records of
- *            wide_units 16-byte units (protocol.h, W1-W9)
+ *            wide_units 16-byte units (protocol.h, W1-W9), or for a pair
+ *            table (TK_HDR_PAIRS) one 16-byte pair (P1-P9)
  *   global   one page: the cross-host tier's shared region
  *            (layout_global.h; its accessors: src/global/global_shm.h)
  *   keys     lease tables only: per slot, the whole key (a tk_keyrec), so
@@ -80,6 +81,13 @@ struct tk_wide_head {
 	uint64_t reserved;
 };
 
+/* A pair table's wide area: one 16-byte pair per slot (protocol.h,
+ * P1-P9), written only whole by tk_cas128, read whole by tk_load128. */
+struct tk_pair {
+	_Alignas(16) uint64_t a;
+	uint64_t b;
+};
+
 /* The largest wide_units: tk_algo's TK_ALGO_MAX_WORDS (a concurrency
  * limit of 256 permits). */
 #define TK_WIDE_MAX_UNITS 262u
@@ -89,6 +97,14 @@ static inline uint64_t
 tk_wide_stride(uint64_t units)
 {
 	return sizeof(struct tk_wide_head) + 2 * units * sizeof(struct tk_unit);
+}
+
+/* Bytes of one slot's wide area in a table of `units` state words: a
+ * pair's, or the head and two records of units. */
+static inline uint64_t
+tk_wide_area_stride(uint64_t units, uint64_t pairs)
+{
+	return pairs ? sizeof(struct tk_pair) : tk_wide_stride(units);
 }
 
 /* Display-only key prefix of the slot with the same index.  `fp` is the
@@ -159,6 +175,8 @@ struct tk_global_wire {
 };
 
 #define TK_HDR_ANONYMOUS 0x1u
+/* The wide area holds one pair per slot (protocol.h, P1-P9). */
+#define TK_HDR_PAIRS 0x2u
 
 /* The longest file name (no directory) of a predecessor, with its NUL. */
 #define TK_PRED_NAME_MAX 96u
@@ -244,6 +262,7 @@ _Static_assert(sizeof(struct tk_label) == 32, "label is 32 bytes");
 _Static_assert(sizeof(struct tk_shard) == 128, "shard is two cache lines");
 _Static_assert(sizeof(struct tk_unit) == 16, "unit is 16 bytes");
 _Static_assert(sizeof(struct tk_wide_head) == 16, "wide head is 16 bytes");
+_Static_assert(sizeof(struct tk_pair) == 16, "pair is 16 bytes");
 _Static_assert(sizeof(struct tk_keyrec) == 256, "key record is 256 bytes");
 _Static_assert(TK_C_COUNT <= TK_SHARD_COUNTERS, "counters fit a shard");
 _Static_assert(TK_C_COUNT <= TK_EPOCH_WORD, "the epoch is no counter");
@@ -272,6 +291,7 @@ tk_layout_abi(void)
 /* The offsets and size a geometry implies. */
 struct tk_geometry {
 	uint64_t nbuckets, ndebt, nshards, wide_units, key_records;
+	uint64_t pairs; /* 1: the wide area holds pairs (TK_HDR_PAIRS) */
 	uint64_t shards_off, buckets_off, labels_off, denials_off, debt_off;
 	uint64_t wide_off, global_off, keys_off;
 	uint64_t file_size;

@@ -61,6 +61,7 @@ tk_algo_same_shape(const struct tk_algo *a, const tkshm_policy *pa,
 	 * read under another width, its ticks would name other times (a
 	 * replacement converts them through the times they stand for). */
 	return tk_algo_is_wide(a) == tk_algo_is_wide(b) &&
+	       tk_algo_is_pair(a) == tk_algo_is_pair(b) &&
 	       pa->global.mode == pb->global.mode && tk_algo_same_reading(a, b);
 }
 

@@ -218,7 +218,7 @@
  *                  of the slot may be under way (P4).
  *   SEALED(X)      OPEN(X) with the sign bit of b set: frozen by a seal
  *                  (L4), never written again.
- *   SEALED_ABSENT  b = TK_PAIR_SEALED_ABSENT (a negative NaN no tag is).
+ *   SEALED_ABSENT  b = TK_PAIR_B_SEALED_ABSENT (a negative NaN no tag is).
  * A table is built with every pair ABSENT(0).
  *
  * P1  A pair is written only by a 16-byte CAS from the exact 16 bytes the

@@ -102,6 +102,8 @@ tk_geometry_compute(struct tk_geometry *g)
 		return -1;
 	if (g->wide_units > TK_WIDE_MAX_UNITS)
 		return -1;
+	if (g->pairs > 1 || (g->pairs && g->wide_units != 2))
+		return -1;
 	/* Bounded counts: no product below can overflow 64 bits. */
 	g->shards_off = TK_PAGE;
 	g->buckets_off = tk_align_page(g->shards_off +
@@ -121,8 +123,9 @@ tk_geometry_compute(struct tk_geometry *g)
 	if (g->wide_units) {
 		g->wide_off = g->file_size;
 		g->file_size = tk_align_page(
-			g->wide_off + g->nbuckets * TK_SLOTS_PER_BUCKET *
-					      tk_wide_stride(g->wide_units));
+			g->wide_off +
+			g->nbuckets * TK_SLOTS_PER_BUCKET *
+				tk_wide_area_stride(g->wide_units, g->pairs));
 	}
 	g->global_off = g->file_size;
 	g->file_size = g->global_off + TK_PAGE;
@@ -156,6 +159,7 @@ tk_geometry_for_slots(uint64_t slots, const struct tk_algo *algo,
 	g->ndebt = nb * TK_SLOTS_PER_BUCKET;
 	g->nshards = TK_SHARDS;
 	g->wide_units = tk_algo_is_wide(algo) ? algo->words : 0;
+	g->pairs = tk_algo_is_pair(algo) ? 1 : 0;
 	g->key_records = algo->leased ? 1 : 0;
 	return tk_geometry_compute(g);
 }
@@ -182,7 +186,8 @@ tk_handle_fill(struct tkshm_table *t, const struct tk_header *h,
 	t->debt = (uint64_t *)(base + h->debt_off);
 	t->wide = h->wide_units ? base + h->wide_off : NULL;
 	t->wide_units = h->wide_units;
-	t->wide_stride = tk_wide_stride(h->wide_units);
+	t->pairs = (h->flags & TK_HDR_PAIRS) != 0;
+	t->wide_stride = tk_wide_area_stride(h->wide_units, t->pairs);
 	t->global = (struct tk_global_shm *)(base + h->global_off);
 	t->keyrecs = h->key_records ? (struct tk_keyrec *)(base + h->keys_off) :
 				      NULL;
@@ -239,7 +244,8 @@ tk_header_build(struct tk_header *h, const struct tk_geometry *g,
 		h->permit_epoch = h->table_id;
 	h->created_ms = tkshm_now_ms();
 	h->creator_pid = (uint32_t)getpid();
-	h->flags = anonymous ? TK_HDR_ANONYMOUS : 0;
+	h->flags = (anonymous ? TK_HDR_ANONYMOUS : 0) |
+		   (g->pairs ? TK_HDR_PAIRS : 0);
 	h->on_full = (uint32_t)on_full;
 	h->nshards = (uint32_t)g->nshards;
 	h->nbuckets = g->nbuckets;
@@ -306,6 +312,7 @@ tk_header_validate(const struct tk_header *h, uint64_t file_size,
 	g.ndebt = h->ndebt;
 	g.nshards = h->nshards;
 	g.wide_units = h->wide_units;
+	g.pairs = (h->flags & TK_HDR_PAIRS) != 0;
 	g.key_records = h->key_records;
 	if (tk_geometry_compute(&g) != 0 || g.shards_off != h->shards_off ||
 	    g.buckets_off != h->buckets_off || g.labels_off != h->labels_off ||
@@ -328,6 +335,10 @@ tk_header_validate(const struct tk_header *h, uint64_t file_size,
 	if (h->wide_units != (tk_algo_is_wide(algo) ? algo->words : 0)) {
 		tk_say(o, "header wide units %u do not fit the policy",
 		       h->wide_units);
+		return TKSHM_ECORRUPT;
+	}
+	if (g.pairs != (tk_algo_is_pair(algo) ? 1u : 0u)) {
+		tk_say(o, "header pair flag does not fit the policy");
 		return TKSHM_ECORRUPT;
 	}
 	if (h->key_records != (algo->leased ? 1u : 0u)) {

@@ -483,6 +483,12 @@ tk_claim(struct tk_apply *a, const struct tk_scan *sc)
 	if (rc != TKSHM_OK)
 		return rc;
 	tag_st = tk_st_placeholder(tk_new_tag());
+	/* P4: a pair slot taken as idle is frozen ABSENT first, so that no
+	 * admission lands in it after the idleness was read. */
+	if (t->pairs && v.taken == TK_C_RECLAIMS &&
+	    !tk_pair_reclaim(t, tk_window_index(&a->w, (unsigned)v.pos), v.fp,
+			     v.st, a->now, tag_st & TK_ST_TAG_MASK))
+		return TK_LOST;
 	if (!tk_cas128(tk_window_slot(t, &a->w, v.pos), v.fp, v.st, a->w.fp,
 		       tag_st))
 		return TK_LOST;
@@ -578,10 +584,22 @@ tk_make_real(struct tk_apply *a, int mine, struct tk_absent *ab,
 	uint64_t index = tk_window_index(&a->w, (unsigned)mine);
 	uint64_t mine_st = a->mine_st;
 
-	if (t->wide)
+	if (t->pairs) {
+		/* P5: the key enters ABSENT under st = its tag. */
+		uint64_t tag = mine_st & TK_ST_TAG_MASK;
+		int rc = tk_pair_fresh(t, index, tag);
+
+		if (rc != TKSHM_OK) {
+			tk_retire(t, &a->w, mine, mine_st);
+			a->mine_st = 0;
+			return rc;
+		}
+		ab->nst = tag;
+	} else if (t->wide) {
 		/* W6: the key enters FRESH; its first transition is an
 		 * ordinary claim. */
 		ab->nst = tk_wide_fresh(t, index);
+	}
 	a->mine_st = 0; /* REAL after the CAS, or retired by somebody */
 	if (!tk_cas128(tk_window_slot(t, &a->w, mine), a->w.fp, mine_st,
 		       a->w.fp, ab->nst))
@@ -951,10 +969,22 @@ tk_table_reset(struct tkshm_table *t, const void *key, size_t len)
 
 		if (pos < 0)
 			break;
-		/* I4: DEAD is equivalent to absent, so the key starts fresh. */
-		if (tk_cas128(tk_window_slot(t, &w, pos), w.fp, st, w.fp,
-			      TK_ST_DEAD))
+		if (t->pairs) {
+			/* P6: the pair ABSENT, the slot the key's still. */
+			int rc = tk_pair_reset(
+				t, tk_window_index(&w, (unsigned)pos), w.fp,
+				st);
+
+			if (rc == TKSHM_OK)
+				break;
+			if (rc != TK_WIDE_GONE)
+				return rc;
+		} else if (tk_cas128(tk_window_slot(t, &w, pos), w.fp, st, w.fp,
+				     TK_ST_DEAD)) {
+			/* I4: DEAD is equivalent to absent: the key starts
+			 * fresh. */
 			break;
+		}
 		if (++retries > TK_MAX_RETRIES)
 			return TKSHM_EBUSY;
 		tk_count(t, TK_C_CAS_RETRIES, 1);

@@ -34,6 +34,7 @@ struct tkshm_table {
 	uint8_t *wide;	      /* wide area, NULL for one-word states */
 	uint32_t wide_units;  /* state words per record (algo.words), or 0 */
 	uint64_t wide_stride; /* bytes per slot in the wide area */
+	bool pairs; /* the wide area holds pairs (protocol.h, P1-P9) */
 	struct tk_global_shm *global; /* the cross-host region (one page) */
 	struct tk_keyrec *keyrecs;    /* lease tables: whole keys, or NULL */
 	uint64_t nbuckets, bucket_mask;
@@ -254,6 +255,9 @@ struct tk_commit {
 	uint64_t next;	   /* the state the check wrote */
 	uint64_t epoch;	   /* the table's reset epoch before the check */
 	double now;	   /* the check's now (what a give-back looks for) */
+	/* A pair table's write (P6): the bytes it replaced and wrote, under
+	 * occupancy `next`. */
+	struct tk_pair pair_prev, pair_next;
 	/* Set by the caller before the check: it counts the decision itself
 	 * once the decision stands (multi.c: an `all` commit may be given
 	 * back, and `allowed` counts admissions, not attempts). */
@@ -400,6 +404,13 @@ struct tk_wide_op;
 int tk_table_wide_op(struct tkshm_table *t, const struct tk_keyref *k,
 		     double now, const struct tk_wide_op *op);
 
+/* One check of key k (window w) of a pair table: a present key's pair
+ * read, decided and written by one CAS (P1, P3) when nothing is in the
+ * way, else tk_table_check_slow (src/shm/pair_check.c). */
+int tk_pair_check(struct tkshm_table *t, const struct tk_keyref *k,
+		  const struct tk_where *w, double cost, double now,
+		  tkshm_decision *out, struct tk_commit *commit);
+
 /* The check of a present one-word key on its REAL slot, window position
  * `pos` of w, holding st (unique, I5): the pure transition, then a denial
  * writes nothing to the slot (I7: a counter and the display tally) and an
@@ -453,7 +464,10 @@ tk_table_check_ref(struct tkshm_table *t, const struct tk_keyref *k,
 	 * them): start fetching b1 while b0 is read. */
 	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
 	if (t->wide)
-		return tk_table_check_slow(t, k, &w, cost, now, out, commit, 0);
+		return t->pairs ?
+			       tk_pair_check(t, k, &w, cost, now, out, commit) :
+			       tk_table_check_slow(t, k, &w, cost, now, out,
+						   commit, 0);
 	pos = tk_find_real(t, &w, &st);
 	if (pos < 0)
 		return tk_table_check_slow(t, k, &w, cost, now, out, commit, 0);

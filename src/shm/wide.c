@@ -162,6 +162,8 @@ tk_wide_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 	unsigned retries = 0;
 	double since = 0;
 
+	if (t->pairs)
+		return tk_pair_transition(t, w, pos, now, step, ctx, done);
 	done->wrote = false;
 	for (;;) {
 		uint64_t fp, ctl, gen = 0, claim, claimed, target, published;
@@ -279,6 +281,8 @@ tk_wide_apply(struct tkshm_table *t, const struct tk_where *w, int pos,
 		commit->prev_present = done.prev_present;
 		commit->prev = done.prev;
 		commit->next = done.next;
+		commit->pair_prev = done.pair_prev;
+		commit->pair_next = done.pair_next;
 	}
 	tk_count_decision(t, commit, true);
 	return TKSHM_OK;
@@ -344,8 +348,13 @@ tk_wide_refund(struct tkshm_table *t, const struct tk_where *w, int pos,
 {
 	struct tk_refund_ctx r = { c, cost };
 	struct tk_wide_done done;
-	int rc = tk_wide_transition(t, w, pos, c->now, tk_refund_step, &r,
-				    &done);
+	int rc;
+
+	if (t->pairs) {
+		rc = tk_pair_refund(t, w, pos, c, cost);
+		return rc == TK_WIDE_GONE ? TKSHM_OK : rc;
+	}
+	rc = tk_wide_transition(t, w, pos, c->now, tk_refund_step, &r, &done);
 
 	if (rc == TKSHM_OK && done.wrote)
 		tk_count(t, TK_C_MULTI_ROLLBACKS, 1);
@@ -392,6 +401,16 @@ tk_wide_verify_slot(const struct tkshm_table *t, uint64_t index, uint64_t fp,
 
 	if (!tk_ctl_valid(ctl)) {
 		snprintf(why, len, "control word %#llx has bit 63 set (W5)",
+			 (unsigned long long)ctl);
+		return 1;
+	}
+	if (t->pairs) {
+		/* P1, P2: a REAL slot's pair decodes to a valid state or to
+		 * ABSENT (a slot that moved meanwhile is no finding). */
+		if (tk_pair_snapshot(t, index, ctl, words) != TK_WIDE_INVALID)
+			return 0;
+		snprintf(why, len,
+			 "pair holds no valid state of occupancy %#llx (P1)",
 			 (unsigned long long)ctl);
 		return 1;
 	}

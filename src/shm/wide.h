@@ -143,7 +143,8 @@ typedef enum tk_step (*tk_step_fn)(void *ctx, const struct tkshm_table *t,
 struct tk_wide_done {
 	bool wrote;
 	bool prev_present;
-	uint64_t prev, next; /* control words */
+	uint64_t prev, next; /* control words (a pair's: its occupancy) */
+	struct tk_pair pair_prev, pair_next; /* a pair's bytes (P6) */
 };
 
 /* Runs `step` on the key whose REAL slot is at window position `pos`;
@@ -204,5 +205,53 @@ int tk_wide_lookup(const struct tkshm_table *t, const struct tk_where *w,
  * else 1 with a sentence in why. */
 int tk_wide_verify_slot(const struct tkshm_table *t, uint64_t index,
 			uint64_t fp, uint64_t ctl, char *why, size_t len);
+
+/* Pair tables (pair.c, protocol.h P1-P9): the entry points above hand
+ * them to these. */
+enum tk_wide_read tk_pair_snapshot(const struct tkshm_table *t, uint64_t index,
+				   uint64_t ctl, uint64_t *words);
+
+/* P1: loads the pair of slot `index` into *p while the slot holds
+ * {fp, c}: false when the slot changed around the load (read again). */
+bool tk_pair_read_under(const struct tkshm_table *t, uint64_t index,
+			uint64_t fp, uint64_t c, struct tk_pair *p);
+
+/* The state words of pair p read under occupancy c: TK_WIDE_PRESENT,
+ * TK_WIDE_ABSENT, or TK_WIDE_INVALID (no valid state; a sealed pair under
+ * a slot that is not sealed). */
+enum tk_wide_read tk_pair_words(const struct tkshm_table *t, uint64_t c,
+				struct tk_pair p, bool sealed_slot,
+				uint64_t *words);
+int tk_pair_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
+		       double now, tk_step_fn step, void *ctx,
+		       struct tk_wide_done *done);
+int tk_pair_refund(struct tkshm_table *t, const struct tk_where *w, int pos,
+		   const struct tk_commit *c, double cost);
+
+/* P5: the pair of the slot we hold a placeholder of (tag `tag`) made
+ * ABSENT(tag), the key's state when the placeholder becomes REAL with st
+ * = tag.  TKSHM_OK, TKSHM_ECORRUPT (an OPEN pair under a placeholder, P2)
+ * or TKSHM_EBUSY. */
+int tk_pair_fresh(struct tkshm_table *t, uint64_t index, uint64_t tag);
+
+/* P4: freezes the pair of slot {fp, c} to ABSENT(tag) if it is idle at
+ * `now`; the caller's slot CAS to PLACEHOLDER(tag) comes next. */
+bool tk_pair_reclaim(struct tkshm_table *t, uint64_t index, uint64_t fp,
+		     uint64_t c, double now, uint64_t tag);
+
+/* P6: the key at slot {fp, c} made absent.  TKSHM_OK, TK_WIDE_GONE (the
+ * slot changed: look again) or TKSHM_ECORRUPT. */
+int tk_pair_reset(struct tkshm_table *t, uint64_t index, uint64_t fp,
+		  uint64_t c);
+
+/* P7: the state of the sealed slot `index`, frozen first.  False when
+ * absent or unreadable. */
+bool tk_pair_sealed_words(struct tkshm_table *p, uint64_t index,
+			  uint64_t *words);
+
+/* The live state of REAL slot `index` (st c) of a table that stays live
+ * (an anonymous replacement copies it).  False when absent. */
+bool tk_pair_read_only_words(const struct tkshm_table *p, uint64_t index,
+			     uint64_t c, uint64_t *words);
 
 #endif /* TKSHM_SHM_WIDE_H */

@@ -17,6 +17,10 @@ tk_wide_snapshot(const struct tkshm_table *t, uint64_t index, uint64_t ctl,
 	const struct tk_unit *u;
 	uint64_t g0 = 0;
 
+	if (t->pairs) {
+		*gen = 0;
+		return tk_pair_snapshot(t, index, ctl, words);
+	}
 	if (tk_ctl_fresh(ctl))
 		return TK_WIDE_ABSENT;
 #ifdef __clang_analyzer__

@@ -9,7 +9,9 @@
  * one fixed `now` with a limit so large that every check is admitted, so
  * that every check claims, writes and publishes:
  *   slidingWindow limit 1e12, 64 buckets: 130-unit records, long claims;
- *   tokenBucket capacity 1e12: 2-unit records, short claims.
+ *   slidingWindow limit 1e12, 2 buckets: 6-unit records, short claims.
+ * (Two-word kinds keep pairs, which have no claims: P1-P9; a stopped
+ * writer of a pair holds nothing, tests/unit/test_pair_table.c.)
  * All counts stay integers far below 2^53, so the key's state is exact:
  * after the run, limit - peek.remaining must equal the number of
  * admissions the workers reported (one lost update, a stale record
@@ -68,7 +70,7 @@
 
 static const char *const specs[] = {
 	"slidingWindow:limit=1e12,windowMs=1000,buckets=64",
-	"tokenBucket:capacity=1e12,refillPerSec=1",
+	"slidingWindow:limit=1e12,windowMs=1000,buckets=2",
 };
 
 static const char hot_key[] = "the-hot-key";

@@ -35,6 +35,7 @@
 
 #include "test_support.h"
 #include "shm/layout.h"
+#include "shm/pair.h"
 #include "shm/protocol.h"
 #include "shm/table.h"
 #include "shm/wide.h"
@@ -419,15 +420,35 @@ test_hostile_gcra_states(void **state)
 	tkshm_close(t);
 }
 
+/* A pair table's pair of `key` overwritten with `words` (P1): encoded as
+ * its occupancy would when words[1] is a finite number >= 0, so that
+ * readers decode it and must judge the values themselves; written as raw
+ * bytes otherwise (a scribble that decodes to no state, or to a marker). */
+static bool
+publish_hostile_pair(tkshm_table *t, uint64_t idx, const uint64_t *words)
+{
+	struct tk_pair *p = tk_pair_at(t, idx);
+	uint64_t fp, c, x[2];
+
+	tk_slot_read(tk_slot_at(t, idx), &fp, &c);
+	if (!tk_pair_encode(t, c, words, p)) {
+		tk_store_relaxed(&p->a, words[0]);
+		tk_store_relaxed(&p->b, words[1]);
+	}
+	return tk_pair_snapshot(t, idx, c, x) == TK_WIDE_INVALID;
+}
+
 /* The published record of `key` overwritten with `words`, keeping the
  * generations consistent (W5), so that readers take it as published and
- * must judge the values themselves. */
-static void
+ * must judge the values themselves.  True when readers find it invalid. */
+static bool
 publish_hostile(tkshm_table *t, const char *key, const uint64_t *words)
 {
 	uint64_t idx = slot_of(t, key), fp, ctl, gen, v;
 	struct tk_unit *u;
 
+	if (t->pairs)
+		return publish_hostile_pair(t, idx, words);
 	tk_slot_read(tk_slot_at(t, idx), &fp, &ctl);
 	assert_false(tk_ctl_fresh(ctl));
 	u = tk_wide_record(t, idx, tk_ctl_active(ctl));
@@ -436,6 +457,7 @@ publish_hostile(tkshm_table *t, const char *key, const uint64_t *words)
 		tk_store_relaxed(&u[i].val, words[i]);
 		tk_store_relaxed(&u[i].gen, gen);
 	}
+	return true;
 }
 
 static void
@@ -469,6 +491,7 @@ test_hostile_wide_states(void **state)
 		t = tkt_file(tkt_path(name), specs[s], 64);
 		for (size_t f = 0; f < sizeof fills / sizeof fills[0]; f++) {
 			char what[160];
+			bool invalid;
 
 			assert_rc(tkshm_check_at(t, "victim", 6, 1, NOW, &d),
 				  TKSHM_OK);
@@ -479,10 +502,10 @@ test_hostile_wide_states(void **state)
 				words[i] = fills[(f + i) % 6];
 			if (tk_algo_state_valid_w(&t->algo, words))
 				continue;
-			publish_hostile(t, "victim", words);
+			invalid = publish_hostile(t, "victim", words);
 			snprintf(what, sizeof what, "%s, fill %zu", specs[s],
 				 f);
-			exercise_key(t, "victim", true, what);
+			exercise_key(t, "victim", invalid, what);
 			assert_rc(tkshm_reset(t, "victim", 6), TKSHM_OK);
 		}
 		tkshm_close(t);

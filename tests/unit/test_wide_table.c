@@ -343,8 +343,9 @@ slot_of(tkshm_table *t, const char *key, uint64_t *ctl)
 static void
 abandoned_claim_is_stolen(void **state)
 {
-	tkshm_table *t =
-		tkt_anon("tokenBucket:capacity=10,refillPerSec=0.001", 64);
+	/* A sliding window: two-word kinds keep pairs (P1-P9), no claims. */
+	tkshm_table *t = tkt_anon(
+		"slidingWindow:limit=10,windowMs=100000000,buckets=2", 64);
 	uint64_t ctl, ctl2, index, fp, target;
 	struct tk_slot *s;
 	struct tk_unit *u;
@@ -394,7 +395,8 @@ abandoned_claim_is_stolen(void **state)
 static void
 verify_catches_torn_record(void **state)
 {
-	tkshm_table *t = tkt_anon("fixedWindow:limit=5,windowMs=1000", 64);
+	tkshm_table *t =
+		tkt_anon("slidingWindow:limit=5,windowMs=1000,buckets=2", 64);
 	uint64_t ctl, index, problems = 0;
 	struct tk_unit *u;
 	tkshm_decision d;
@@ -423,7 +425,8 @@ verify_catches_torn_record(void **state)
 static void
 torn_record_is_corrupt_not_busy(void **state)
 {
-	tkshm_table *t = tkt_anon("fixedWindow:limit=5,windowMs=1000", 64);
+	tkshm_table *t =
+		tkt_anon("slidingWindow:limit=5,windowMs=1000,buckets=2", 64);
 	uint64_t ctl, index;
 	struct tk_unit *u;
 	tkshm_decision d;

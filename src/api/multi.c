@@ -146,6 +146,16 @@ tk_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 	return TKSHM_OK;
 }
 
+/* True when every dimension's handle is on itself (tk_on_itself). */
+static bool
+tk_all_on_themselves(const tkshm_dimension *dims, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!dims[i].table || !tk_on_itself(dims[i].table))
+			return false;
+	return true;
+}
+
 int
 tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 		     size_t n, double now_ms, tkshm_decision *out,
@@ -157,6 +167,14 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 		return TKSHM_ENULL;
 	if (n == 0 || n > TKSHM_MULTI_MAX)
 		return TKSHM_EINVAL;
+	if (tk_all_on_themselves(dims, n)) {
+		/* As TK_HANDLE_CALL: handles that never followed a change
+		 * need no read-side section (handle.h). */
+		int rc = tk_multi_at(mode, dims, n, now_ms, out, each, binding);
+
+		if (__builtin_expect(rc != TK_EMOVED, 1))
+			return rc;
+	}
 	for (unsigned tries = 0;; tries++) {
 		int rc;
 

@@ -247,6 +247,10 @@ tk_multi_local(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 		k.key[i] = tk_keyref_of(dims[i].table, dims[i].key,
 					dims[i].key_len);
 		k.made[i] = false;
+		/* Every dimension's window fetched at once: with keys beyond
+		 * the cache, the dimensions' misses overlap instead of
+		 * adding up. */
+		tk_prefetch_key(dims[i].table, k.key[i].fp);
 	}
 	k.repeats = tk_has_repeats(dims, &k, n);
 	k.now = now_ms;

@@ -477,6 +477,27 @@ tk_table_check_ref(struct tkshm_table *t, const struct tk_keyref *k,
 	return tk_table_check_slow(t, k, &w, cost, now, out, commit, 1);
 }
 
+/* Starts fetching the cache lines a check of fingerprint fp reads: both
+ * buckets of its window and, in a pair table, their pairs (one line per
+ * bucket). */
+static inline void
+tk_prefetch_key(const struct tkshm_table *t, uint64_t fp)
+{
+	struct tk_where w;
+
+	tk_where_of(t, fp, &w);
+	__builtin_prefetch(&t->buckets[w.b0], 1, 3);
+	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
+	if (t->pairs) {
+		__builtin_prefetch(t->wide + w.b0 * TK_SLOTS_PER_BUCKET *
+						     sizeof(struct tk_pair),
+				   1, 3);
+		__builtin_prefetch(t->wide + w.b1 * TK_SLOTS_PER_BUCKET *
+						     sizeof(struct tk_pair),
+				   1, 3);
+	}
+}
+
 /* True when two handles are of one table: the same handle, or one
  * segment attached twice (its random seed names it; a copy of a table file
  * counts as the table it was copied from). */

@@ -819,7 +819,7 @@ typedef struct tkshm_key {
 	uint64_t fp_;	/* private: the key's fingerprint in that table */
 	uint64_t seed_; /* private: that table's hash seed */
 	uint32_t len_;	/* private: the key's length */
-	unsigned char prefix_[23]; /* private: its first bytes */
+	unsigned char prefix_[19]; /* private: its first bytes */
 } tkshm_key;
 
 /** Hashes `key` for table `t` into *out.
@@ -1224,7 +1224,7 @@ typedef struct tkshm_usage {
 TKSHM_API int tkshm_usage_get(tkshm_table *t, double now_ms, tkshm_usage *out);
 
 /** The most key bytes a table keeps for display (tkshm_entry.label). */
-#define TKSHM_LABEL_MAX 23
+#define TKSHM_LABEL_MAX 19
 
 /** How many holders a tkshm_entry lists. */
 #define TKSHM_ENTRY_HOLDERS 8

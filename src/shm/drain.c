@@ -62,21 +62,27 @@ tk_drain_slot(struct tkshm_table *n, uint64_t index, double now)
 }
 
 /* Debt cells of a one-word p merged into n's (I8, I9): a key evicted
- * from p restarts in n from its debt too. */
+ * from p restarts in n from its debt too.  The two tables may have
+ * different numbers of cells (another size; a table that never evicts
+ * has one): a fingerprint's cell is the same hash under each table's mask
+ * (tk_debt_cell), so walking the larger count and masking for each table
+ * merges every cell of p into the cell of n its keys map to. */
 static void
 tk_drain_debt(struct tkshm_table *n)
 {
 	struct tkshm_table *p = n->pred;
+	uint64_t cells = p->ndebt > n->ndebt ? p->ndebt : n->ndebt;
 
 	if (p->wide || n->wide || !tk_carry_converts(p, n))
 		return;
-	for (uint64_t i = 0; i < n->ndebt; i++) {
+	for (uint64_t i = 0; i < cells; i++) {
+		uint64_t *cell = &n->debt[i & n->debt_mask];
 		uint64_t d = tk_load_seq_cst(&p->debt[i & p->debt_mask]);
-		uint64_t cur = tk_load_seq_cst(&n->debt[i]);
+		uint64_t cur = tk_load_seq_cst(cell);
 
 		if (d == 0 || !tk_algo_state_valid(&p->algo, d))
 			continue;
-		while (!tk_cas64(&n->debt[i], &cur,
+		while (!tk_cas64(cell, &cur,
 				 cur ? tk_algo_debt_merge(&n->algo, cur, d) :
 				       d))
 			;

@@ -9,9 +9,11 @@
  *            in-place policy records, protocol.h L1-L6)
  *   shards   TK_SHARDS counter shards, 128 bytes each (I11)
  *   buckets  nbuckets cache lines of 4 slots {fp, st}
- *   labels   one 32-byte label per slot: a bounded key prefix for operators
+ *   labels   one 24-byte label per slot: a bounded key prefix for operators
  *   denials  one 32-bit denial tally per slot, for operators (display only)
- *   debt     ndebt 8-byte cells remembering the debt of evicted keys (I8)
+ *   debt     ndebt 8-byte cells remembering the debt of evicted keys (I8):
+ *            one per slot in tables that can evict, a single cell in
+ *            tables that never do (wide kinds, lease tables: W9)
  *   wide     wide tables only: per slot, a 16-byte head and two records of
  *            wide_units 16-byte units (protocol.h, W1-W9), or for a pair
  *            table (TK_HDR_PAIRS) one 16-byte pair (P1-P9)
@@ -35,7 +37,7 @@
 #include "tkshm.h"
 
 /* Bumped whenever any byte of the segment changes meaning. */
-#define TK_LAYOUT_VERSION 7u
+#define TK_LAYOUT_VERSION 8u
 
 /* "TKSHM", NUL, CR, LF: the CR LF catches text-mode mangling. */
 #define TK_MAGIC     "TKSHM\0\r\n"
@@ -50,7 +52,7 @@
 #define TK_WINDOW	    (2u * TK_SLOTS_PER_BUCKET)
 #define TK_SHARDS	    64u
 #define TK_SHARD_COUNTERS   16u
-#define TK_LABEL_PREFIX	    23u
+#define TK_LABEL_PREFIX	    19u
 #define TK_MIN_SLOTS	    8u
 #define TK_MAX_SLOTS	    TKSHM_MAX_SLOTS
 #define TK_POLICY_PARAMS    16u
@@ -107,14 +109,16 @@ tk_wide_area_stride(uint64_t units, uint64_t pairs)
 	return pairs ? sizeof(struct tk_pair) : tk_wide_stride(units);
 }
 
-/* Display-only key prefix of the slot with the same index.  `fp` is the
- * fingerprint the label was written for; w[0]'s low byte is the key length
- * (255 meaning 255 or more) and the following 23 bytes are the key's first
- * bytes.  Written seqlock-style after an insert (table.c, tk_label_write);
- * a reader accepts it only if fp matches the slot's. */
+/* Display-only key prefix of the slot with the same index, in three words.
+ * w[0] holds, from its low bits up, a 32-bit check of the fingerprint the
+ * label was written for (tk_label_check: its low 32 bits, never 0, so 0
+ * means "no label"), the key length byte (255 meaning 255 or more) and the
+ * key's first 3 bytes; w[1] and w[2] hold its next 16 bytes.  Written
+ * seqlock-style after an insert (label.c, tk_label_write): w[0] = 0, the
+ * other words, then w[0]; a reader accepts the label only if w[0] named
+ * the slot's fp and did not change around its copy of the others. */
 struct tk_label {
-	_Alignas(32) uint64_t fp;
-	uint64_t w[3];
+	_Alignas(8) uint64_t w[3];
 };
 
 /* Lease tables: the whole key of the slot with the same index, written
@@ -258,7 +262,9 @@ _Static_assert(TK_LIFE_OFF + sizeof(struct tk_life) <= TK_PAGE,
 
 _Static_assert(sizeof(struct tk_slot) == 16, "slot is 16 bytes");
 _Static_assert(sizeof(struct tk_bucket) == 64, "bucket is one cache line");
-_Static_assert(sizeof(struct tk_label) == 32, "label is 32 bytes");
+_Static_assert(sizeof(struct tk_label) == 24, "label is 24 bytes");
+_Static_assert(TK_LABEL_PREFIX == 3 + 2 * 8,
+	       "a label's prefix fills its words");
 _Static_assert(sizeof(struct tk_shard) == 128, "shard is two cache lines");
 _Static_assert(sizeof(struct tk_unit) == 16, "unit is 16 bytes");
 _Static_assert(sizeof(struct tk_wide_head) == 16, "wide head is 16 bytes");

@@ -139,6 +139,17 @@ tk_geometry_compute(struct tk_geometry *g)
 	return 0;
 }
 
+/* Debt cells (I8) for a table of `nbuckets` buckets and kind `algo`: one
+ * per slot (8 bytes) where keys can be evicted, few enough keys sharing a
+ * cell that a new key rarely starts from another key's remembered debt;
+ * the minimum, one cell, where they never are (wide kinds and lease
+ * tables, W9), which therefore no debt reader ever looks at. */
+static uint64_t
+tk_debt_cells_for(uint64_t nbuckets, const struct tk_algo *algo)
+{
+	return tk_algo_is_wide(algo) ? 1 : nbuckets * TK_SLOTS_PER_BUCKET;
+}
+
 /* The geometry for a requested number of slots. */
 static int
 tk_geometry_for_slots(uint64_t slots, const struct tk_algo *algo,
@@ -154,9 +165,7 @@ tk_geometry_for_slots(uint64_t slots, const struct tk_algo *algo,
 		nb <<= 1;
 	memset(g, 0, sizeof *g);
 	g->nbuckets = nb;
-	/* One debt cell per slot (8 bytes): few enough keys share a cell that
-	 * a new key rarely starts from another key's remembered debt. */
-	g->ndebt = nb * TK_SLOTS_PER_BUCKET;
+	g->ndebt = tk_debt_cells_for(nb, algo);
 	g->nshards = TK_SHARDS;
 	g->wide_units = tk_algo_is_wide(algo) ? algo->words : 0;
 	g->pairs = tk_algo_is_pair(algo) ? 1 : 0;
@@ -339,6 +348,11 @@ tk_header_validate(const struct tk_header *h, uint64_t file_size,
 	}
 	if (g.pairs != (tk_algo_is_pair(algo) ? 1u : 0u)) {
 		tk_say(o, "header pair flag does not fit the policy");
+		return TKSHM_ECORRUPT;
+	}
+	if (h->ndebt != tk_debt_cells_for(h->nbuckets, algo)) {
+		tk_say(o, "header debt cells %llu do not fit the policy",
+		       (unsigned long long)h->ndebt);
 		return TKSHM_ECORRUPT;
 	}
 	if (h->key_records != (algo->leased ? 1u : 0u)) {

@@ -43,7 +43,7 @@ peek(tkshm_table *t, const void *key, size_t len, double now)
 	return d;
 }
 
-/* The entry whose label is `key` (a key of at most 23 bytes), from a walk
+/* The entry whose label is `key` (a key of at most 19 bytes), from a walk
  * of the whole table at `now`; fails if there is not exactly one. */
 static tkshm_entry
 find_in_walk(tkshm_table *t, const void *key, size_t len, double now)
@@ -145,7 +145,7 @@ test_walk_known_keys(void **state)
 	assert_true(e.debt_ms == 0.0);
 	assert_int_equal(e.peek.remaining, 5);
 
-	/* A long key keeps its length and first 23 bytes. */
+	/* A long key keeps its length and first 19 bytes. */
 	assert_rc(tkshm_entry_get_at(t, longkey, strlen(longkey), NOW, &e),
 		  TKSHM_OK);
 	assert_int_equal(e.key_len, strlen(longkey));
@@ -217,6 +217,48 @@ test_denials_follow_the_key(void **state)
 	tkshm_close(t);
 }
 
+/* The label's words (layout.h, tk_label) as tk_label_read gives them back:
+ * 19 bytes of prefix across the three words, the length byte saturating at
+ * 255, the 32-bit check refusing a label of another fingerprint and never
+ * 0 (a fingerprint whose low 32 bits are 0 still has a label). */
+static void
+test_label_words(void **state)
+{
+	tkshm_table *t = tkt_anon(SPEC, 64);
+	static const size_t lens[] = { 1, 3, 4, 11, 18, 19, 20, 254, 300 };
+	static const uint64_t fps[] = { UINT64_C(0x0123456789abcdef),
+					UINT64_C(0x7fffffff00000000) };
+	unsigned char key[300], out[TKSHM_LABEL_MAX];
+	unsigned key_len;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof key; i++)
+		key[i] = (unsigned char)(0x21 + i % 90);
+	for (size_t f = 0; f < 2; f++) {
+		for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+			size_t n = lens[i] < TKSHM_LABEL_MAX ? lens[i] :
+							       TKSHM_LABEL_MAX;
+
+			tk_label_write(t, 5, fps[f], key, lens[i]);
+			memset(out, 0, sizeof out);
+			assert_true(tk_label_read(t, 5, fps[f], out, &key_len));
+			assert_int_equal(key_len,
+					 lens[i] < 255 ? lens[i] : 255);
+			assert_memory_equal(out, key, n);
+			/* Another fingerprint's low 32 bits: no label. */
+			assert_false(tk_label_read(
+				t, 5, fps[f] ^ UINT64_C(0x80000000), out,
+				&key_len));
+			assert_false(tk_label_read(t, 5, 0, out, &key_len));
+		}
+	}
+	/* A label being written (w[0] = 0, as a writer killed mid-write
+	 * leaves it) is no label, even for that fingerprint. */
+	t->labels[5].w[0] = 0;
+	assert_false(tk_label_read(t, 5, fps[1], out, &key_len));
+	tkshm_close(t);
+}
+
 /* A damaged state is reported, not decoded; a damaged label is bounded. */
 static void
 test_corrupt_state_is_flagged(void **state)
@@ -232,8 +274,11 @@ test_corrupt_state_is_flagged(void **state)
 	memcpy(&bits, &nan_tat, sizeof bits);
 	/* Plain stores: this test is the only thread. */
 	tk_slot_at(t, e.slot)->st = bits;
-	/* A label claiming 200 bytes still yields at most 23. */
-	memset(t->labels[e.slot].w, 0xc8, sizeof t->labels[e.slot].w);
+	/* A label claiming 200 bytes still yields at most 19: every byte of
+	 * it 0xc8 but the fingerprint check (the low 32 bits of w[0]). */
+	memset(&t->labels[e.slot].w[1], 0xc8, 2 * sizeof(uint64_t));
+	t->labels[e.slot].w[0] = (t->labels[e.slot].w[0] & UINT32_MAX) |
+				 UINT64_C(0xc8c8c8c8) << 32;
 	/* ECORRUPT, as a check of the key says, with the entry filled. */
 	assert_rc(tkshm_entry_get_at(t, "k", 1, NOW, &e), TKSHM_ECORRUPT);
 	assert_false(e.state_valid);
@@ -242,7 +287,7 @@ test_corrupt_state_is_flagged(void **state)
 	assert_int_equal(e.peek.remaining, 0);
 	assert_true(e.debt_ms == 0.0);
 	/* A label written for another fingerprint is not shown. */
-	t->labels[e.slot].fp ^= 1;
+	t->labels[e.slot].w[0] ^= 1;
 	assert_rc(tkshm_entry_get_at(t, "k", 1, NOW, &e), TKSHM_ECORRUPT);
 	assert_int_equal(e.key_len, 0);
 	assert_int_equal(e.label_len, 0);
@@ -465,6 +510,7 @@ main(void)
 		cmocka_unit_test(test_walk_known_keys),
 		cmocka_unit_test(test_get_and_bad_input),
 		cmocka_unit_test(test_denials_follow_the_key),
+		cmocka_unit_test(test_label_words),
 		cmocka_unit_test(test_corrupt_state_is_flagged),
 		cmocka_unit_test(test_walk_wide_tables),
 		cmocka_unit_test(test_set_remaining_every_kind),

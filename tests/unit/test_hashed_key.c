@@ -19,7 +19,7 @@ static const char *const kSpecs[] = {
 	"slidingWindow:limit=6,windowMs=1000",
 };
 
-/* Keys short and long (beyond the 23 bytes a label keeps). */
+/* Keys short and long (beyond the 19 bytes a label keeps). */
 static const char *const kKeys[] = {
 	"a",
 	"user:1",

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "test_support.h"
+#include "shm/protocol.h"
+#include "shm/table.h"
 
 #define T0 1.0e12
 
@@ -76,12 +78,12 @@ test_in_place_limit_change(void **state)
 	assert_int_equal(admitted(a, "k", T0, 100), 20);
 	assert_int_equal(admitted(b, "k", T0, 100), 0);
 	/* The same policy again: nothing to do. */
-	tkshm_close(open_with(path, "fixedWindow:limit=40,windowMs=86400000",
-			      0, 0, &c, TKSHM_OK));
+	tkshm_close(open_with(path, "fixedWindow:limit=40,windowMs=86400000", 0,
+			      0, &c, TKSHM_OK));
 	assert_int_equal(c.kind, TKSHM_CHANGE_NONE);
 	/* Down again, in place: the key is over the new limit. */
-	tkshm_close(open_with(path, "fixedWindow:limit=10,windowMs=86400000",
-			      0, 0, &c, TKSHM_OK));
+	tkshm_close(open_with(path, "fixedWindow:limit=10,windowMs=86400000", 0,
+			      0, &c, TKSHM_OK));
 	assert_int_equal(c.kind, TKSHM_CHANGE_IN_PLACE);
 	assert_int_equal(admitted(a, "k", T0, 100), 0);
 	assert_int_equal(admitted(b, "fresh", T0, 100), 10);
@@ -139,7 +141,7 @@ test_keep_and_plan_change_nothing(void **state)
 	tkt_expect_contains(c.text, "does not shrink", "shrink text");
 	assert_rc(tkshm_apply(a, NULL, 8, &c), TKSHM_EINVAL);
 	assert_rc(tkshm_apply(a, &p, 8, &c), TKSHM_EINVAL); /* with a policy */
-	assert_rc(tkshm_apply(a, NULL, 60, &c), TKSHM_OK); /* rounds to 64 */
+	assert_rc(tkshm_apply(a, NULL, 60, &c), TKSHM_OK);  /* rounds to 64 */
 	assert_int_equal(c.kind, TKSHM_CHANGE_NONE);
 	assert_rc(tkshm_plan(tkt_path("nothing.tk"), &o, &c), TKSHM_OK);
 	assert_int_equal(c.kind, TKSHM_CHANGE_CREATE);
@@ -319,6 +321,84 @@ test_anonymous_changes(void **state)
 	tkshm_close(a);
 }
 
+/* The table at `path` through a handle of its own: its debt cells, and
+ * whether tkshm_verify finds it sound. */
+static uint64_t
+debt_cells_verified(const char *path)
+{
+	tkshm_options o = TKSHM_OPTIONS_INIT;
+	tkshm_table *t = NULL;
+	tkshm_stats s;
+
+	assert_rc(tkshm_open(path, &o, &t), TKSHM_OK);
+	assert_rc(tkshm_stats_get(t, &s), TKSHM_OK);
+	assert_rc(tkshm_verify(t, NULL, NULL, NULL), TKSHM_OK);
+	tkshm_close(t);
+	return s.debt_cells;
+}
+
+/* A table that can evict keeps one debt cell per slot, one that never
+ * evicts a single cell (segment.c).  Replacements between the two, and to
+ * a larger size, work with the other count, and the larger replacement
+ * holds each cell's debt in the cells its keys map to (drain.c). */
+static void
+test_debt_cells_follow_the_table(void **state)
+{
+	const char *path = tkt_path("debt.tk");
+	const char *gcra = "gcra:limit=5,periodMs=86400000";
+	struct tkshm_table big;
+	struct tk_slot *slot;
+	char key[32];
+	tkshm_change c;
+	tkshm_entry e;
+	tkshm_table *a;
+	uint64_t fp;
+
+	(void)state;
+	a = open_with(path, gcra, 64, TKSHM_O_CREATE, NULL, TKSHM_OK);
+	assert_int_equal(debt_cells_verified(path), 64);
+	/* A key whose debt cell of 1024 (the cell of a copy of the handle
+	 * with 1024 cells) is not its cell of 64. */
+	big = *a;
+	big.debt_mask = 1023;
+	for (int n = 0;; n++) {
+		snprintf(key, sizeof key, "debtor-%d", n);
+		fp = tk_key_fp(a, key, strlen(key));
+		if (tk_debt_cell(&big, fp) - big.debt >= 64)
+			break;
+	}
+	assert_int_equal(admitted(a, key, T0, 100), 5);
+	/* Evicted as I8 evicts a key: its state into its cell, then its
+	 * slot taken (DEAD).  Plain stores: this test is the only thread. */
+	assert_rc(tkshm_entry_get_at(a, key, strlen(key), T0, &e), TKSHM_OK);
+	slot = tk_slot_at(a, e.slot);
+	*tk_debt_cell(a, fp) = slot->st;
+	slot->st = TK_ST_DEAD;
+	assert_int_equal(admitted(a, key, T0, 100), 0); /* its debt */
+
+	/* 1024 slots: the debt is carried to the key's cell of 1024. */
+	assert_rc(tkshm_apply(a, NULL, 1024, &c), TKSHM_OK);
+	assert_int_equal(c.kind, TKSHM_CHANGE_REPLACE);
+	assert_int_equal(debt_cells_verified(path), 1024);
+	assert_int_equal(admitted(a, key, T0, 100), 0);
+	assert_int_equal(admitted(a, "fresh", T0, 100), 5);
+
+	/* A kind that never evicts: one cell, and the handle follows. */
+	tkshm_close(open_with(path, "fixedWindow:limit=3,windowMs=86400000", 0,
+			      0, &c, TKSHM_OK));
+	assert_int_equal(c.kind, TKSHM_CHANGE_REPLACE);
+	assert_int_equal(debt_cells_verified(path), 1);
+	assert_int_equal(admitted(a, "fresh-2", T0, 100), 3);
+
+	/* And back to one that evicts: a cell per slot again. */
+	tkshm_close(open_with(path, gcra, 0, 0, &c, TKSHM_OK));
+	assert_int_equal(c.kind, TKSHM_CHANGE_REPLACE);
+	assert_int_equal(debt_cells_verified(path), 1024);
+	assert_int_equal(admitted(a, "fresh-3", T0, 100), 5);
+	tkshm_close(a);
+	unlink(path);
+}
+
 static void
 test_bad_changes_change_nothing(void **state)
 {
@@ -386,8 +466,7 @@ test_window_counts_move_to_their_latest_time(void **state)
 		      TKSHM_O_CREATE, NULL, TKSHM_OK);
 	/* Spent late in the day's window; changed at that time. */
 	assert_int_equal(admitted(a, "k", start + 0.9 * day, 100), 5);
-	assert_rc(tkshm_apply_at(a, &to, 0, start + 0.9 * day, NULL),
-		  TKSHM_OK);
+	assert_rc(tkshm_apply_at(a, &to, 0, start + 0.9 * day, NULL), TKSHM_OK);
 	/* Placed at the window's start, the 5 would be out of the sliding
 	 * window a day and a quarter later; they were spent at 0.9 of it. */
 	assert_int_equal(admitted(a, "k", start + 1.5 * day, 100), 0);
@@ -422,8 +501,7 @@ test_permits_across_a_replacement(void **state)
 	/* A new limit: a new table, the key starts with no permit held. */
 	assert_rc(tkshm_apply_at(a, &three, 0, T0, NULL), TKSHM_OK);
 	for (int i = 0; i < 3; i++) {
-		assert_rc(tkshm_acquire_at(a, "k", 1, T0, &p[i], &d),
-			  TKSHM_OK);
+		assert_rc(tkshm_acquire_at(a, "k", 1, T0, &p[i], &d), TKSHM_OK);
 		assert_true(d.allowed);
 	}
 	assert_rc(tkshm_release_at(a, &old, T0, TKSHM_OUTCOME_IGNORE),
@@ -453,6 +531,7 @@ main(void)
 		cmocka_unit_test(test_gcra_to_faster_bucket_owes_at_now),
 		cmocka_unit_test(test_window_counts_move_to_their_latest_time),
 		cmocka_unit_test(test_permits_across_a_replacement),
+		cmocka_unit_test(test_debt_cells_follow_the_table),
 		cmocka_unit_test(test_anonymous_changes),
 		cmocka_unit_test(test_bad_changes_change_nothing),
 	};

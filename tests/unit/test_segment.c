@@ -835,6 +835,14 @@ test_corrupt_header(void **state)
 	write_header(path, &h, true);
 	assert_refused(path, TKSHM_ECORRUPT, "stored kind unknown");
 
+	/* Debt cells other than the policy's (one per slot for GCRA, which
+	 * evicts), in a geometry that still fits the file. */
+	path = make_table("ndebt.tk");
+	read_header(path, &h);
+	h.ndebt /= 2;
+	write_header(path, &h, true);
+	assert_refused(path, TKSHM_ECORRUPT, "ndebt halved");
+
 	path = make_table("onfull.tk");
 	read_header(path, &h);
 	h.on_full = 9;

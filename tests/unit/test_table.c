@@ -111,6 +111,41 @@ model_check(struct model *m, double now, double cost, tkshm_decision *d)
  * Counters and occupancy
  * ---------------------------------------------------------------------- */
 
+/* Debt cells (I8) only where keys can be evicted: one per slot for the
+ * one-word kinds, a single cell for the kinds that never evict (W9). */
+static void
+test_debt_cells_by_kind(void **state)
+{
+	static const struct {
+		const char *spec;
+		uint64_t cells;
+	} kinds[] = {
+		{ "gcra:limit=3,periodMs=1000", 64 },
+		{ "leakyBucket:ratePerSec=2,maxQueueMs=1000", 64 },
+		{ "tokenBucket:capacity=2,refillPerSec=1", 1 },
+		{ "fixedWindow:limit=2,windowMs=1000", 1 },
+		{ "slidingWindow:limit=3,windowMs=1000,buckets=4", 1 },
+		{ "quota:limit=3,resetCadence=calendar-week", 1 },
+		{ "tokenBudget:budget=3,windowMs=1000", 1 },
+		{ "concurrency:limit=2", 1 },
+		{ "gcra:limit=3,periodMs=1000;mode=lease,prefix=rl", 1 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		tkshm_table *t = tkt_anon(kinds[i].spec, 64);
+		tkshm_stats s = stats(t);
+
+		if (s.debt_cells != kinds[i].cells)
+			fail_msg("%s: %llu debt cells, want %llu",
+				 kinds[i].spec,
+				 (unsigned long long)s.debt_cells,
+				 (unsigned long long)kinds[i].cells);
+		assert_rc(tkshm_verify(t, NULL, NULL, NULL), TKSHM_OK);
+		tkshm_close(t);
+	}
+}
+
 static void
 test_stats_counters(void **state)
 {
@@ -804,6 +839,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stats_counters),
+		cmocka_unit_test(test_debt_cells_by_kind),
 		cmocka_unit_test(test_usage),
 		cmocka_unit_test(test_verify_used_table),
 		cmocka_unit_test(test_verify_duplicate_real),

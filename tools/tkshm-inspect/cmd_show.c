@@ -21,7 +21,7 @@ ti_usage_show(FILE *f)
 	      "\n"
 	      "Maps the table PATH read-only and prints the key KEY, one\n"
 	      "\"name: value\" line a field: its slot, fingerprint and probe\n"
-	      "position, the label the table keeps (its first 23 bytes), its\n"
+	      "position, the label the table keeps (its first 19 bytes), its\n"
 	      "state (live, idle or corrupt), what a cost-1 check would see\n"
 	      "now (allowed, remaining, limit, reset-at, retry-after), its\n"
 	      "debt, denials since it was inserted, and its forecast for\n"

@@ -10,7 +10,7 @@
 // advancing by kAllowStepMs per request, so every dimension admits: `all`
 // decides every dimension, then commits each (its worst path without
 // contention), and `any` checks each.  Read against BM_check_now (one
-// check, same keys): the bar is `all` over 2 dimensions within 3x.
+// check, same keys): the bar is `all` over 2 dimensions within 2.5x.
 //
 // Counters:
 //   allowed_ratio   requests admitted / requests in the timed loop

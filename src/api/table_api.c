@@ -24,20 +24,6 @@ _Static_assert(sizeof(((tkshm_key *)0)->prefix_) == TK_LABEL_PREFIX &&
 		       TK_LABEL_PREFIX == TKSHM_LABEL_MAX,
 	       "tkshm_key.prefix_ must hold a whole label");
 
-/* Starts fetching both buckets of a key's window.  A check that reads the
- * clock does this first: the clock read (tens of ns, behind the vDSO's
- * serialising rdtscp, which does not wait for a prefetch's data) then
- * hides the cache miss of a table larger than the cache. */
-static inline void
-tk_prefetch_window(const tkshm_table *t, uint64_t fp)
-{
-	struct tk_where w;
-
-	tk_where_of(t, fp, &w);
-	__builtin_prefetch(&t->buckets[w.b0], 1, 3);
-	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
-}
-
 /* The checks every keyed call with a time makes first, in the order its
  * contract lists the errors: the handle and the output, the key, the cost
  * (cost NULL: the call takes none), the time. */
@@ -84,7 +70,10 @@ tk_api_check(tkshm_table *t, const void *key, size_t key_len, double cost,
 	if ((rc = tk_check_key(key, key_len)) != TKSHM_OK)
 		return rc;
 	k = tk_keyref_of(t, key, key_len);
-	tk_prefetch_window(t, k.fp);
+	/* The key's lines first: the clock read (tens of ns, behind the
+	 * vDSO's serialising rdtscp, which does not wait for a prefetch's
+	 * data) then hides the miss of a table larger than the cache. */
+	tk_prefetch_key(t, k.fp);
 	now = tkshm_now_ms();
 	if ((rc = tk_check_cost(t, cost)) != TKSHM_OK ||
 	    (rc = tk_check_now(now)) != TKSHM_OK)
@@ -155,7 +144,7 @@ tk_api_check_hashed(tkshm_table *t, const tkshm_key *key, double cost,
 	/* Only a key of this table: another's is refused below, and its
 	 * window here means nothing. */
 	if (t && key && key->seed_ == t->seed)
-		tk_prefetch_window(t, key->fp_);
+		tk_prefetch_key(t, key->fp_);
 	return tk_api_check_hashed_at(t, key, cost, tkshm_now_ms(), out);
 }
 
@@ -207,7 +196,7 @@ tk_api_check_many_at(tkshm_table *t, const tkshm_request *reqs, size_t n,
 			const tkshm_request *r = &reqs[base + j];
 
 			k[j] = tk_keyref_of(t, r->key, r->key_len);
-			tk_prefetch_window(t, k[j].fp);
+			tk_prefetch_key(t, k[j].fp);
 		}
 		/* cppcheck-suppress knownConditionTrueFalse ; m >= 1 */
 		for (size_t j = 0; j < m; j++) {

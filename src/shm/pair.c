@@ -131,16 +131,21 @@ lost:
 }
 
 int
-tk_pair_fresh(struct tkshm_table *t, uint64_t index, uint64_t tag)
+tk_pair_fresh(struct tkshm_table *t, uint64_t index, uint64_t fp,
+	      uint64_t mine_st)
 {
-	struct tk_pair want = tk_pair_absent(tag);
+	struct tk_pair want = tk_pair_absent(mine_st & TK_ST_TAG_MASK);
 
 	/* P5: only stale writes of past occupancies (one CAS each, failing
-	 * or harmless: ABSENT to ABSENT) race with this loop. */
+	 * or harmless: ABSENT to ABSENT) race with this loop while the
+	 * placeholder is ours.  Once it is not (a rival inserter took it
+	 * over, I6), the slot may hold another occupancy: nothing to do. */
 	for (unsigned retries = 0;; retries++) {
-		struct tk_pair p = tk_pair_load(t, index);
 		uint64_t x[2], seen;
+		struct tk_pair p;
 
+		if (!tk_pair_read_under(t, index, fp, mine_st, &p))
+			return TK_WIDE_GONE;
 		if (p.a == want.a && p.b == want.b)
 			return TKSHM_OK;
 		if (tk_pair_decode(t, 0, p, x, &seen) != TK_PAIR_ABSENT)

@@ -586,15 +586,16 @@ tk_make_real(struct tk_apply *a, int mine, struct tk_absent *ab,
 
 	if (t->pairs) {
 		/* P5: the key enters ABSENT under st = its tag. */
-		uint64_t tag = mine_st & TK_ST_TAG_MASK;
-		int rc = tk_pair_fresh(t, index, tag);
+		int rc = tk_pair_fresh(t, index, a->w.fp, mine_st);
 
 		if (rc != TKSHM_OK) {
-			tk_retire(t, &a->w, mine, mine_st);
 			a->mine_st = 0;
+			if (rc == TK_WIDE_GONE)
+				return TK_LOST; /* a rival took it over */
+			tk_retire(t, &a->w, mine, mine_st);
 			return rc;
 		}
-		ab->nst = tag;
+		ab->nst = mine_st & TK_ST_TAG_MASK;
 	} else if (t->wide) {
 		/* W6: the key enters FRESH; its first transition is an
 		 * ordinary claim. */

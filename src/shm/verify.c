@@ -11,7 +11,9 @@
  *   I5      no key has two REAL slots at one instant;
  *   I9      every debt cell is 0 or a valid state (wide tables: 0, W9);
  *   W5, W7  wide tables: every REAL control word's active record is
- *           consistent and valid, and no unit is beyond its claims.
+ *           consistent and valid, and no unit is beyond its claims;
+ *   P1, P2  pair tables: every REAL slot's pair decodes to a valid state
+ *           or to absent, and no slot that holds no key has a state.
  * A report made while others write is still real: I2 cannot be seen broken
  * transiently (EMPTY never comes back), and a suspected I5 violation is
  * confirmed by re-reading both slots, which shows them REAL together.
@@ -22,6 +24,7 @@
 #include <string.h>
 
 #include "shm/atomic.h"
+#include "shm/pair.h"
 #include "shm/protocol.h"
 #include "shm/table.h"
 #include "shm/wide.h"
@@ -45,6 +48,25 @@ tk_problem(struct tk_report *r, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	r->fn(r->ctx, msg);
+}
+
+/* P2: under a slot that holds no key (EMPTY, DEAD, PLACEHOLDER), a pair
+ * table's pair is absent or sealed, never a state.  Read under the slot
+ * (P1): a slot that moved meanwhile is no finding. */
+static void
+tk_verify_no_pair_state(const struct tkshm_table *t, uint64_t i, uint64_t fp,
+			uint64_t st, struct tk_report *r)
+{
+	uint64_t x[2], tag;
+	struct tk_pair p;
+
+	if (!t->pairs || !tk_pair_read_under(t, i, fp, st, &p))
+		return;
+	if (tk_pair_decode(t, 0, p, x, &tag) == TK_PAIR_OPEN)
+		tk_problem(r,
+			   "slot %llu: a state in the pair of a slot that "
+			   "holds no key (P2)",
+			   (unsigned long long)i);
 }
 
 int
@@ -93,7 +115,8 @@ tk_real_cmp(const void *a, const void *b)
 }
 
 int
-tk_api_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx, uint64_t *problems)
+tk_api_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx,
+	      uint64_t *problems)
 {
 	struct tk_report r = { fn, ctx, 0 };
 	uint64_t nslots, nreal = 0;
@@ -112,6 +135,8 @@ tk_api_verify(tkshm_table *t, tkshm_problem_fn fn, void *ctx, uint64_t *problems
 		int pos;
 
 		tk_slot_read(tk_slot_at(t, i), &fp, &st);
+		if (fp == 0 || tk_st_is_special(st))
+			tk_verify_no_pair_state(t, i, fp, st, &r);
 		if (fp == 0) {
 			if (st != 0)
 				tk_problem(&r,

@@ -228,11 +228,13 @@ int tk_pair_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 int tk_pair_refund(struct tkshm_table *t, const struct tk_where *w, int pos,
 		   const struct tk_commit *c, double cost);
 
-/* P5: the pair of the slot we hold a placeholder of (tag `tag`) made
- * ABSENT(tag), the key's state when the placeholder becomes REAL with st
- * = tag.  TKSHM_OK, TKSHM_ECORRUPT (an OPEN pair under a placeholder, P2)
- * or TKSHM_EBUSY. */
-int tk_pair_fresh(struct tkshm_table *t, uint64_t index, uint64_t tag);
+/* P5: the pair of slot `index`, which holds our placeholder {fp,
+ * mine_st}, made ABSENT(tag of mine_st): the key's state once the
+ * placeholder becomes REAL with st = that tag.  TKSHM_OK, TK_WIDE_GONE
+ * (the placeholder is no longer ours), TKSHM_ECORRUPT (an OPEN pair under
+ * our placeholder, P2) or TKSHM_EBUSY. */
+int tk_pair_fresh(struct tkshm_table *t, uint64_t index, uint64_t fp,
+		  uint64_t mine_st);
 
 /* P4: freezes the pair of slot {fp, c} to ABSENT(tag) if it is idle at
  * `now`; the caller's slot CAS to PLACEHOLDER(tag) comes next. */

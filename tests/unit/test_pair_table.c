@@ -271,10 +271,33 @@ scribbled_pairs(void **state)
 
 		for (uint64_t i = 0; i < u->nbuckets * TK_SLOTS_PER_BUCKET; i++)
 			assert_true(tk_pair_encode(u, 5, x, tk_pair_at(u, i)));
+		assert_rc(tkshm_verify(u, NULL, NULL, NULL), TKSHM_ECORRUPT);
 		assert_rc(tkshm_check_at(u, "n", 1, 1, 100, &d),
 			  TKSHM_ECORRUPT);
 		tkshm_close(u);
 	}
+	tkshm_close(t);
+}
+
+/* P5 with the inserter stopped before marking its pair: a rival inserter
+ * of the key took its placeholder over (I6), made it REAL and wrote.  The
+ * stale inserter then finds the slot no longer its own and leaves the
+ * pair alone (it once read the OPEN pair as a broken P2: mp_lifecycle
+ * caught it under load). */
+static void
+stale_inserter_leaves_pair(void **state)
+{
+	tkshm_table *t = tkt_anon(FW, 64);
+	uint64_t fp, c, idx, stale = tk_st_placeholder(0x5151);
+	struct tk_pair before;
+
+	(void)state;
+	assert_true(remaining_after_check(t, "k", 100) == 4);
+	idx = slot_of(t, "k", &fp, &c);
+	before = tk_pair_load(t, idx);
+	assert_int_equal(tk_pair_fresh(t, idx, fp, stale), TK_WIDE_GONE);
+	assert_memory_equal(&before, tk_pair_at(t, idx), sizeof before);
+	assert_true(remaining_after_check(t, "k", 100) == 3);
 	tkshm_close(t);
 }
 
@@ -288,6 +311,7 @@ main(void)
 		cmocka_unit_test(stale_write_fails),
 		cmocka_unit_test(reset_keeps_pending_reclaim),
 		cmocka_unit_test(seal_freezes),
+		cmocka_unit_test(stale_inserter_leaves_pair),
 		cmocka_unit_test(scribbled_pairs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

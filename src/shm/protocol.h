@@ -260,8 +260,13 @@
  * P5  Insert: after its placeholder claim (I6 a), the inserter CASes the
  *     pair, whatever ABSENT(x) it holds (P2), to ABSENT(t), and makes the
  *     placeholder REAL with st = t (I6 e), so the key starts ABSENT(c).
- *     It never CASes from an OPEN pair: one found there (a hostile
- *     segment) fails the call with TKSHM_ECORRUPT.
+ *     It reads the pair under its placeholder (P1): a rival inserter of
+ *     the key may have taken the placeholder over (I6 a takes a rival's
+ *     placeholder as a victim), made it REAL and written, and then the
+ *     slot is no longer ours to mark.  An OPEN pair under our own
+ *     placeholder (a hostile segment) fails the call (TKSHM_ECORRUPT).
+ *     A stale mark lands on nothing but the ABSENT(x) it read, which no
+ *     later occupancy shows before its own P5 (tags are unique).
  *
  * P6  Reset writes ABSENT(c) over whatever the key's pair is (P3 without
  *     adopting: absent needs no reclaim stopped); a give-back (I7) writes

@@ -103,13 +103,22 @@ tk_pair_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 		what = step(ctx, t, index, c, present, cur, next);
 		if (what == TK_STEP_NONE)
 			return TKSHM_OK;
+		if (!present && what == TK_STEP_ABSENT)
+			return TKSHM_OK; /* absent already (P6) */
 		if (!present && tag != c) {
-			/* P3: adopt, so that a reclaim that froze this pair
-			 * under c fails its slot CAS (P4). */
+			/* P3: adopt, pair first, so that a reclaim that froze
+			 * this pair under c fails its slot CAS (P4), and no
+			 * reader sees the new tag in the slot while the pair
+			 * still shows another's ABSENT (it would adopt over
+			 * our write). */
 			uint64_t c2 = tk_new_tag();
+			struct tk_pair mark = tk_pair_absent(c2);
 
+			if (!tk_pair_cas(t, index, p, mark))
+				goto lost;
 			if (!tk_cas128(s, fp, c, fp, c2))
 				goto lost;
+			p = mark;
 			c = c2;
 		}
 		rc = tk_pair_target(t, c, what, next, &nw);

@@ -519,7 +519,9 @@ fetched:
 		fi;
 		if
 		:: nfetch == 0 -> fk = ek; fw = ew; fn = en
-		:: else -> assert(fk == ek && fw == ew && fn == en) /* FROZEN: every fetcher the same */
+		:: else ->
+			/* FROZEN: every fetcher reads the same state. */
+			assert(fk == ek && fw == ew && fn == en)
 		fi;
 		nfetch++;
 		printf("P%d fetched %e {%d, %d}\n", id, ek, ew, en);

@@ -9,6 +9,10 @@
  * I5 and "no admission beyond the limit" hold in all of them, and once the
  * processes are gone every slot they left can be taken again (no lost
  * slot) and a key that owes nothing is admitted (no stuck key).
+ * tests/model/pair_protocol.pml checks the pair states (P1-P9) the same
+ * way: no admission beyond the limit or left in an ended occupancy, no
+ * pair decoded under another occupancy, one frozen state for every
+ * fetcher, nobody waiting.
  * tests/crash/ kills a real process at each of its shared-memory writes.
  *
  * Vocabulary
@@ -225,8 +229,8 @@
  *     writer read to a complete valid pair, and read whole (one 16-byte
  *     load, src/shm/atomic.h).  A pair is decoded with c only when it was
  *     loaded between two loads of the slot that both saw {fp, c}: no REAL
- *     st repeats, so the slot held {fp, c} all along, and (P2, P5) the
- *     pair then held occupancy c's bytes.
+ *     st repeats, so the slot held {fp, c} all along, and (P2, P5, P8)
+ *     the pair then held occupancy c's bytes or an ABSENT(x).
  *
  * P2  Under a slot that is not REAL (EMPTY, DEAD, PLACEHOLDER), the pair is
  *     ABSENT(x) for some x, or sealed.  An occupancy therefore begins on an
@@ -239,14 +243,20 @@
  * P3  Write (a check, a set, a give-back, a carried state): read the slot
  *     {fp, c} (REAL) and the pair as P1 says, and decode it.  OPEN(X):
  *     compute X' and CAS OPEN(X) -> OPEN(X').  ABSENT(c): the same from
- *     absent.  ABSENT(x), x != c: first *adopt*, CAS the slot {fp, c} ->
- *     {fp, c2} (c2 a new tag), which makes the slot CAS of any reclaim
- *     read under c fail (P4), then CAS ABSENT(x) -> OPEN(X') under c2.
+ *     absent.  ABSENT(x), x != c: first *adopt*, pair first: CAS the pair
+ *     ABSENT(x) -> ABSENT(c2) (c2 a new tag), then the slot {fp, c} ->
+ *     {fp, c2}, which makes the slot CAS of any reclaim read under c fail
+ *     (P4), then CAS ABSENT(c2) -> OPEN(X') under c2; a failed CAS starts
+ *     over.  (Slot first is wrong: a second writer that read {fp, c2} and
+ *     ABSENT(x) before the first one's pair CAS adopts again, {fp, c2} ->
+ *     {fp, c3}, over the OPEN pair of c2 that then lands; every reader
+ *     decodes it with c3's mask.  The model found it.)
  *     SEALED: the table is being replaced (L3).  A successful pair CAS
  *     found occupancy c's bytes (P8), so it is c's transition: the slot
  *     may have been sealed since (the seal keeps c), and then the freeze
  *     (P7) comes after it and keeps it.  A denial is the same read and no
- *     write (I7).  An admission costs one locked instruction.
+ *     write (I7).  An admission costs one locked instruction (three when
+ *     it adopts).
  *
  * P4  Reclaim (I8 a) of a pair slot {fp, c} by key k' at `now`: read the
  *     pair; only if it decodes to a state idle at now (or ABSENT), CAS it
@@ -268,11 +278,16 @@
  *     A stale mark lands on nothing but the ABSENT(x) it read, which no
  *     later occupancy shows before its own P5 (tags are unique).
  *
- * P6  Reset writes ABSENT(c) over whatever the key's pair is (P3 without
- *     adopting: absent needs no reclaim stopped); a give-back (I7) writes
- *     what its commit replaced if the pair still holds exactly what the
- *     commit wrote under the same c, else the algorithm's refund; the
- *     give-back of an insert writes ABSENT(c).
+ * P6  Reset CASes the key's OPEN pair to ABSENT(c) (read as P3, without
+ *     adopting: absent needs no reclaim stopped); an ABSENT(x) pair,
+ *     whatever x, is absent already and the reset writes nothing.  (Writing
+ *     ABSENT(c) over a reclaim's ABSENT(t) would undo its freeze: a writer
+ *     holding ABSENT(c) read before the freeze would land after the
+ *     reclaim's slot CAS, an admission lost.  The model found it.)  A
+ *     give-back (I7) writes what its commit replaced if the pair still
+ *     holds exactly what the commit wrote under the same c, else the
+ *     algorithm's refund; the give-back of an insert writes ABSENT(c) the
+ *     same way, over c's OPEN pair only.
  *
  * P7  Seal (L4): after the slot's seal CAS, the sealer freezes the pair:
  *     OPEN(X) -> SEALED(X), ABSENT(x) -> SEALED_ABSENT (repeated until the
@@ -283,19 +298,27 @@
  *
  * P8  No ABA across occupancies.  A stale CAS (its expected bytes read
  *     under occupancy c) can land under a later occupancy c' only if the
- *     pair holds those bytes again.  ABSENT and SEALED_ABSENT pairs carry
- *     tags that are never written twice except ABSENT(c) within occupancy
- *     c (P6), which is c's own; an OPEN pair of c' equals one of c only if
- *     X ^ K(c) = X' ^ K(c'), a 116-bit coincidence of a keyed mix that no
- *     caller can aim (the seed is secret).  Within one occupancy the same
- *     bytes mean the same state, and every transition is a function of the
- *     state: a CAS that lands on a state equal to the one it read is that
- *     state's transition.
+ *     pair holds those bytes again.  An OPEN pair of c' equals one of c
+ *     only if X ^ K(c) = X' ^ K(c'), a 116-bit coincidence of a keyed mix
+ *     that no caller can aim (the seed is secret).  ABSENT(c) is written
+ *     before the slot holds c (P5's insert, P3's adoption) and, while it
+ *     holds c, only over c's OPEN pair (P6).  Once the pair has left c's
+ *     bytes (OPEN(c, X), ABSENT(c)) for an ABSENT(y), y != c (P4's
+ *     freeze, P3's adoption), nobody writes c's bytes again: writers of c
+ *     write only from c's bytes, an adopter writes its new tag first, a
+ *     reset writes nothing.  The slot leaves c only after the pair left
+ *     c's bytes (P4, P3) or keeps c sealed (P7).  So a CAS of c lands only
+ *     while the slot holds c: nothing is written into an occupancy that
+ *     ended.  Within one occupancy the same bytes mean the same state, and
+ *     every transition is a function of the state: a CAS that lands on a
+ *     state equal to the one it read is that state's transition.
  *
  * P9  Crashes.  A process killed anywhere leaves a valid pair: an ABSENT(t)
  *     of a reclaim whose slot CAS never came (equal to the idle state it
- *     replaced; the next writer adopts), an adopted slot whose pair is
- *     still ABSENT (absent), or a write that its caller never heard of.
+ *     replaced; the next writer adopts), an adoption's ABSENT(c2) whose
+ *     slot CAS never came or an adopted slot whose pair is still
+ *     ABSENT(c2) (absent either way), or a write that its caller never
+ *     heard of.
  *     Nobody waits: no step of P3-P7 waits for another process.
  *
  * Permits (concurrency tables) are wide states like any other: a key's

@@ -41,7 +41,25 @@
 # generation, a reader that does not compare it (Q1), a writer word never
 # taken from a dead holder (Q3).
 #
-# Usage: run-model.sh [spin] [workdir] [slot|wide|lifecycle|policy]
+# Model `pair` (pair_protocol.pml, the pair states P1-P9): one slot and its
+# pair, a crash possible before any step of every process but the auditor
+# (one check of key 1, or one fetch, after the others):
+#   reclaim       two writers of key 1 (limit 1, idle once the clock moves)
+#                 and a reclaimer for key 2 that inserts and admits key 2
+#   reclaim-absent the same, key 1 starting ABSENT and no clock: only an
+#                 absent state is reclaimable
+#   reclaimers    one writer and two reclaimers racing for the slot
+#   reset         one writer (two checks), the reclaimer and a resetter
+#   seal          two writers (limit 2) and two fetchers that seal and
+#                 freeze (the second may find the slot sealed, the pair not)
+#   seal-reset    one writer, the reclaimer, the resetter and a fetcher
+# Seeded bugs: the slot CASed before the pair frozen (P2; LIVE where idle
+# means absent), no adoption (LIVE), no second slot load (P1), no freeze
+# (FROZEN), a reclaim of a busy state (LIMIT; IDLE alone); and the two
+# counterexamples of the protocol as first written (adoption slot first,
+# reset over a reclaim's ABSENT).
+#
+# Usage: run-model.sh [spin] [workdir] [slot|wide|lifecycle|policy|pair]
 set -euo pipefail
 spin=${1:-spin}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -52,9 +70,10 @@ slot) pml=slot_protocol.pml props=P1-P5 ;;
 wide) pml=wide_protocol.pml props=P1-P5 ;;
 lifecycle) pml=lifecycle_replace.pml props=P1-P4 ;;
 policy) pml=lifecycle_policy.pml props=Q1-Q3 ;;
+pair) pml=pair_protocol.pml props=P1-P9 ;;
 *)
-	echo "run-model.sh: unknown model '$model' (slot, wide, lifecycle" \
-		"or policy)" >&2
+	echo "run-model.sh: unknown model '$model' (slot, wide, lifecycle," \
+		"policy or pair)" >&2
 	exit 2
 	;;
 esac
@@ -122,7 +141,38 @@ check() {
 	esac
 }
 
-if [[ $model == policy ]]; then
+if [[ $model == pair ]]; then
+	seal="-DNW=2 -DNF=2 -DRECLAIMER=0 -DLIMIT=2"
+	# The properties' texts as spin prints them: LIVE (an admission lands
+	# in the slot's occupancy), P1, P2, FROZEN, LIMIT, IDLE.
+	live='(sst==lst)'
+	p1='(ex==lst)'
+	p2='(skind==6)||(pk=='
+	frozen='(nfetch==0)'
+	limit='(adm[nw]<='
+	idle='violated ((gabs||'
+	# shellcheck disable=SC2086 # the mixes are lists of options
+	{
+		check reclaim pass
+		check reclaim-absent pass -DINIT_ABSENT=1 -DTICK=0
+		check reclaimers pass -DNW=1 -DRECLAIMER=2
+		check reset pass -DNW=1 -DWCHECKS=2 -DRESETTER=1
+		check seal pass $seal
+		check seal-reset pass -DNW=1 -DNF=1 -DRESETTER=1
+		check bug-slot-first "violation:$p2" -DBUG_SLOT_FIRST
+		check bug-slot-first-lost "violation:$live" -DBUG_SLOT_FIRST \
+			-DINIT_ABSENT=1 -DTICK=0
+		check bug-no-adopt "violation:$live" -DBUG_NO_ADOPT
+		check bug-no-reload "violation:$p1" -DBUG_NO_RELOAD
+		check bug-no-freeze "violation:$frozen" $seal -DBUG_NO_FREEZE
+		check bug-reclaim-busy "violation:$limit" -DBUG_RECLAIM_BUSY
+		check bug-reclaim-busy-alone "violation:$idle" -DNW=0 -DTICK=0 \
+			-DCRASH=0 -DBUG_RECLAIM_BUSY
+		check flaw-adopt-slot-first "violation:$p1" -DFLAW_ADOPT_SLOT_FIRST
+		check flaw-reset-over-absent "violation:$live" -DNW=1 \
+			-DRESETTER=1 -DFLAW_RESET_OVER_ABSENT
+	}
+elif [[ $model == policy ]]; then
 	q1='(pub[g]==(a%8))'
 	{
 		check two-two pass

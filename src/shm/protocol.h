@@ -210,20 +210,22 @@
  * c: a tag drawn like a placeholder's (never 0, bit 63 clear, unique to
  * one occupancy of one slot), so no REAL st of the slot ever repeats.
  *
- * A pair {a, b} is one of:
+ * A pair {a, b} is one of (the bytes: src/shm/pair.h):
  *   OPEN(X)        a state X = {x0, x1} stored *masked* by its occupancy:
- *                  a = x0 ^ Ka(c), b = x1 ^ Kb(c), Ka and Kb a keyed mix
- *                  of c and the table's secret seed, Kb touching mantissa
- *                  bits only.  Every kind's x1 is a finite double >= +0
- *                  (-0 is stored as +0), so b is too: sign bit clear.
- *   ABSENT(x)      b = TK_ST_SPECIAL_MASK | x (a negative NaN, as a
- *                  placeholder), a = 0: the key's state equals absent.
- *                  x = c: absent under this occupancy; x != c: a reclaim
- *                  of the slot may be under way (P4).
+ *                  a = x0 ^ Ka(c), b = (x1 ^ Kb(c)) + 1, Ka and Kb a
+ *                  keyed mix of c and the table's secret seed, Kb touching
+ *                  mantissa bits only.  Every kind's x1 is a finite double
+ *                  >= +0 (-0 is stored as +0), so b lies in [1, 2^63 -
+ *                  2^52]: sign bit clear, below the NaNs, never 0.
+ *   ABSENT(x)      b = 0x7FF8000000000000 | x (a positive quiet NaN whose
+ *                  payload is a tag), a = 0, or b = 0 for ABSENT(0): the
+ *                  key's state equals absent.  x = c: absent under this
+ *                  occupancy; x != c: a reclaim of the slot may be under
+ *                  way (P4).
  *   SEALED(X)      OPEN(X) with the sign bit of b set: frozen by a seal
  *                  (L4), never written again.
- *   SEALED_ABSENT  b = TK_PAIR_B_SEALED_ABSENT (a negative NaN no tag is).
- * A table is built with every pair ABSENT(0).
+ *   SEALED_ABSENT  b = TK_PAIR_B_SEALED_ABSENT (a negative NaN).
+ * A table is built with every pair ABSENT(0): its zero-filled bytes.
  *
  * P1  A pair is written only by a 16-byte CAS from the exact 16 bytes the
  *     writer read to a complete valid pair, and read whole (one 16-byte

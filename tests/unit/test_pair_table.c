@@ -17,28 +17,9 @@
 #include "shm/pair.h"
 #include "shm/table.h"
 #include "shm/wide.h"
+#include "slot_testing.h"
 
 #define FW "fixedWindow:limit=5,windowMs=1000"
-
-/* The slot index, fingerprint and occupancy tag of a present key.  Not
- * inlined, and the key copied to a full-size buffer (see test_wide_table.c
- * for gcc 12's -Warray-bounds). */
-static __attribute__((noinline)) uint64_t
-slot_of(tkshm_table *t, const char *key, uint64_t *fp, uint64_t *c)
-{
-	char buf[TKSHM_KEY_MAX];
-	size_t len = strlen(key);
-	struct tk_where w;
-	int pos;
-
-	assert_true(len <= sizeof buf);
-	memcpy(buf, key, len);
-	tk_where_of(t, tk_key_fp(t, buf, len), &w);
-	pos = tk_find_real(t, &w, c);
-	assert_true(pos >= 0);
-	*fp = w.fp;
-	return tk_window_index(&w, (unsigned)pos);
-}
 
 static double
 remaining_after_check(tkshm_table *t, const char *key, double now)
@@ -131,7 +112,7 @@ stopped_reclaim_is_outrun(void **state)
 
 	(void)state;
 	assert_true(remaining_after_check(t, "k", 100) == 4);
-	idx = slot_of(t, "k", &fp, &c);
+	idx = tkt_slot_of(t, "k", &fp, &c);
 	/* Live in window [0, 1000): no reclaim. */
 	p = tk_pair_load(t, idx);
 	assert_false(tk_pair_reclaim(t, idx, fp, c, 500, tag));
@@ -143,7 +124,7 @@ stopped_reclaim_is_outrun(void **state)
 	/* The key's writer finds ABSENT(tag != c): adopts, then writes. */
 	assert_true(remaining_after_check(t, "k", 1500) == 4);
 	assert_true(remaining_after_check(t, "k", 1500) == 3);
-	assert_int_equal(slot_of(t, "k", &fp, &c2), idx);
+	assert_int_equal(tkt_slot_of(t, "k", &fp, &c2), idx);
 	assert_true(c2 != c);
 	/* The reclaimer resumes: its slot CAS fails. */
 	assert_false(tk_cas128(tk_slot_at(t, idx), fp, c, UINT64_C(0x99),
@@ -164,7 +145,7 @@ stale_write_fails(void **state)
 
 	(void)state;
 	assert_true(remaining_after_check(t, "k", 100) == 4);
-	idx = slot_of(t, "k", &fp, &c);
+	idx = tkt_slot_of(t, "k", &fp, &c);
 	before = tk_pair_load(t, idx);
 	/* What a stalled writer would write: one more admission. */
 	{
@@ -179,7 +160,7 @@ stale_write_fails(void **state)
 	 * the very same state under a new occupancy. */
 	assert_true(tk_pair_reclaim(t, idx, fp, c, 1500, 0x4242));
 	assert_true(remaining_after_check(t, "k", 100) == 4);
-	assert_int_equal(slot_of(t, "k", &fp, &c2), idx);
+	assert_int_equal(tkt_slot_of(t, "k", &fp, &c2), idx);
 	assert_true(c2 != c);
 	assert_false(tk_pair_cas(t, idx, before, stale_next));
 	assert_true(remaining_after_check(t, "k", 100) == 3);
@@ -197,7 +178,7 @@ reset_keeps_pending_reclaim(void **state)
 	(void)state;
 	(void)remaining_after_check(t, "k", 100);
 	(void)remaining_after_check(t, "k", 100);
-	idx = slot_of(t, "k", &fp, &c);
+	idx = tkt_slot_of(t, "k", &fp, &c);
 	assert_rc(tkshm_reset(t, "k", 1), TKSHM_OK);
 	p = tk_pair_load(t, idx);
 	assert_true(p.b == (TK_PAIR_ABSENT_BASE | c));
@@ -224,7 +205,7 @@ seal_freezes(void **state)
 
 	(void)state;
 	(void)remaining_after_check(t, "k", 100);
-	idx = slot_of(t, "k", &fp, &c);
+	idx = tkt_slot_of(t, "k", &fp, &c);
 	open = tk_pair_load(t, idx);
 	/* Not sealed yet: nothing to freeze. */
 	assert_false(tk_pair_sealed_words(t, idx, w1));
@@ -251,7 +232,7 @@ scribbled_pairs(void **state)
 
 	(void)state;
 	(void)remaining_after_check(t, "k", 100);
-	idx = slot_of(t, "k", &fp, &c);
+	idx = tkt_slot_of(t, "k", &fp, &c);
 	p = tk_pair_at(t, idx);
 	/* Sealed under an unsealed slot. */
 	tk_store_relaxed(&p->b, tk_load_relaxed(&p->b) | TK_PAIR_SEALED_BIT);
@@ -293,7 +274,7 @@ stale_inserter_leaves_pair(void **state)
 
 	(void)state;
 	assert_true(remaining_after_check(t, "k", 100) == 4);
-	idx = slot_of(t, "k", &fp, &c);
+	idx = tkt_slot_of(t, "k", &fp, &c);
 	before = tk_pair_load(t, idx);
 	assert_int_equal(tk_pair_fresh(t, idx, fp, stale), TK_WIDE_GONE);
 	assert_memory_equal(&before, tk_pair_at(t, idx), sizeof before);

@@ -39,6 +39,7 @@
 #include "shm/protocol.h"
 #include "shm/table.h"
 #include "shm/wide.h"
+#include "slot_testing.h"
 
 #define NOW 1700000000000.0
 
@@ -77,25 +78,6 @@ write_header(const char *path, const struct tk_header *h)
 	assert_true(fd >= 0);
 	assert_int_equal(pwrite(fd, h, sizeof *h, 0), (ssize_t)sizeof *h);
 	close(fd);
-}
-
-/* The index of the slot holding `key`'s REAL state (the key must have
- * been admitted once). */
-static uint64_t
-slot_of(const tkshm_table *t, const char *key)
-{
-	struct tk_where w;
-
-	tk_where_of(t, tk_key_fp(t, key, strlen(key)), &w);
-	for (unsigned i = 0; i < TK_WINDOW; i++) {
-		uint64_t idx = tk_window_index(&w, i), fp, st;
-
-		tk_slot_read(tk_slot_at(t, idx), &fp, &st);
-		if (fp == w.fp && !tk_st_is_special(st))
-			return idx;
-	}
-	fail_msg("no REAL slot for %s", key);
-	return 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -409,7 +391,7 @@ test_hostile_gcra_states(void **state)
 
 		assert_rc(tkshm_check_at(t, "victim", 6, 1, NOW - 10, &d),
 			  TKSHM_OK);
-		idx = slot_of(t, "victim");
+		idx = tkt_slot_of(t, "victim", NULL, NULL);
 		tk_store_relaxed(&tk_slot_at(t, idx)->st, hostile[i]);
 		snprintf(what, sizeof what, "gcra state %#llx",
 			 (unsigned long long)hostile[i]);
@@ -444,7 +426,7 @@ publish_hostile_pair(tkshm_table *t, uint64_t idx, const uint64_t *words)
 static bool
 publish_hostile(tkshm_table *t, const char *key, const uint64_t *words)
 {
-	uint64_t idx = slot_of(t, key), fp, ctl, gen, v;
+	uint64_t idx = tkt_slot_of(t, key, NULL, NULL), fp, ctl, gen, v;
 	struct tk_unit *u;
 
 	if (t->pairs)

@@ -21,6 +21,7 @@
 #include "algorithms/forecast.h"
 #include "shm/table.h"
 #include "shm/wide.h"
+#include "slot_testing.h"
 
 /* ------------------------------------------------------------------------
  * Golden vectors through tables
@@ -320,26 +321,6 @@ reset_restarts(void **state)
  * Claims: a stopped claimant is stolen from, and can no longer write
  * ---------------------------------------------------------------------- */
 
-/* The slot index and control word of a key (it must be present).  Not
- * inlined, and the key copied to a full-size buffer: gcc 12 at -O2 would
- * otherwise propagate a 2-byte literal into XXH3's long-input path, which
- * it never takes, and warn (-Warray-bounds) about reads past it. */
-static __attribute__((noinline)) uint64_t
-slot_of(tkshm_table *t, const char *key, uint64_t *ctl)
-{
-	char buf[TKSHM_KEY_MAX];
-	size_t len = strlen(key);
-	struct tk_where w;
-	int pos;
-
-	assert_true(len <= sizeof buf);
-	memcpy(buf, key, len);
-	tk_where_of(t, tk_key_fp(t, buf, len), &w);
-	pos = tk_find_real(t, &w, ctl);
-	assert_true(pos >= 0);
-	return tk_window_index(&w, (unsigned)pos);
-}
-
 static void
 abandoned_claim_is_stolen(void **state)
 {
@@ -354,7 +335,7 @@ abandoned_claim_is_stolen(void **state)
 
 	(void)state;
 	assert_rc(tkshm_check_at(t, "k", 1, 1, 1000, &d), TKSHM_OK);
-	index = slot_of(t, "k", &ctl);
+	index = tkt_slot_of(t, "k", NULL, &ctl);
 	assert_false(tk_ctl_fresh(ctl));
 	assert_int_equal(tk_ctl_claim(ctl), 0);
 	s = tk_slot_at(t, index);
@@ -374,7 +355,7 @@ abandoned_claim_is_stolen(void **state)
 	assert_int_equal(d.remaining, 8);
 	assert_rc(tkshm_stats_get(t, &st), TKSHM_OK);
 	assert_int_equal(st.claims_stolen, 1);
-	(void)slot_of(t, "k", &ctl2);
+	(void)tkt_slot_of(t, "k", NULL, &ctl2);
 	assert_int_equal(tk_ctl_claim(ctl2), 0);
 	/* W8: every unit the thief published is beyond the stale target, so
 	 * the stale claimant's next unit write (W3) must stop. */
@@ -403,7 +384,7 @@ verify_catches_torn_record(void **state)
 
 	(void)state;
 	assert_rc(tkshm_check_at(t, "k", 1, 1, 10, &d), TKSHM_OK);
-	index = slot_of(t, "k", &ctl);
+	index = tkt_slot_of(t, "k", NULL, &ctl);
 	u = tk_wide_record(t, index, tk_ctl_active(ctl));
 	u[1].gen += 2;
 	assert_rc(tkshm_verify(t, NULL, NULL, &problems), TKSHM_ECORRUPT);
@@ -436,7 +417,7 @@ torn_record_is_corrupt_not_busy(void **state)
 
 	(void)state;
 	assert_rc(tkshm_check_at(t, "k", 1, 1, 10, &d), TKSHM_OK);
-	index = slot_of(t, "k", &ctl);
+	index = tkt_slot_of(t, "k", NULL, &ctl);
 	u = tk_wide_record(t, index, tk_ctl_active(ctl));
 	u[1].gen += 2; /* the record no longer carries one generation */
 	clock_gettime(CLOCK_MONOTONIC, &a);

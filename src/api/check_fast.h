@@ -47,45 +47,77 @@ tk_check_fast_handoff(struct tkshm_table *t, const void *key, size_t key_len,
 	return tk_table_check_slow(t, &k, &w, cost, now, out, NULL, retries);
 }
 
-/* tk_table_check (table.h) on a table tk_fast_table accepts: GCRA's
- * transition called directly, not through the switch on the kind. */
+/* tk_table_check (table.h) on a table tk_fast_table accepts, of the key
+ * whose window w is: GCRA's transition called directly, not through the
+ * switch on the kind. */
 static inline __attribute__((always_inline)) int
 tk_check_gcra_fast(struct tkshm_table *t, const void *key, size_t key_len,
-		   double cost, double now, tkshm_decision *out)
+		   const struct tk_where *w, double cost, double now,
+		   tkshm_decision *out)
 {
-	uint64_t fp = tk_key_fp(t, key, key_len);
-	struct tk_where w;
 	uint64_t st, nst = 0;
 	bool allowed;
-	int pos;
+	int pos = tk_find_real(t, w, &st);
 
-	tk_where_of(t, fp, &w);
-	/* As tk_table_check_ref: b1 is fetched while b0 is read. */
-	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
-	pos = tk_find_real(t, &w, &st);
 	if (__builtin_expect(pos < 0, 0))
-		return tk_check_fast_handoff(t, key, key_len, fp, cost, now,
+		return tk_check_fast_handoff(t, key, key_len, w->fp, cost, now,
 					     out, 0);
 	allowed =
 		tk_gcra_check(&t->algo.u.gcra, true, st, now, cost, &nst, out);
-	if (tk_present_write(t, &w, pos, st, allowed, nst, 0, out, NULL))
+	if (tk_present_write(t, w, pos, st, allowed, nst, 0, out, NULL))
 		return TKSHM_OK;
 	tk_count(t, TK_C_CAS_RETRIES, 1);
-	return tk_check_fast_handoff(t, key, key_len, fp, cost, now, out, 1);
+	return tk_check_fast_handoff(t, key, key_len, w->fp, cost, now, out, 1);
+}
+
+/* The argument checks both fast paths make, each one the full call makes
+ * (table_api.c, validate.h): the clock's `now` is checked once read. */
+static inline bool
+tk_fast_args(const struct tkshm_table *t, const void *key, size_t key_len,
+	     double cost, const tkshm_decision *out)
+{
+	return out && tk_check_key(key, key_len) == TKSHM_OK &&
+	       cost >= t->algo.min_cost && cost <= TKSHM_COST_MAX &&
+	       tk_fast_table(t);
 }
 
 /* tk_api_check_at when every argument is valid and t may take the fast
- * path, else TK_NOT_FAST with nothing done.  Every comparison below is
- * one the full call makes (table_api.c, validate.h). */
+ * path, else TK_NOT_FAST with nothing done. */
 static inline __attribute__((always_inline)) int
 tk_check_at_fast(struct tkshm_table *t, const void *key, size_t key_len,
 		 double cost, double now_ms, tkshm_decision *out)
 {
-	if (!out || tk_check_key(key, key_len) != TKSHM_OK ||
-	    !(cost >= t->algo.min_cost && cost <= TKSHM_COST_MAX) ||
-	    tk_check_now(now_ms) != TKSHM_OK || !tk_fast_table(t))
+	struct tk_where w;
+
+	if (!tk_fast_args(t, key, key_len, cost, out) ||
+	    tk_check_now(now_ms) != TKSHM_OK)
 		return TK_NOT_FAST;
-	return tk_check_gcra_fast(t, key, key_len, cost, now_ms, out);
+	tk_where_of(t, tk_key_fp(t, key, key_len), &w);
+	/* As tk_table_check_ref: b1 is fetched while b0 is read. */
+	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
+	return tk_check_gcra_fast(t, key, key_len, &w, cost, now_ms, out);
+}
+
+/* tk_api_check likewise: both buckets of the key's window are fetched
+ * before the clock is read, which hides their cache misses behind it (as
+ * the full call does).  A clock out of range (TK_NOT_FAST) is read again
+ * by the full call, which refuses it. */
+static inline __attribute__((always_inline)) int
+tk_check_fast(struct tkshm_table *t, const void *key, size_t key_len,
+	      double cost, tkshm_decision *out)
+{
+	struct tk_where w;
+	double now;
+
+	if (!tk_fast_args(t, key, key_len, cost, out))
+		return TK_NOT_FAST;
+	tk_where_of(t, tk_key_fp(t, key, key_len), &w);
+	__builtin_prefetch(&t->buckets[w.b0], 1, 3);
+	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
+	now = tkshm_now_ms();
+	if (tk_check_now(now) != TKSHM_OK)
+		return TK_NOT_FAST;
+	return tk_check_gcra_fast(t, key, key_len, &w, cost, now, out);
 }
 
 #endif /* TKSHM_API_CHECK_FAST_H */

@@ -225,9 +225,9 @@ def bar_rows(core, procs):
                 verdict(r <= limit) if r else "not measured"))
 
     # GCRA / ideal with explicit now, 1 key and 100k keys in one row: the
-    # target of issue 25 is at 1 key; at 100k the ideal's array spans the
-    # table's footprint (bench_check.cc, ideal_stride), a stable reference
-    # that the ratio is reported against.
+    # target of issue 25 is at 1 key; at 100k the ideal runs over an array
+    # of the table's slots, prefaulted (bench_check.cc, IdealTable), and
+    # the ratio is reported.
     rs, figs = [], []
     for keys, _ in KEYSETS:
         a = ns("BM_check_now/%s" % keys)

@@ -34,7 +34,7 @@ tk_clamp0(double x)
  * comparison on the common path: for x >= 0 truncation is floor, and
  * below 2^63 the conversion is exact; NaN and negatives give 0 as the long
  * form does (tests/unit/test_rounding.c compares the two). */
-static inline int64_t
+static inline __attribute__((always_inline)) int64_t
 tk_field_floor0(double x)
 {
 	if (!(x >= 0))
@@ -47,7 +47,7 @@ tk_field_floor0(double x)
 /* tk_field(ceil(x)), the shape of resetAt and retryAfterMs: below 2^52 in
  * magnitude, truncate and step up if that went down; elsewhere x is
  * integral (or not finite) and tk_field() takes it as is. */
-static inline int64_t
+static inline __attribute__((always_inline)) int64_t
 tk_field_ceil(double x)
 {
 	if (fabs(x) < 4503599627370496.0) {

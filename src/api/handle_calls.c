@@ -3,18 +3,49 @@
  * its body (api_calls.h) on the instance the handle is on (handle.h).
  */
 #include "api/api_calls.h"
+#include "api/check_fast.h"
 #include "api/handle.h"
 
-int
-tkshm_check_at(tkshm_table *h, const void *key, size_t key_len, double cost, double now_ms, tkshm_decision *out)
+/* tkshm_check_at when its fast path does not apply (check_fast.h). */
+static __attribute__((noinline)) int
+tk_check_at_full(tkshm_table *h, const void *key, size_t key_len, double cost, double now_ms, tkshm_decision *out)
 {
 	TK_HANDLE_CALL(h, tk_api_check_at(t, key, key_len, cost, now_ms, out));
 }
 
-int
-tkshm_check(tkshm_table *h, const void *key, size_t key_len, double cost, tkshm_decision *out)
+/* flatten: the key's hash is inlined too (XXH_INLINE_ALL leaves that to
+ * the compiler, which does not when a file hashes in more than one place). */
+__attribute__((flatten)) int
+tkshm_check_at(tkshm_table *h, const void *key, size_t key_len, double cost, double now_ms, tkshm_decision *out)
+{
+	/* As TK_HANDLE_CALL's first step, with the call's body inline. */
+	if (__builtin_expect(h && tk_on_itself(h), 1)) {
+		int rc = tk_check_at_fast(h, key, key_len, cost, now_ms, out);
+
+		if (__builtin_expect(rc != TK_NOT_FAST && rc != TK_EMOVED, 1))
+			return rc;
+	}
+	return tk_check_at_full(h, key, key_len, cost, now_ms, out);
+}
+
+/* tkshm_check when its fast path does not apply (check_fast.h). */
+static __attribute__((noinline)) int
+tk_check_full(tkshm_table *h, const void *key, size_t key_len, double cost, tkshm_decision *out)
 {
 	TK_HANDLE_CALL(h, tk_api_check(t, key, key_len, cost, out));
+}
+
+__attribute__((flatten)) int
+tkshm_check(tkshm_table *h, const void *key, size_t key_len, double cost, tkshm_decision *out)
+{
+	/* As tkshm_check_at. */
+	if (__builtin_expect(h && tk_on_itself(h), 1)) {
+		int rc = tk_check_fast(h, key, key_len, cost, out);
+
+		if (__builtin_expect(rc != TK_NOT_FAST && rc != TK_EMOVED, 1))
+			return rc;
+	}
+	return tk_check_full(h, key, key_len, cost, out);
 }
 
 int

@@ -130,7 +130,13 @@ tk_pair_transition(struct tkshm_table *t, const struct tk_where *w, int pos,
 		done->prev_present = present;
 		done->prev = c; /* the occupancy the write landed under */
 		done->next = c;
+		/* What a give-back restores (P6): the state written over, as
+		 * this occupancy stores it.  For an OPEN pair that is the
+		 * bytes read; for a state carried in (L5) over an ABSENT pair,
+		 * the carried state, not the ABSENT it replaced. */
 		done->pair_prev = p;
+		if (present && !tk_pair_encode(t, c, cur, &done->pair_prev))
+			done->next = 0; /* no tag: no exact give-back */
 		done->pair_next = nw;
 		return TKSHM_OK;
 lost:

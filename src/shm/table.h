@@ -171,10 +171,14 @@ tk_slot_read(const struct tk_slot *s, uint64_t *fp, uint64_t *st)
 	}
 }
 
+/* tk_slot_at(t, tk_window_index(w, i)), without going through the global
+ * index (fewer instructions on the check path). */
 static inline struct tk_slot *
 tk_window_slot(const struct tkshm_table *t, const struct tk_where *w, int i)
 {
-	return tk_slot_at(t, tk_window_index(w, (unsigned)i));
+	uint64_t b = (unsigned)i < TK_SLOTS_PER_BUCKET ? w->b0 : w->b1;
+
+	return &t->buckets[b].s[(unsigned)i % TK_SLOTS_PER_BUCKET];
 }
 
 /* The check path's lookup: the key's REAL slot, if any (unique, I5), as
@@ -411,22 +415,21 @@ int tk_pair_check(struct tkshm_table *t, const struct tk_keyref *k,
 		  const struct tk_where *w, double cost, double now,
 		  tkshm_decision *out, struct tk_commit *commit);
 
-/* The check of a present one-word key on its REAL slot, window position
- * `pos` of w, holding st (unique, I5): the pure transition, then a denial
- * writes nothing to the slot (I7: a counter and the display tally) and an
- * admission is one CAS.  `flags` is added to the decision's (0 on the fast
- * path).  True when decided (and counted); false when the CAS lost (the
- * slot moved: look the key up again).  Shared by the fast path below and
- * the insert protocol's loop (table.c, tk_table_apply), so both write
- * alike. */
+/* The writing half of a present one-word key's check, on its REAL slot,
+ * window position `pos` of w, holding st (unique, I5), once the pure
+ * transition has decided (`allowed`; nst the state an admission writes):
+ * a denial writes nothing to the slot (I7: a counter and the display
+ * tally) and an admission is one CAS.  `flags` is added to the decision's
+ * (0 on the fast path).  True when decided (and counted); false when the
+ * CAS lost (the slot moved: look the key up again).  Callers that know the
+ * table's algorithm (src/api/check_fast.h) decide without the switch on
+ * its kind, and write through this. */
 static inline __attribute__((always_inline)) bool
-tk_check_present(struct tkshm_table *t, const struct tk_where *w, int pos,
-		 uint64_t st, double cost, double now, uint32_t flags,
+tk_present_write(struct tkshm_table *t, const struct tk_where *w, int pos,
+		 uint64_t st, bool allowed, uint64_t nst, uint32_t flags,
 		 tkshm_decision *out, struct tk_commit *commit)
 {
-	uint64_t nst;
-
-	if (!tk_algo_check(&t->algo, true, st, now, cost, &nst, out)) {
+	if (!allowed) {
 		out->flags |= flags;
 		tk_count_decision(t, commit, false); /* I7: nothing written */
 		tk_denial_note(t, tk_window_index(w, (unsigned)pos));
@@ -439,6 +442,22 @@ tk_check_present(struct tkshm_table *t, const struct tk_where *w, int pos,
 		return true;
 	}
 	return false;
+}
+
+/* The check of a present one-word key on its REAL slot (as above): the
+ * pure transition, then tk_present_write.  Shared by the fast path below
+ * and the insert protocol's loop (table.c, tk_table_apply), so both write
+ * alike. */
+static inline __attribute__((always_inline)) bool
+tk_check_present(struct tkshm_table *t, const struct tk_where *w, int pos,
+		 uint64_t st, double cost, double now, uint32_t flags,
+		 tkshm_decision *out, struct tk_commit *commit)
+{
+	uint64_t nst = 0;
+	bool allowed = tk_algo_check(&t->algo, true, st, now, cost, &nst, out);
+
+	return tk_present_write(t, w, pos, st, allowed, nst, flags, out,
+				commit);
 }
 
 /* One check of key k at `now`; fills *commit (if not NULL) when it admits.

@@ -124,6 +124,8 @@ Tally tally(const tkshm_stats &before, const tkshm_stats &after);
 //   bytes_per_key         tkshm_stats.bytes_per_key = file_bytes / slots
 // and with 100k keys also
 //   bytes_per_stored_key  file_bytes / 100000, at this occupancy
+//   warmup_refused        keys a table that never evicts refused (EFULL)
+//                         while inserting the 100k: left out of the loop
 //   warmup_evicted        keys evicted while inserting the 100k
 //   insert_ratio          inserts / checks in the timed loop (keys a full
 //                         window pushed out, inserted again)

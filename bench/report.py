@@ -125,7 +125,7 @@ def load_core(path):
             continue
         c = {"ns": ns, "cv": cv, "reps": len(its) or src.get("repetitions")}
         for k in ("allowed_ratio", "bytes_per_key", "bytes_per_stored_key",
-                  "insert_ratio", "warmup_evicted"):
+                  "insert_ratio", "warmup_evicted", "warmup_refused"):
             if k in src:
                 c[k] = src[k]
         cases[name] = c

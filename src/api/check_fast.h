@@ -2,7 +2,8 @@
  * check_fast.h - the common check, compiled into tkshm_check_at itself.
  *
  * Most checks are of a handle that has not followed a change, with valid
- * arguments, on a local, writable GCRA table (a one-word state).
+ * arguments, on a local, writable GCRA table (a one-word state) or pair
+ * table (token bucket, fixed window, calendar quota, token budget).
  * That case needs none of the full call's branches on the table's kind,
  * scope and mode, nor a second function's frame: handle_calls.c runs it
  * inline, and anything else (an argument to refuse, another kind of table,
@@ -21,14 +22,14 @@
  * decides.  Never returned to users (nor is TK_EMOVED). */
 #define TK_NOT_FAST (-31998)
 
-/* True when a check on instance t may take the fast path: GCRA (a
- * limiter whose state is one word and whose cost check is the range
- * alone), on this host's table, written in place. */
+/* True when a check on instance t may take the fast path: GCRA (one
+ * word) or a pair table (P1-P9), on this host's table, written in
+ * place. */
 static inline bool
 tk_fast_table(const struct tkshm_table *t)
 {
-	return t->algo.kind == TKSHM_KIND_GCRA && !t->wide && !t->readonly &&
-	       !tk_is_global(t);
+	return ((t->algo.kind == TKSHM_KIND_GCRA && !t->wide) || t->pairs) &&
+	       !t->readonly && !tk_is_global(t);
 }
 
 /* What the fast path hands on to the table's full check (an absent key to
@@ -70,6 +71,18 @@ tk_check_gcra_fast(struct tkshm_table *t, const void *key, size_t key_len,
 	return tk_check_fast_handoff(t, key, key_len, w->fp, cost, now, out, 1);
 }
 
+/* A pair table's check of the key whose window w is (src/shm/pair_check.c:
+ * one load of the key's pair, one CAS). */
+static inline __attribute__((always_inline)) int
+tk_check_pair_fast(struct tkshm_table *t, const void *key, size_t key_len,
+		   const struct tk_where *w, double cost, double now,
+		   tkshm_decision *out)
+{
+	struct tk_keyref k = { w->fp, key, key_len };
+
+	return tk_pair_check(t, &k, w, cost, now, out, NULL);
+}
+
 /* The argument checks both fast paths make, each one the full call makes
  * (table_api.c, validate.h): the clock's `now` is checked once read. */
 static inline bool
@@ -77,8 +90,7 @@ tk_fast_args(const struct tkshm_table *t, const void *key, size_t key_len,
 	     double cost, const tkshm_decision *out)
 {
 	return out && tk_check_key(key, key_len) == TKSHM_OK &&
-	       cost >= t->algo.min_cost && cost <= TKSHM_COST_MAX &&
-	       tk_fast_table(t);
+	       tk_check_cost(t, cost) == TKSHM_OK && tk_fast_table(t);
 }
 
 /* tk_api_check_at when every argument is valid and t may take the fast
@@ -95,6 +107,9 @@ tk_check_at_fast(struct tkshm_table *t, const void *key, size_t key_len,
 	tk_where_of(t, tk_key_fp(t, key, key_len), &w);
 	/* As tk_table_check_ref: b1 is fetched while b0 is read. */
 	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
+	if (t->pairs)
+		return tk_check_pair_fast(t, key, key_len, &w, cost, now_ms,
+					  out);
 	return tk_check_gcra_fast(t, key, key_len, &w, cost, now_ms, out);
 }
 
@@ -112,11 +127,12 @@ tk_check_fast(struct tkshm_table *t, const void *key, size_t key_len,
 	if (!tk_fast_args(t, key, key_len, cost, out))
 		return TK_NOT_FAST;
 	tk_where_of(t, tk_key_fp(t, key, key_len), &w);
-	__builtin_prefetch(&t->buckets[w.b0], 1, 3);
-	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
+	tk_prefetch_where(t, &w);
 	now = tkshm_now_ms();
 	if (tk_check_now(now) != TKSHM_OK)
 		return TK_NOT_FAST;
+	if (t->pairs)
+		return tk_check_pair_fast(t, key, key_len, &w, cost, now, out);
 	return tk_check_gcra_fast(t, key, key_len, &w, cost, now, out);
 }
 

@@ -55,10 +55,10 @@ tk_pair_check(struct tkshm_table *t, const struct tk_keyref *k,
 	unsigned retries = 0;
 	int pos;
 
-	/* The four pairs of a bucket are one cache line: fetch both of the
-	 * window's while its slots are read. */
-	__builtin_prefetch(tk_pair_at(t, w->b0 * TK_SLOTS_PER_BUCKET), 1, 3);
-	__builtin_prefetch(tk_pair_at(t, w->b1 * TK_SLOTS_PER_BUCKET), 1, 3);
+	/* Both of the window's pair lines fetched while its slots are read
+	 * (again, for a caller that did already: a prefetch of a line in
+	 * flight costs nothing). */
+	tk_prefetch_where(t, w);
 	pos = tk_find_real(t, w, &c);
 
 	if (pos >= 0 && !tk_st_is_special(c)) {

@@ -496,25 +496,31 @@ tk_table_check_ref(struct tkshm_table *t, const struct tk_keyref *k,
 	return tk_table_check_slow(t, k, &w, cost, now, out, commit, 1);
 }
 
-/* Starts fetching the cache lines a check of fingerprint fp reads: both
- * buckets of its window and, in a pair table, their pairs (one line per
- * bucket). */
+/* Starts fetching the cache lines a check of window w reads: both of its
+ * buckets and, in a pair table, their pairs (one line per bucket). */
+static inline void
+tk_prefetch_where(const struct tkshm_table *t, const struct tk_where *w)
+{
+	__builtin_prefetch(&t->buckets[w->b0], 1, 3);
+	__builtin_prefetch(&t->buckets[w->b1], 1, 3);
+	if (t->pairs) {
+		__builtin_prefetch(t->wide + w->b0 * TK_SLOTS_PER_BUCKET *
+						     sizeof(struct tk_pair),
+				   1, 3);
+		__builtin_prefetch(t->wide + w->b1 * TK_SLOTS_PER_BUCKET *
+						     sizeof(struct tk_pair),
+				   1, 3);
+	}
+}
+
+/* tk_prefetch_where of fingerprint fp's window. */
 static inline void
 tk_prefetch_key(const struct tkshm_table *t, uint64_t fp)
 {
 	struct tk_where w;
 
 	tk_where_of(t, fp, &w);
-	__builtin_prefetch(&t->buckets[w.b0], 1, 3);
-	__builtin_prefetch(&t->buckets[w.b1], 1, 3);
-	if (t->pairs) {
-		__builtin_prefetch(t->wide + w.b0 * TK_SLOTS_PER_BUCKET *
-						     sizeof(struct tk_pair),
-				   1, 3);
-		__builtin_prefetch(t->wide + w.b1 * TK_SLOTS_PER_BUCKET *
-						     sizeof(struct tk_pair),
-				   1, 3);
-	}
+	tk_prefetch_where(t, &w);
 }
 
 /* True when two handles are of one table: the same handle, or one

@@ -2,7 +2,8 @@
  * test_check_fast.c - tkshm_check_at's fast path (src/api/check_fast.h)
  * decides as the full call does.
  *
- * Two GCRA tables of one policy are fed one random timeline: one through
+ * Two tables of one policy (GCRA, then each pair kind: P1-P9) are fed one
+ * random timeline: one through
  * tkshm_check_at, whose common case runs inline, the other through
  * tk_api_check_at, the body of the full call, which never takes that path.
  * Every return code and every decision field must agree, for admissions,
@@ -18,7 +19,16 @@
 #include "api/api_calls.h"
 #include "test_support.h"
 
-#define SPEC  "gcra:limit=5,periodMs=1000,burst=3"
+/* The kinds the fast path serves: GCRA and the pair kinds (a token
+ * budget refuses fractional costs: the fast path must too). */
+static const char *const specs[] = {
+	"gcra:limit=5,periodMs=1000,burst=3",
+	"tokenBucket:capacity=3,refillPerSec=5",
+	"fixedWindow:limit=5,windowMs=1000",
+	"quota:limit=2000,resetCadence=calendar-day",
+	"quota:limit=5,resetCadence=fixed,periodMs=1000",
+	"tokenBudget:budget=5,windowMs=1000",
+};
 #define NKEYS 4
 #define STEPS 20000
 
@@ -59,15 +69,14 @@ now_of(uint64_t r, double now)
 }
 
 static void
-test_same_as_full_call(void **state)
+same_as_full_call(const char *spec)
 {
-	tkshm_table *fast = tkt_anon(SPEC, 1024);
-	tkshm_table *full = tkt_anon(SPEC, 1024);
+	tkshm_table *fast = tkt_anon(spec, 1024);
+	tkshm_table *full = tkt_anon(spec, 1024);
 	char keys[NKEYS][32];
 	uint64_t seed = 25, admitted = 0, denied = 0;
 	double now = 1.7e12;
 
-	(void)state;
 	for (int i = 0; i < NKEYS; i++)
 		snprintf(keys[i], sizeof keys[i], "user:%d", i * 7919);
 	for (int step = 0; step < STEPS; step++) {
@@ -90,7 +99,7 @@ test_same_as_full_call(void **state)
 				    r % 103 ? &a : NULL);
 		rb = tk_api_check_at(full, r % 101 ? key : NULL, len, cost, at,
 				     r % 103 ? &b : NULL);
-		snprintf(what, sizeof what, "step %d", step);
+		snprintf(what, sizeof what, "%.12s step %d", spec, step);
 		if (ra != rb)
 			fail_msg("%s: %s from the fast path, %s from the full "
 				 "call",
@@ -107,11 +116,21 @@ test_same_as_full_call(void **state)
 		if (at > now)
 			now = at;
 	}
+	print_message("  %s: %llu admitted, %llu denied\n", spec,
+		      (unsigned long long)admitted, (unsigned long long)denied);
 	/* The timeline exercised both outcomes, not one of them. */
 	assert_true(admitted > STEPS / 10);
 	assert_true(denied > STEPS / 10);
 	tkshm_close(fast);
 	tkshm_close(full);
+}
+
+static void
+test_same_as_full_call(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+		same_as_full_call(specs[i]);
 }
 
 int

@@ -457,8 +457,8 @@ tk_algo_state_valid_pair(const struct tk_algo *a, const uint64_t *st)
 		return tk_token_bucket_state_valid(&a->u.token_bucket, st);
 	case TKSHM_KIND_FIXED_WINDOW:
 		return tk_fixed_window_state_valid(&a->u.fixed_window, st);
-	case TKSHM_KIND_QUOTA:
-		return tk_quota_state_valid(&a->u.quota, st);
+	case TKSHM_KIND_QUOTA: /* calendar or fixed: a rolling one is no pair */
+		return tk_quota_period_state_valid(st);
 	case TKSHM_KIND_TOKEN_BUDGET:
 		return tk_token_budget_state_valid(&a->u.token_budget, st);
 	default:

@@ -208,18 +208,26 @@ tk_quota_debt(const struct tk_quota *q, const uint64_t *st, double now)
 	return tk_quota_is_idle(q, st, now) ? 0.0 : tk_word_f64(st[1]);
 }
 
+/* I4 for a calendar or fixed quota's two words: a finite period start
+ * and a finite count >= 0 (a count above the limit is a state, as a fixed
+ * window's). */
+static inline bool
+tk_quota_period_state_valid(const uint64_t *st)
+{
+	double start = tk_word_f64(st[0]);
+	double count = tk_word_f64(st[1]);
+
+	return isfinite(start) && count >= 0 && isfinite(count);
+}
+
 /* I4: a finite period start and a count in [0, limit] (rolling: the
  * sliding window's rule). */
 static inline bool
 tk_quota_state_valid(const struct tk_quota *q, const uint64_t *st)
 {
-	double start, count;
-
 	if (q->cadence == TK_QUOTA_ROLLING)
 		return tk_sliding_window_state_valid(&q->sw, st);
-	start = tk_word_f64(st[0]);
-	count = tk_word_f64(st[1]);
-	return isfinite(start) && count >= 0 && isfinite(count);
+	return tk_quota_period_state_valid(st);
 }
 
 #endif /* TKSHM_ALGORITHMS_QUOTA_H */

@@ -53,7 +53,7 @@ tk_pair_start(struct tkshm_table *t, const struct tk_where *w, uint64_t c,
 
 	*present = false;
 	if (kind == TK_PAIR_OPEN) {
-		if (!tk_algo_state_valid_w(&t->algo, cur))
+		if (!tk_algo_state_valid_pair(&t->algo, cur))
 			return TKSHM_ECORRUPT;
 		*present = true;
 		return TKSHM_OK;

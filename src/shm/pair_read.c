@@ -48,8 +48,8 @@ tk_pair_words(const struct tkshm_table *t, uint64_t c, struct tk_pair p,
 	case TK_PAIR_BAD:
 		return TK_WIDE_INVALID;
 	}
-	return tk_algo_state_valid_w(&t->algo, words) ? TK_WIDE_PRESENT :
-							TK_WIDE_INVALID;
+	return tk_algo_state_valid_pair(&t->algo, words) ? TK_WIDE_PRESENT :
+							   TK_WIDE_INVALID;
 }
 
 enum tk_wide_read
@@ -80,7 +80,7 @@ tk_pair_sealed_words(struct tkshm_table *p, uint64_t index, uint64_t *words)
 		cur = tk_pair_load(p, index);
 		switch (tk_pair_decode(p, c, cur, words, &tag)) {
 		case TK_PAIR_SEALED:
-			return tk_algo_state_valid_w(&p->algo, words);
+			return tk_algo_state_valid_pair(&p->algo, words);
 		case TK_PAIR_SEALED_ABSENT:
 		case TK_PAIR_BAD:
 			return false;

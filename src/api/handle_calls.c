@@ -8,7 +8,8 @@
 
 /* tkshm_check_at when its fast path does not apply (check_fast.h). */
 static __attribute__((noinline)) int
-tk_check_at_full(tkshm_table *h, const void *key, size_t key_len, double cost, double now_ms, tkshm_decision *out)
+tk_check_at_full(tkshm_table *h, const void *key, size_t key_len, double cost,
+		 double now_ms, tkshm_decision *out)
 {
 	TK_HANDLE_CALL(h, tk_api_check_at(t, key, key_len, cost, now_ms, out));
 }
@@ -16,7 +17,8 @@ tk_check_at_full(tkshm_table *h, const void *key, size_t key_len, double cost, d
 /* flatten: the key's hash is inlined too (XXH_INLINE_ALL leaves that to
  * the compiler, which does not when a file hashes in more than one place). */
 __attribute__((flatten)) int
-tkshm_check_at(tkshm_table *h, const void *key, size_t key_len, double cost, double now_ms, tkshm_decision *out)
+tkshm_check_at(tkshm_table *h, const void *key, size_t key_len, double cost,
+	       double now_ms, tkshm_decision *out)
 {
 	/* As TK_HANDLE_CALL's first step, with the call's body inline. */
 	if (__builtin_expect(h && tk_on_itself(h), 1)) {
@@ -30,13 +32,15 @@ tkshm_check_at(tkshm_table *h, const void *key, size_t key_len, double cost, dou
 
 /* tkshm_check when its fast path does not apply (check_fast.h). */
 static __attribute__((noinline)) int
-tk_check_full(tkshm_table *h, const void *key, size_t key_len, double cost, tkshm_decision *out)
+tk_check_full(tkshm_table *h, const void *key, size_t key_len, double cost,
+	      tkshm_decision *out)
 {
 	TK_HANDLE_CALL(h, tk_api_check(t, key, key_len, cost, out));
 }
 
 __attribute__((flatten)) int
-tkshm_check(tkshm_table *h, const void *key, size_t key_len, double cost, tkshm_decision *out)
+tkshm_check(tkshm_table *h, const void *key, size_t key_len, double cost,
+	    tkshm_decision *out)
 {
 	/* As tkshm_check_at. */
 	if (__builtin_expect(h && tk_on_itself(h), 1)) {
@@ -49,25 +53,29 @@ tkshm_check(tkshm_table *h, const void *key, size_t key_len, double cost, tkshm_
 }
 
 int
-tkshm_key_hash(const tkshm_table *h, const void *key, size_t key_len, tkshm_key *out)
+tkshm_key_hash(const tkshm_table *h, const void *key, size_t key_len,
+	       tkshm_key *out)
 {
 	TK_HANDLE_CALL((tkshm_table *)h, tk_api_key_hash(t, key, key_len, out));
 }
 
 int
-tkshm_check_hashed_at(tkshm_table *h, const tkshm_key *key, double cost, double now_ms, tkshm_decision *out)
+tkshm_check_hashed_at(tkshm_table *h, const tkshm_key *key, double cost,
+		      double now_ms, tkshm_decision *out)
 {
 	TK_HANDLE_CALL(h, tk_api_check_hashed_at(t, key, cost, now_ms, out));
 }
 
 int
-tkshm_check_hashed(tkshm_table *h, const tkshm_key *key, double cost, tkshm_decision *out)
+tkshm_check_hashed(tkshm_table *h, const tkshm_key *key, double cost,
+		   tkshm_decision *out)
 {
 	TK_HANDLE_CALL(h, tk_api_check_hashed(t, key, cost, out));
 }
 
 int
-tkshm_check_many_at(tkshm_table *h, const tkshm_request *reqs, size_t n, double now_ms, tkshm_decision *out, size_t *done)
+tkshm_check_many_at(tkshm_table *h, const tkshm_request *reqs, size_t n,
+		    double now_ms, tkshm_decision *out, size_t *done)
 {
 	if (done)
 		*done = 0;
@@ -75,7 +83,8 @@ tkshm_check_many_at(tkshm_table *h, const tkshm_request *reqs, size_t n, double 
 }
 
 int
-tkshm_check_many(tkshm_table *h, const tkshm_request *reqs, size_t n, tkshm_decision *out, size_t *done)
+tkshm_check_many(tkshm_table *h, const tkshm_request *reqs, size_t n,
+		 tkshm_decision *out, size_t *done)
 {
 	if (done)
 		*done = 0;
@@ -83,7 +92,8 @@ tkshm_check_many(tkshm_table *h, const tkshm_request *reqs, size_t n, tkshm_deci
 }
 
 int
-tkshm_peek_at(tkshm_table *h, const void *key, size_t key_len, double now_ms, tkshm_decision *out)
+tkshm_peek_at(tkshm_table *h, const void *key, size_t key_len, double now_ms,
+	      tkshm_decision *out)
 {
 	TK_HANDLE_CALL(h, tk_api_peek_at(t, key, key_len, now_ms, out));
 }
@@ -95,13 +105,16 @@ tkshm_peek(tkshm_table *h, const void *key, size_t key_len, tkshm_decision *out)
 }
 
 int
-tkshm_forecast_at(tkshm_table *h, const void *key, size_t key_len, double cost, double now_ms, tkshm_forecast *out)
+tkshm_forecast_at(tkshm_table *h, const void *key, size_t key_len, double cost,
+		  double now_ms, tkshm_forecast *out)
 {
-	TK_HANDLE_CALL(h, tk_api_forecast_at(t, key, key_len, cost, now_ms, out));
+	TK_HANDLE_CALL(h,
+		       tk_api_forecast_at(t, key, key_len, cost, now_ms, out));
 }
 
 int
-tkshm_forecast_get(tkshm_table *h, const void *key, size_t key_len, double cost, tkshm_forecast *out)
+tkshm_forecast_get(tkshm_table *h, const void *key, size_t key_len, double cost,
+		   tkshm_forecast *out)
 {
 	TK_HANDLE_CALL(h, tk_api_forecast_get(t, key, key_len, cost, out));
 }
@@ -113,43 +126,53 @@ tkshm_reset(tkshm_table *h, const void *key, size_t key_len)
 }
 
 int
-tkshm_reserve_at(tkshm_table *h, const void *key, size_t key_len, double cost, double now_ms, tkshm_reservation *out)
+tkshm_reserve_at(tkshm_table *h, const void *key, size_t key_len, double cost,
+		 double now_ms, tkshm_reservation *out)
 {
-	TK_HANDLE_CALL(h, tk_api_reserve_at(t, key, key_len, cost, now_ms, out));
+	TK_HANDLE_CALL(h,
+		       tk_api_reserve_at(t, key, key_len, cost, now_ms, out));
 }
 
 int
-tkshm_reserve(tkshm_table *h, const void *key, size_t key_len, double cost, tkshm_reservation *out)
+tkshm_reserve(tkshm_table *h, const void *key, size_t key_len, double cost,
+	      tkshm_reservation *out)
 {
 	TK_HANDLE_CALL(h, tk_api_reserve(t, key, key_len, cost, out));
 }
 
 int
-tkshm_schedule_at(tkshm_table *h, const void *key, size_t key_len, double cost, double now_ms, tkshm_reservation *out)
+tkshm_schedule_at(tkshm_table *h, const void *key, size_t key_len, double cost,
+		  double now_ms, tkshm_reservation *out)
 {
-	TK_HANDLE_CALL(h, tk_api_schedule_at(t, key, key_len, cost, now_ms, out));
+	TK_HANDLE_CALL(h,
+		       tk_api_schedule_at(t, key, key_len, cost, now_ms, out));
 }
 
 int
-tkshm_schedule(tkshm_table *h, const void *key, size_t key_len, double cost, tkshm_reservation *out)
+tkshm_schedule(tkshm_table *h, const void *key, size_t key_len, double cost,
+	       tkshm_reservation *out)
 {
 	TK_HANDLE_CALL(h, tk_api_schedule(t, key, key_len, cost, out));
 }
 
 int
-tkshm_acquire_at(tkshm_table *h, const void *key, size_t key_len, double now_ms, tkshm_permit *permit, tkshm_decision *out)
+tkshm_acquire_at(tkshm_table *h, const void *key, size_t key_len, double now_ms,
+		 tkshm_permit *permit, tkshm_decision *out)
 {
-	TK_HANDLE_CALL(h, tk_api_acquire_at(t, key, key_len, now_ms, permit, out));
+	TK_HANDLE_CALL(h,
+		       tk_api_acquire_at(t, key, key_len, now_ms, permit, out));
 }
 
 int
-tkshm_acquire(tkshm_table *h, const void *key, size_t key_len, tkshm_permit *permit, tkshm_decision *out)
+tkshm_acquire(tkshm_table *h, const void *key, size_t key_len,
+	      tkshm_permit *permit, tkshm_decision *out)
 {
 	TK_HANDLE_CALL(h, tk_api_acquire(t, key, key_len, permit, out));
 }
 
 int
-tkshm_release_at(tkshm_table *h, tkshm_permit *permit, double now_ms, tkshm_outcome outcome)
+tkshm_release_at(tkshm_table *h, tkshm_permit *permit, double now_ms,
+		 tkshm_outcome outcome)
 {
 	TK_HANDLE_CALL(h, tk_api_release_at(t, permit, now_ms, outcome));
 }
@@ -179,25 +202,30 @@ tkshm_usage_get(tkshm_table *h, double now_ms, tkshm_usage *out)
 }
 
 int
-tkshm_entry_next_at(tkshm_table *h, uint64_t *cursor, double now_ms, tkshm_entry *out)
+tkshm_entry_next_at(tkshm_table *h, uint64_t *cursor, double now_ms,
+		    tkshm_entry *out)
 {
 	TK_HANDLE_CALL(h, tk_api_entry_next_at(t, cursor, now_ms, out));
 }
 
 int
-tkshm_entry_get_at(tkshm_table *h, const void *key, size_t key_len, double now_ms, tkshm_entry *out)
+tkshm_entry_get_at(tkshm_table *h, const void *key, size_t key_len,
+		   double now_ms, tkshm_entry *out)
 {
 	TK_HANDLE_CALL(h, tk_api_entry_get_at(t, key, key_len, now_ms, out));
 }
 
 int
-tkshm_set_remaining_at(tkshm_table *h, const void *key, size_t key_len, double remaining, double now_ms)
+tkshm_set_remaining_at(tkshm_table *h, const void *key, size_t key_len,
+		       double remaining, double now_ms)
 {
-	TK_HANDLE_CALL(h, tk_api_set_remaining_at(t, key, key_len, remaining, now_ms));
+	TK_HANDLE_CALL(
+		h, tk_api_set_remaining_at(t, key, key_len, remaining, now_ms));
 }
 
 int
-tkshm_block_at(tkshm_table *h, const void *key, size_t key_len, double until_ms, double now_ms)
+tkshm_block_at(tkshm_table *h, const void *key, size_t key_len, double until_ms,
+	       double now_ms)
 {
 	TK_HANDLE_CALL(h, tk_api_block_at(t, key, key_len, until_ms, now_ms));
 }
@@ -216,9 +244,11 @@ tkshm_redis_attach(tkshm_table *h, tkshm_redis *r)
 }
 
 int
-tkshm_redis_key(const tkshm_table *h, const void *key, size_t key_len, char *buf, size_t len)
+tkshm_redis_key(const tkshm_table *h, const void *key, size_t key_len,
+		char *buf, size_t len)
 {
-	TK_HANDLE_CALL((tkshm_table *)h, tk_api_redis_key(t, key, key_len, buf, len));
+	TK_HANDLE_CALL((tkshm_table *)h,
+		       tk_api_redis_key(t, key, key_len, buf, len));
 }
 
 #endif

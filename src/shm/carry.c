@@ -32,9 +32,8 @@ tk_sealed_words(struct tkshm_table *p, uint64_t index, uint64_t st, bool sealed,
 		words[0] = st;
 		return tk_algo_state_valid(&p->algo, st);
 	}
-	if (p->pairs)
-		return sealed ? tk_pair_sealed_words(p, index, words) :
-				tk_pair_read_only_words(p, index, st, words);
+	if (p->pairs && sealed)
+		return tk_pair_sealed_words(p, index, words);
 	/* The control word of a sealed slot never changes again: a claim in
 	 * flight can no longer publish (W4 compares the whole slot), so a
 	 * snapshot that reads torn was torn by a claimant and reads whole

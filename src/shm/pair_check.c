@@ -55,10 +55,9 @@ tk_pair_check(struct tkshm_table *t, const struct tk_keyref *k,
 	unsigned retries = 0;
 	int pos;
 
-	/* Both of the window's pair lines fetched while its slots are read
-	 * (again, for a caller that did already: a prefetch of a line in
-	 * flight costs nothing). */
-	tk_prefetch_where(t, w);
+	/* The window's pair lines fetched while its slots are read (the
+	 * callers have started on the buckets). */
+	tk_prefetch_pairs(t, w);
 	pos = tk_find_real(t, w, &c);
 
 	if (pos >= 0 && !tk_st_is_special(c)) {

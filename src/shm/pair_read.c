@@ -96,17 +96,3 @@ tk_pair_sealed_words(struct tkshm_table *p, uint64_t index, uint64_t *words)
 	}
 	return false;
 }
-
-bool
-tk_pair_read_only_words(const struct tkshm_table *p, uint64_t index, uint64_t c,
-			uint64_t *words)
-{
-	/* A copy for an anonymous replacement (no seal): the live state. */
-	for (unsigned tries = 0; tries < 64; tries++) {
-		enum tk_wide_read r = tk_pair_snapshot(p, index, c, words);
-
-		if (r != TK_WIDE_TORN)
-			return r == TK_WIDE_PRESENT;
-	}
-	return false;
-}

@@ -496,21 +496,26 @@ tk_table_check_ref(struct tkshm_table *t, const struct tk_keyref *k,
 	return tk_table_check_slow(t, k, &w, cost, now, out, commit, 1);
 }
 
+/* A pair table: starts fetching the pairs of window w's two buckets (the
+ * four pairs of a bucket are one line). */
+static inline void
+tk_prefetch_pairs(const struct tkshm_table *t, const struct tk_where *w)
+{
+	const uint64_t line = TK_SLOTS_PER_BUCKET * sizeof(struct tk_pair);
+
+	__builtin_prefetch(t->wide + w->b0 * line, 1, 3);
+	__builtin_prefetch(t->wide + w->b1 * line, 1, 3);
+}
+
 /* Starts fetching the cache lines a check of window w reads: both of its
- * buckets and, in a pair table, their pairs (one line per bucket). */
+ * buckets and, in a pair table, their pairs. */
 static inline void
 tk_prefetch_where(const struct tkshm_table *t, const struct tk_where *w)
 {
 	__builtin_prefetch(&t->buckets[w->b0], 1, 3);
 	__builtin_prefetch(&t->buckets[w->b1], 1, 3);
-	if (t->pairs) {
-		__builtin_prefetch(t->wide + w->b0 * TK_SLOTS_PER_BUCKET *
-						     sizeof(struct tk_pair),
-				   1, 3);
-		__builtin_prefetch(t->wide + w->b1 * TK_SLOTS_PER_BUCKET *
-						     sizeof(struct tk_pair),
-				   1, 3);
-	}
+	if (t->pairs)
+		tk_prefetch_pairs(t, w);
 }
 
 /* tk_prefetch_where of fingerprint fp's window. */

@@ -251,9 +251,4 @@ int tk_pair_reset(struct tkshm_table *t, uint64_t index, uint64_t fp,
 bool tk_pair_sealed_words(struct tkshm_table *p, uint64_t index,
 			  uint64_t *words);
 
-/* The live state of REAL slot `index` (st c) of a table that stays live
- * (an anonymous replacement copies it).  False when absent. */
-bool tk_pair_read_only_words(const struct tkshm_table *p, uint64_t index,
-			     uint64_t c, uint64_t *words);
-
 #endif /* TKSHM_SHM_WIDE_H */

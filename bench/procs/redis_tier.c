@@ -119,6 +119,12 @@ struct rt_ctl {
 	_Atomic int ready; /* workers (and the agent) set up */
 	_Atomic int go;
 	_Atomic int phase; /* enum rt_phase */
+	/* A phase boundary: odd while the parent holds the workers (each
+	 * stops at its next timed check and counts itself in `held`), so
+	 * the table's counters and the workers' change phase at one
+	 * instant. */
+	_Atomic unsigned hold;
+	_Atomic int held;
 	_Atomic int stop_agent;
 	int agent_failed;
 	char agent_error[320]; /* "agent: " and the engine's sentence */
@@ -280,6 +286,25 @@ rt_open(const char *path, tkshm_table **t, char *err, size_t err_len)
  * The processes
  * ---------------------------------------------------------------------- */
 
+/* At a timed check: when the parent holds the workers for a boundary not
+ * yet acknowledged, counts this worker as stopped and waits for the
+ * release (a new `hold`). */
+static void
+rt_worker_hold(struct rt_ctl *ctl, unsigned *acked)
+{
+	/* acquire: the parent's new phase, stored before its release. */
+	unsigned h = atomic_load_explicit(&ctl->hold, memory_order_acquire);
+
+	if (!(h & 1) || h == *acked)
+		return;
+	*acked = h;
+	/* release: this worker's checks (the table's counters) before the
+	 * parent's snapshot, which acquires the count. */
+	atomic_fetch_add_explicit(&ctl->held, 1, memory_order_release);
+	while (atomic_load_explicit(&ctl->hold, memory_order_acquire) == h)
+		sched_yield();
+}
+
 static _Noreturn void
 rt_worker(const struct rt_case *c, const struct rt_run *run, const char *path,
 	  int port, struct rt_ctl *ctl, uint64_t *samples, int idx,
@@ -293,6 +318,7 @@ rt_worker(const struct rt_case *c, const struct rt_run *run, const char *path,
 	tkshm_table *t;
 	struct keywalk walk;
 	int cur = PH_WARM, rc;
+	unsigned acked = 0;
 	double cpu0;
 	char err[256] = "";
 
@@ -338,9 +364,12 @@ rt_worker(const struct rt_case *c, const struct rt_run *run, const char *path,
 		tkshm_decision d;
 
 		if (timed) {
-			/* relaxed: a flag; nothing travels with it. */
-			int ph = atomic_load_explicit(&ctl->phase,
-						      memory_order_relaxed);
+			int ph;
+
+			rt_worker_hold(ctl, &acked);
+			/* relaxed: ordered after the hold's acquire. */
+			ph = atomic_load_explicit(&ctl->phase,
+						  memory_order_relaxed);
 
 			if (ph != cur) {
 				double now = cpu_seconds_self();
@@ -482,6 +511,74 @@ rt_reap(pid_t *pid, double timeout, const char *who, const char *why, char *err,
 	snprintf(err, err_len, "%s: %s", who,
 		 why && why[0] ? why : "ended abnormally");
 	return -1;
+}
+
+/* A worker or the agent that has ended while the parent waits on them:
+ * -1 with err naming it (and its pid forgotten), else 0. */
+static int
+rt_child_ended(const struct rt_ctl *ctl, pid_t *pids, int procs, pid_t *agent,
+	       const char *during, char *err, size_t err_len)
+{
+	for (int i = 0; i < procs; i++)
+		if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == pids[i]) {
+			cleanup_forget_pid(pids[i]);
+			pids[i] = 0;
+			snprintf(err, err_len, "worker %d: %s", i,
+				 ctl->procs[i].failed ? ctl->procs[i].error :
+							during);
+			return -1;
+		}
+	if (*agent > 0 && waitpid(*agent, NULL, WNOHANG) == *agent) {
+		cleanup_forget_pid(*agent);
+		*agent = 0;
+		if (ctl->agent_failed)
+			snprintf(err, err_len, "%s", ctl->agent_error);
+		else
+			snprintf(err, err_len, "agent %s", during);
+		return -1;
+	}
+	return 0;
+}
+
+/* Stops every worker at its next timed check, for a snapshot that falls
+ * between the same checks as the workers' phase change.  Returns 0, or
+ * -1 with err when a child ended or the workers did not stop within
+ * 30 s. */
+static int
+rt_hold_workers(struct rt_ctl *ctl, pid_t *pids, int procs, pid_t *agent,
+		char *err, size_t err_len)
+{
+	double deadline = mono_seconds() + 30;
+
+	/* relaxed: nobody reads `held` until the odd `hold` below. */
+	atomic_store_explicit(&ctl->held, 0, memory_order_relaxed);
+	/* release: orders the reset of `held` before it. */
+	atomic_fetch_add_explicit(&ctl->hold, 1, memory_order_release);
+	/* acquire: every worker's checks before its count. */
+	while (atomic_load_explicit(&ctl->held, memory_order_acquire) < procs) {
+		if (rt_child_ended(ctl, pids, procs, agent,
+				   "ended at a phase boundary", err,
+				   err_len) != 0)
+			return -1;
+		if (mono_seconds() > deadline) {
+			snprintf(err, err_len,
+				 "the workers did not reach a phase boundary "
+				 "within 30 s");
+			return -1;
+		}
+		sched_yield();
+	}
+	return 0;
+}
+
+/* Releases the held workers into phase `ph`. */
+static void
+rt_release_workers(struct rt_ctl *ctl, enum rt_phase ph)
+{
+	/* relaxed: published by the release below. */
+	atomic_store_explicit(&ctl->phase, (int)ph, memory_order_relaxed);
+	/* release: the phase before the workers go on. */
+	atomic_fetch_add_explicit(&ctl->hold, 1, memory_order_release);
 }
 
 /* Redis's CPU seconds: redis-server's, or the sum over the cluster's
@@ -954,25 +1051,9 @@ rt_case_run(const struct rt_run *run, const struct rt_case *c, int procs,
 	/* relaxed: a count. */
 	while (atomic_load_explicit(&ctl->ready, memory_order_relaxed) <
 	       want_ready) {
-		for (int i = 0; i < procs; i++)
-			if (waitpid(pids[i], NULL, WNOHANG) == pids[i]) {
-				cleanup_forget_pid(pids[i]);
-				pids[i] = 0;
-				snprintf(err, err_len, "worker %d: %s", i,
-					 ctl->procs[i].failed ?
-						 ctl->procs[i].error :
-						 "ended during set-up");
-				goto out;
-			}
-		if (agent > 0 && waitpid(agent, NULL, WNOHANG) == agent) {
-			cleanup_forget_pid(agent);
-			agent = 0;
-			snprintf(err, err_len, "%s",
-				 ctl->agent_failed ?
-					 ctl->agent_error :
-					 "agent ended during set-up");
+		if (rt_child_ended(ctl, pids, procs, &agent,
+				   "ended during set-up", err, err_len) != 0)
 			goto out;
-		}
 		if (mono_seconds() > deadline) {
 			snprintf(err, err_len, "not ready within 30 s");
 			goto out;
@@ -988,20 +1069,26 @@ rt_case_run(const struct rt_run *run, const struct rt_case *c, int procs,
 	if (lease)
 		rt_wait_leasing(t, 10);
 	sleep_seconds(run->quick ? c->quick_warm_s : c->warm_s);
+	if (rt_hold_workers(ctl, pids, procs, &agent, err, err_len) != 0)
+		goto out;
 	rt_snap(&s0, t, srv.pid, cl, agent);
-	atomic_store_explicit(&ctl->phase, PH_HEALTHY, memory_order_relaxed);
+	rt_release_workers(ctl, PH_HEALTHY);
 	sleep_seconds(run->seconds);
+	if (rt_hold_workers(ctl, pids, procs, &agent, err, err_len) != 0)
+		goto out;
 	rt_snap(&s1, t, srv.pid, cl, agent);
 	if (down) {
-		atomic_store_explicit(&ctl->phase, PH_DOWN,
-				      memory_order_relaxed);
+		rt_release_workers(ctl, PH_DOWN);
 		/* SIGKILL: no goodbye on the sockets, as a crash or a lost
 		 * host would leave them. */
 		rt_kill(&srv.pid);
 		sleep_seconds(run->seconds);
+		if (rt_hold_workers(ctl, pids, procs, &agent, err, err_len) !=
+		    0)
+			goto out;
 		rt_snap(&s2, t, srv.pid, cl, agent);
 	}
-	atomic_store_explicit(&ctl->phase, PH_STOP, memory_order_relaxed);
+	rt_release_workers(ctl, PH_STOP);
 	for (int i = 0; i < procs; i++) {
 		char who[32];
 

@@ -99,12 +99,7 @@ check_healthy(const cJSON *o, const char *mode, bool hot, struct seen *s)
 		/* One script per decision that reaches Redis, and a host
 		 * registration at most once a second (and once at the
 		 * start of the phase). */
-		/* ... and the checks that fall between the workers' count
-		 * and the table's at the phase's edges (the counts are not
-		 * read at one instant; under load they drift apart by up to
-		 * a few per cent in this short run). */
-		double allowance =
-			ceil(tkt_num_at(o, "seconds")) + 1 + 0.03 * decisions;
+		double allowance = ceil(tkt_num_at(o, "seconds")) + 1;
 
 		assert_true(tkt_num_at(o, "redis_calls") <=
 			    decisions + allowance);
@@ -124,10 +119,6 @@ check_healthy(const cJSON *o, const char *mode, bool hot, struct seen *s)
 		return;
 	}
 	assert_string_equal(mode, "lease");
-	/* Its rates are per 1,000 of the table's decisions, which are the
-	 * workers' (up to the checks around a phase boundary). */
-	assert_true(fabs(tkt_num_at(o, "table_decisions") - decisions) <=
-		    0.02 * decisions);
 	assert_true(tkt_num_at(o, "round_trips_per_1000") >= 0);
 	assert_true(tkt_num_at(o, "round_trips_per_1000") < 1000);
 	assert_true(tkt_num_at(o, "leases_total") > 0);
@@ -175,6 +166,15 @@ check_row(const cJSON *o, struct seen_all *all)
 		return;
 	}
 	assert_true(tkt_num_at(o, "decisions") > 0);
+	/* The workers stop at each phase boundary while the table's counters
+	 * are read, so both counts cover the same checks; a strict table's
+	 * also counts the negative cache's inserts (redis_tier.c). */
+	if (strcmp(mode, "strict") == 0)
+		assert_true(tkt_num_at(o, "table_decisions") >=
+			    tkt_num_at(o, "decisions"));
+	else
+		assert_true(tkt_num_at(o, "table_decisions") ==
+			    tkt_num_at(o, "decisions"));
 	assert_true(tkt_num_at(o, "per_worker_per_sec") > 0);
 	assert_true(tkt_num_at(o, "allowed") <= tkt_num_at(o, "decisions"));
 	assert_true(tkt_num_at(o, "seconds") > 0);

@@ -133,19 +133,17 @@ tk_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 {
 	int64_t zs = z + 719468; /* days since 0000-03-01 */
 	int64_t era = tk_floordiv(zs, 146097);
-	int64_t doe = zs - era * 146097; /* 0..146096 */
+	/* Within the era every quantity is >= 0, so its divisions truncate
+	 * as floored ones would (and by constants: multiplications). */
+	uint64_t doe = (uint64_t)(zs - era * 146097); /* 0..146096 */
 	/* Year of era: remove the leap days (one per 4 years, none per 100,
 	 * one per 400) before dividing by 365. */
-	int64_t yoe = tk_floordiv(doe - tk_floordiv(doe, 1460) +
-					  tk_floordiv(doe, 36524) -
-					  tk_floordiv(doe, 146096),
-				  365);
-	int64_t doy = doe - (365 * yoe + tk_floordiv(yoe, 4) -
-			     tk_floordiv(yoe, 100)); /* 0..365 */
-	int64_t mp = tk_floordiv(5 * doy + 2, 153);  /* March = 0 .. 11 */
-	int64_t dd = doy - tk_floordiv(153 * mp + 2, 5) + 1;
-	int64_t mm = mp < 10 ? mp + 3 : mp - 9;
-	int64_t yy = yoe + era * 400 + (mm <= 2 ? 1 : 0);
+	uint64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	uint64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100); /* 0..365 */
+	uint64_t mp = (5 * doy + 2) / 153; /* March = 0 .. 11 */
+	int64_t dd = (int64_t)(doy - (153 * mp + 2) / 5 + 1);
+	int64_t mm = mp < 10 ? (int64_t)mp + 3 : (int64_t)mp - 9;
+	int64_t yy = (int64_t)yoe + era * 400 + (mm <= 2 ? 1 : 0);
 
 	if (y)
 		*y = yy;
@@ -153,6 +151,32 @@ tk_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 		*m = (int)mm;
 	if (d)
 		*d = (int)dd;
+}
+
+/* Whether civil year y is a leap year (proleptic Gregorian). */
+static inline int
+tk_civil_is_leap(int64_t y)
+{
+	return tk_floormod(y, 4) == 0 &&
+	       (tk_floormod(y, 100) != 0 || tk_floormod(y, 400) == 0);
+}
+
+/* The month holding day z: *first its first day, *next the first day of
+ * the next month.  The first is z less its day of the month, the next the
+ * first plus the month's length, which is days_from_civil of the two
+ * firsts without its eras and floored divisions (a check of every day of
+ * years -3000..3000 in tests/unit/test_algo_calendar.c). */
+static inline void
+tk_civil_month_of(int64_t z, int64_t *first, int64_t *next)
+{
+	static const unsigned char len[12] = { 31, 28, 31, 30, 31, 30,
+					       31, 31, 30, 31, 30, 31 };
+	int64_t y;
+	int m, d;
+
+	tk_civil_from_days(z, &y, &m, &d);
+	*first = z - (d - 1);
+	*next = *first + len[m - 1] + (m == 2 && tk_civil_is_leap(y));
 }
 
 /* floor(x) as an int64 day count, clamped to +-TK_CAL_DAY_LIMIT (x is
@@ -198,13 +222,7 @@ tk_calendar_period(const struct tk_calendar *c, double now, double *start,
 		sday -= tk_floormod(dow - c->week_starts_on, 7);
 		rday = sday + 7;
 	} else {
-		int64_t y;
-		int m;
-
-		tk_civil_from_days(sday, &y, &m, NULL);
-		sday = tk_days_from_civil(y, m, 1);
-		rday = m == 12 ? tk_days_from_civil(y + 1, 1, 1) :
-				 tk_days_from_civil(y, m + 1, 1);
+		tk_civil_month_of(sday, &sday, &rday);
 	}
 	*start = (double)sday * TK_MS_PER_DAY - off;
 	*reset = (double)rday * TK_MS_PER_DAY - off;

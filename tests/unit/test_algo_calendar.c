@@ -122,6 +122,44 @@ test_successor_dates_across_eras(void **state)
 	assert_true(y == 3001 && m == 1 && d == 1);
 }
 
+/* The month of a day, as the period code takes it (its first day less
+ * its day of the month, plus its length), against days_from_civil of the
+ * month's first and of the next month's: every day of years -3000..3000
+ * (several eras, negative ones included) and the days at the clamp
+ * TK_CAL_DAY_LIMIT. */
+static void
+check_month_of(int64_t z)
+{
+	int64_t y, first, next, want_first, want_next;
+	int m;
+
+	tk_civil_from_days(z, &y, &m, NULL);
+	want_first = tk_days_from_civil(y, m, 1);
+	want_next = m == 12 ? tk_days_from_civil(y + 1, 1, 1) :
+			      tk_days_from_civil(y, m + 1, 1);
+	tk_civil_month_of(z, &first, &next);
+	if (first != want_first || next != want_next)
+		fail_msg("day %lld: month [%lld, %lld), days_from_civil "
+			 "says [%lld, %lld)",
+			 (long long)z, (long long)first, (long long)next,
+			 (long long)want_first, (long long)want_next);
+}
+
+static void
+test_month_of_day_vs_days_from_civil(void **state)
+{
+	int64_t end = tk_days_from_civil(3001, 1, 1);
+	int64_t limit = (int64_t)TK_CAL_DAY_LIMIT;
+
+	(void)state;
+	for (int64_t z = tk_days_from_civil(-3000, 1, 1); z < end; z++)
+		check_month_of(z);
+	for (int64_t z = -limit; z < -limit + 800; z++)
+		check_month_of(z);
+	for (int64_t z = limit - 800; z <= limit; z++)
+		check_month_of(z);
+}
+
 static void
 test_fixed_days(void **state)
 {
@@ -563,6 +601,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip_1700_2300_vs_libc),
 		cmocka_unit_test(test_successor_dates_across_eras),
+		cmocka_unit_test(test_month_of_day_vs_days_from_civil),
 		cmocka_unit_test(test_fixed_days),
 		cmocka_unit_test(test_leap_february),
 		cmocka_unit_test(test_periods_random_vs_libc),

@@ -29,45 +29,33 @@
 #include "shm/validate.h"
 #include "tkshm.h"
 
-/* ThrottleKit's binding dimension (ties to the earlier). */
+/* ThrottleKit's binding dimension (ties to the earlier): for `all`, the
+ * denier that frees up last, or if none denies the tightest admitter; for
+ * `any`, the roomiest admitter, or if none admits the denier that frees
+ * up first.  One pass keeps each mode's two candidates. */
 static size_t
 tk_binding(tkshm_multi_mode mode, const tkshm_decision *d, size_t n)
 {
-	bool any_allowed = false, any_denied = false;
-	size_t best = n;
+	size_t late = n, early = n, tight = n, roomy = n;
 
 	for (size_t i = 0; i < n; i++) {
-		any_allowed |= d[i].allowed;
-		any_denied |= !d[i].allowed;
-	}
-	for (size_t i = 0; i < n; i++) {
-		bool better;
-
-		if (mode == TKSHM_MULTI_ALL && any_denied) {
-			/* The denier that frees up last. */
-			if (d[i].allowed)
-				continue;
-			better = best == n ||
-				 d[i].retry_after_ms > d[best].retry_after_ms;
-		} else if (mode == TKSHM_MULTI_ALL) {
-			/* The tightest of the admitting dimensions. */
-			better =
-				best == n || d[i].remaining < d[best].remaining;
-		} else if (any_allowed) {
-			/* The roomiest of the admitting dimensions. */
-			if (!d[i].allowed)
-				continue;
-			better =
-				best == n || d[i].remaining > d[best].remaining;
+		if (!d[i].allowed) {
+			if (late == n ||
+			    d[i].retry_after_ms > d[late].retry_after_ms)
+				late = i;
+			if (early == n ||
+			    d[i].retry_after_ms < d[early].retry_after_ms)
+				early = i;
 		} else {
-			/* The denier that frees up first. */
-			better = best == n ||
-				 d[i].retry_after_ms < d[best].retry_after_ms;
+			if (tight == n || d[i].remaining < d[tight].remaining)
+				tight = i;
+			if (roomy == n || d[i].remaining > d[roomy].remaining)
+				roomy = i;
 		}
-		if (better)
-			best = i;
 	}
-	return best;
+	if (mode == TKSHM_MULTI_ALL)
+		return late < n ? late : tight;
+	return roomy < n ? roomy : early;
 }
 
 /* Every dimension strict, on one Redis connection, with a kind the multi
@@ -97,6 +85,20 @@ tk_multi_strict(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 	return t0->strict->multi(mode, dims, n, now, d);
 }
 
+/* The call's outputs from the dimensions' decisions d[0..n). */
+static void
+tk_multi_finish(tkshm_multi_mode mode, const tkshm_decision *d, size_t n,
+		tkshm_decision *out, tkshm_decision *each, size_t *binding)
+{
+	size_t b = tk_binding(mode, d, n);
+
+	*out = d[b];
+	if (each)
+		memcpy(each, d, sizeof(tkshm_decision) * n);
+	if (binding)
+		*binding = b;
+}
+
 /* The body of tkshm_check_multi_at, on instances (handle.h). */
 static int
 tk_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
@@ -104,7 +106,6 @@ tk_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 	    size_t *binding)
 {
 	tkshm_decision d[TKSHM_MULTI_MAX];
-	size_t b;
 	int rc;
 
 	if (!dims || !out)
@@ -135,15 +136,32 @@ tk_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 				return TKSHM_ENOTSUP; /* local and strict mixed */
 		rc = tk_multi_local(mode, dims, n, now_ms, d);
 	}
-	if (rc != TKSHM_OK)
-		return rc;
-	b = tk_binding(mode, d, n);
-	*out = d[b];
-	if (each)
-		memcpy(each, d, sizeof(tkshm_decision) * n);
-	if (binding)
-		*binding = b;
-	return TKSHM_OK;
+	if (rc == TKSHM_OK)
+		tk_multi_finish(mode, d, n, out, each, binding);
+	return rc;
+}
+
+/* Whether tkshm_check_multi_at may take tk_multi_all_one_word: `all`
+ * with every argument valid, every dimension's handle on itself (no
+ * read-side section: handle.h) with a local, writable GCRA table of
+ * one-word states.  Anything else (an argument to refuse included) takes
+ * tk_multi_at, which checks every argument in its contract's order. */
+static bool
+tk_multi_one_word_args(tkshm_multi_mode mode, const tkshm_dimension *dims,
+		       size_t n, double now_ms)
+{
+	if (mode != TKSHM_MULTI_ALL || tk_check_now(now_ms) != TKSHM_OK)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		struct tkshm_table *t = dims[i].table;
+
+		if (!t || !tk_on_itself(t) || t->algo.kind != TKSHM_KIND_GCRA ||
+		    t->wide || t->readonly || tk_is_global(t) ||
+		    tk_check_key(dims[i].key, dims[i].key_len) != TKSHM_OK ||
+		    tk_check_cost(t, dims[i].cost) != TKSHM_OK)
+			return false;
+	}
+	return true;
 }
 
 /* True when every dimension's handle is on itself (tk_on_itself). */
@@ -167,6 +185,15 @@ tkshm_check_multi_at(tkshm_multi_mode mode, const tkshm_dimension *dims,
 		return TKSHM_ENULL;
 	if (n == 0 || n > TKSHM_MULTI_MAX)
 		return TKSHM_EINVAL;
+	if (tk_multi_one_word_args(mode, dims, n, now_ms)) {
+		tkshm_decision d[TKSHM_MULTI_MAX];
+		int rc = tk_multi_all_one_word(dims, n, now_ms, d);
+
+		if (__builtin_expect(rc == TKSHM_OK, 1)) {
+			tk_multi_finish(mode, d, n, out, each, binding);
+			return rc;
+		}
+	}
 	if (tk_all_on_themselves(dims, n)) {
 		/* As TK_HANDLE_CALL: handles that never followed a change
 		 * need no read-side section (handle.h). */

@@ -183,6 +183,76 @@ tk_decide_in_order(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 	return TKSHM_OK;
 }
 
+/* The decisions that stand, once each: a denied `all` counts its deniers
+ * (the dimensions that would have admitted consumed nothing), otherwise
+ * every dimension counts what it decided. */
+static void
+tk_multi_count(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
+	       const tkshm_decision *d)
+{
+	bool admitted = true;
+
+	for (size_t i = 0; i < n; i++)
+		admitted = admitted && d[i].allowed;
+	for (size_t i = 0; i < n; i++) {
+		if (!d[i].allowed)
+			tk_count(dims[i].table, TK_C_DENIED, 1);
+		else if (mode == TKSHM_MULTI_ANY || admitted)
+			tk_count(dims[i].table, TK_C_ALLOWED, 1);
+	}
+}
+
+/* `all`'s common case: one-word GCRA dimensions of present keys, each
+ * decided on its slot as read, then each slot replaced by one CAS from
+ * what was read (what tk_table_decide and tk_table_commit do, without
+ * their records of a wider state).  TKSHM_OK when decided (a denial
+ * wrote nothing; the decisions counted), TK_MULTI_GENERAL when the general path must decide: a
+ * key absent (an insert, a debt to recall) or a CAS lost, the commits
+ * before it given back. */
+static int
+tk_multi_all_gcra(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
+		  tkshm_decision *d)
+{
+	struct tk_where w[TKSHM_MULTI_MAX];
+	uint64_t st[TKSHM_MULTI_MAX], nst[TKSHM_MULTI_MAX];
+	int pos[TKSHM_MULTI_MAX];
+	bool admits = true;
+
+	for (size_t i = 0; i < n; i++) {
+		struct tkshm_table *t = dims[i].table;
+
+		tk_where_of(t, k->key[i].fp, &w[i]);
+		pos[i] = tk_find_real(t, &w[i], &st[i]);
+		if (pos[i] < 0)
+			return TK_MULTI_GENERAL;
+		admits &= tk_gcra_check(&t->algo.u.gcra, true, st[i], k->now,
+					dims[i].cost, &nst[i], &d[i]);
+	}
+	if (!admits) {
+		tk_multi_count(TKSHM_MULTI_ALL, dims, n, d);
+		return TKSHM_OK;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct tkshm_table *t = dims[i].table;
+
+		/* Before anything is written: see tk_table_refund. */
+		k->c[i].epoch = tk_table_epoch(t);
+		if (!tk_cas128(tk_window_slot(t, &w[i], pos[i]), w[i].fp, st[i],
+			       w[i].fp, nst[i])) {
+			tk_count(t, TK_C_CAS_RETRIES, 1);
+			tk_give_back(dims, k, i);
+			return TK_MULTI_GENERAL;
+		}
+		tk_commit_note(&k->c[i], w[i].fp, true, st[i], nst[i]);
+		k->c[i].now = k->now;
+		k->made[i] = true;
+	}
+	/* Every dimension admitted, and it stands. */
+	for (size_t i = 0; i < n; i++)
+		tk_count(dims[i].table, TK_C_ALLOWED, 1);
+	return TKSHM_OK;
+}
+
 static int
 tk_multi_all(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 	     tkshm_decision *d)
@@ -235,44 +305,51 @@ tk_multi_any(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 	return TKSHM_OK;
 }
 
+/* The request's keys hashed (each window fetched: with keys beyond the
+ * cache, the dimensions' misses overlap instead of adding up), whether
+ * one is named twice, and when the call began. */
+static void
+tk_commits_init(const tkshm_dimension *dims, size_t n, double now_ms,
+		struct tk_commits *k)
+{
+	for (size_t i = 0; i < n; i++) {
+		k->key[i] = tk_keyref_of(dims[i].table, dims[i].key,
+					 dims[i].key_len);
+		k->made[i] = false;
+		tk_prefetch_key(dims[i].table, k->key[i].fp);
+	}
+	k->repeats = tk_has_repeats(dims, k, n);
+	k->now = now_ms;
+	/* The coarse clock: a few ns instead of a fine read's twenty, and it
+	 * lags the fine clock, so the time a give-back assumes has passed is
+	 * never less than what has (tk_give_back: less given back, never
+	 * more). */
+	k->started = tk_mono_coarse_ms();
+}
+
+int
+tk_multi_all_one_word(const tkshm_dimension *dims, size_t n, double now_ms,
+		      tkshm_decision *d)
+{
+	struct tk_commits k;
+
+	tk_commits_init(dims, n, now_ms, &k);
+	if (k.repeats)
+		return TK_MULTI_GENERAL;
+	return tk_multi_all_gcra(dims, n, &k, d);
+}
+
 int
 tk_multi_local(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 	       double now_ms, tkshm_decision *d)
 {
 	struct tk_commits k;
-	bool admitted = true;
 	int rc;
 
-	for (size_t i = 0; i < n; i++) {
-		k.key[i] = tk_keyref_of(dims[i].table, dims[i].key,
-					dims[i].key_len);
-		k.made[i] = false;
-		/* Every dimension's window fetched at once: with keys beyond
-		 * the cache, the dimensions' misses overlap instead of
-		 * adding up. */
-		tk_prefetch_key(dims[i].table, k.key[i].fp);
-	}
-	k.repeats = tk_has_repeats(dims, &k, n);
-	k.now = now_ms;
-	/* The coarse clock: a few ns instead of a fine read's twenty, and it
-	 * lags the fine clock, so the time a give-back assumes has passed is
-	 * never less than what has (tk_give_back: less given back, never
-	 * more). */
-	k.started = tk_mono_coarse_ms();
+	tk_commits_init(dims, n, now_ms, &k);
 	rc = mode == TKSHM_MULTI_ALL ? tk_multi_all(dims, n, &k, d) :
 				       tk_multi_any(dims, n, &k, d);
-	if (rc != TKSHM_OK)
-		return rc;
-	for (size_t i = 0; i < n; i++)
-		admitted = admitted && d[i].allowed;
-	/* The decisions that stand, once each: a denied `all` counts its
-	 * deniers (the dimensions that would have admitted consumed
-	 * nothing), otherwise every dimension counts what it decided. */
-	for (size_t i = 0; i < n; i++) {
-		if (!d[i].allowed)
-			tk_count(dims[i].table, TK_C_DENIED, 1);
-		else if (mode == TKSHM_MULTI_ANY || admitted)
-			tk_count(dims[i].table, TK_C_ALLOWED, 1);
-	}
-	return TKSHM_OK;
+	if (rc == TKSHM_OK)
+		tk_multi_count(mode, dims, n, d);
+	return rc;
 }

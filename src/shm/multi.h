@@ -21,4 +21,17 @@
 int tk_multi_local(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 		   double now_ms, tkshm_decision *d);
 
+/* What tk_multi_all_one_word returns when it did not decide. */
+#define TK_MULTI_GENERAL 1
+
+/* `all` over dimensions that are each a local, writable GCRA table of
+ * one-word states (tk_multi_local's arguments, validated): when no key is
+ * named twice and every key is present, each dimension decided on its
+ * slot and, if all admit, each slot replaced by one CAS from what was
+ * read, the decisions counted as tk_multi_local counts them: TKSHM_OK.
+ * Otherwise (a repeated or absent key, a CAS lost to a rival) nothing is
+ * consumed and it returns TK_MULTI_GENERAL: tk_multi_local decides. */
+int tk_multi_all_one_word(const tkshm_dimension *dims, size_t n, double now_ms,
+			  tkshm_decision *d);
+
 #endif /* TKSHM_SHM_MULTI_H */

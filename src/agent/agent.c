@@ -390,9 +390,9 @@ tk_agent_settle(struct tk_agent *a, double now, bool first, double outage)
  * process was stopped, or a round ran long.  last_beat is the beat the
  * tables hold (or an older one), so the age measured here is never less
  * than the one a worker saw before (lease_check.c, on a coarser clock
- * that lags).  Asked before each exchange and once the round's beats
- * are out: a stall anywhere in a round is seen before the beat that hides
- * it becomes last_beat. */
+ * that lags).  Asked before each exchange, after it, and once the
+ * round's beats are out: a stall anywhere in a round is seen before its
+ * grants are written or the beat that hides it becomes last_beat. */
 static bool
 tk_agent_stalled(struct tk_agent *a)
 {
@@ -494,6 +494,7 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n, double now,
 	struct tk_conn_stats before, after;
 	double sent = tkshm_now_ms(), t0 = tk_mono_ms(), mono;
 	uint64_t bad = 0;
+	bool stalled;
 	int rc;
 
 	for (size_t i = 0; i < n; i++) {
@@ -520,9 +521,17 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n, double now,
 	tk_gcount(t->global, TK_G_REDIS_CALLS, n);
 	tk_gcount(t->global, TK_G_NOSCRIPT_RELOADS,
 		  after.noscript_reloads - before.noscript_reloads);
+	/* A stall during the exchange: Redis may have granted after it,
+	 * counting the units in a window the workers' shares, fallen back
+	 * meanwhile, admit in, while the expiries measured from `sent` can
+	 * leave them live.  Not written: units Redis counted and no host
+	 * spends. */
+	stalled = tk_agent_stalled(a);
 	for (size_t i = 0; i < n; i++) {
 		if (tk_lease_reply_valid(replies[i], &a->asks[i], gcra)) {
-			tk_agent_take(a, at, i, replies[i], now, sent, r);
+			if (!stalled)
+				tk_agent_take(a, at, i, replies[i], now, sent,
+					      r);
 		} else {
 			/* Not asked again before the breaker's period: a
 			 * fault of one key (a WRONGTYPE) must not make

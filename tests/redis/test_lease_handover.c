@@ -15,10 +15,12 @@
  * fail-closed with Redis restarted within a window (its counters lost,
  * the window was leased twice), a GCRA share that started full on top of
  * a lease burst (beyond burst + rate * (W + leaseMs)), and the agent's
- * stall forced into the middle of a round, inside its heartbeat's
- * exchange with Redis: the stall was missed, and the agent leased at once
- * in the window its host's share had admitted in (193 of 100; the stall
- * test with tkshm-syncd failed so, 200, when SIGSTOP fell in a round).
+ * stall forced into the middle of a round, inside its exchange with Redis
+ * (a lease asked before the stall and granted after it, or the
+ * heartbeat): the stall was missed, and the agent leased at once in the
+ * window its host's share had admitted in (193 to 199 of 100; the stall
+ * test with tkshm-syncd failed so, 200, when SIGSTOP fell in a round);
+ * and a grant that landed after the stall was spent there (101).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -551,8 +553,10 @@ stall_wait_stale(tkshm_table *t)
  * stopped Redis for longer than a second.  Meanwhile the worker falls
  * back (its share starts spent) and, from the next window on, spends its
  * share, whose window then has its limit.  After Redis continues, that
- * window admits nothing more: the rounds after the stalled one lease
- * nothing until the handover is over. */
+ * window admits nothing more: the stalled round's grant, if any (asked
+ * before the stall, granted after it: Redis counted it in the share's
+ * window), is not spent, and the rounds after it lease nothing until the
+ * handover is over. */
 static void
 stall_mid_round(bool in_heartbeat)
 {
@@ -639,6 +643,14 @@ stall_mid_round(bool in_heartbeat)
 	unlink(path);
 }
 
+/* The stalled exchange is a lease asked before the stall. */
+static void
+test_stall_in_lease_exchange(void **state)
+{
+	(void)state;
+	stall_mid_round(false);
+}
+
 /* The stalled exchange is the heartbeat, after the round's leases. */
 static void
 test_stall_in_heartbeat(void **state)
@@ -657,6 +669,7 @@ main(void)
 		cmocka_unit_test(test_syncd_stall),
 		cmocka_unit_test(test_fail_closed_restart_in_window),
 		cmocka_unit_test(test_gcra_kill_after_burst),
+		cmocka_unit_test(test_stall_in_lease_exchange),
 		cmocka_unit_test(test_stall_in_heartbeat),
 	};
 

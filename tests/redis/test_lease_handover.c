@@ -131,6 +131,48 @@ syncd_term(pid_t pid)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+static void
+host_stats(const struct run *r, int h, tkshm_stats *st)
+{
+	tkshm_options o = TKSHM_OPTIONS_INIT;
+	tkshm_table *t;
+
+	o.flags = TKSHM_O_RDONLY;
+	assert_rc(tkshm_open(r->hosts[h].path, &o, &t), TKSHM_OK);
+	assert_rc(tkshm_stats_get(t, st), TKSHM_OK);
+	tkshm_close(t);
+}
+
+/* Waits (up to 10 s) until every host's agent has reached Redis and
+ * knows every host: a worker started before its agent is up falls back,
+ * and its share admits on top of the other host's leases (an ASan
+ * tkshm-syncd on a loaded machine can take over a second to start: the
+ * first window admitted 150, host 1's share 50 on host 0's leases). */
+static void
+wait_agents(const struct run *r)
+{
+	double t0 = tkt_seconds();
+	int up;
+
+	for (;;) {
+		up = 0;
+		for (int h = 0; h < HOSTS; h++) {
+			tkshm_stats st;
+
+			host_stats(r, h, &st);
+			up += st.global.redis_up && st.global.agent_pid > 0 &&
+			      st.global.hosts == HOSTS;
+		}
+		if (up == HOSTS)
+			return;
+		if (tkt_seconds() - t0 > 10)
+			fail_msg("%d of %d agents reached Redis and knew every "
+				 "host within 10 s",
+				 up, HOSTS);
+		usleep(10000);
+	}
+}
+
 /* Tables, agents (simulated or tkshm-syncd), then the workers once the
  * agents have registered the hosts and leases flow. */
 static void
@@ -153,7 +195,7 @@ run_start(struct run *r, const char *spec, bool real_syncd, const int *gaps)
 		else
 			sim_agent(r->s, &r->hosts[h], h, tkt_srv.port);
 	}
-	usleep(300000);
+	wait_agents(r);
 	r->from = tkshm_now_ms();
 	for (int h = 0; h < HOSTS; h++)
 		sim_workers_keys(r->s, &r->hosts[h], h, keys, gaps, 0);
@@ -172,18 +214,6 @@ run_stop(struct run *r)
 			r->syncd[h] = 0;
 		}
 	r->to = tkshm_now_ms();
-}
-
-static void
-host_stats(const struct run *r, int h, tkshm_stats *st)
-{
-	tkshm_options o = TKSHM_OPTIONS_INIT;
-	tkshm_table *t;
-
-	o.flags = TKSHM_O_RDONLY;
-	assert_rc(tkshm_open(r->hosts[h].path, &o, &t), TKSHM_OK);
-	assert_rc(tkshm_stats_get(t, st), TKSHM_OK);
-	tkshm_close(t);
 }
 
 static uint64_t

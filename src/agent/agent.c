@@ -194,20 +194,19 @@ tk_agent_tune(struct tk_agent *a, const struct tk_agent_conf *c, char *err,
 
 /* Publishes the agent's view in a table's shared region: its pid, its
  * round period, whether Redis answered, and (last, with release) the
- * heartbeat that makes the rest current (lease_check.c reads it with
- * acquire). */
+ * heartbeat `beat` (monotonic ms, 0: detached) that makes the rest
+ * current (lease_check.c reads it with acquire). */
 static void
-tk_agent_publish(struct tk_agent *a, tkshm_table *t, bool attached)
+tk_agent_publish(struct tk_agent *a, tkshm_table *t, double beat)
 {
 	struct tk_global_shm *g = t->global;
 
 	/* Relaxed (three stores): published by the beat's release. */
-	tk_store_relaxed(&g->agent_pid, attached ? (uint64_t)getpid() : 0);
+	tk_store_relaxed(&g->agent_pid, beat > 0 ? (uint64_t)getpid() : 0);
 	tk_store_relaxed(&g->poll_ms, tk_f64_word(a->conf.poll_ms));
 	tk_store_relaxed(&g->redis_up, a->redis_up ? 1 : 0);
 	/* Release: the stores above are visible with this beat. */
-	tk_store_release(&g->agent_beat,
-			 tk_f64_word(attached ? tk_mono_ms() : 0));
+	tk_store_release(&g->agent_beat, tk_f64_word(beat));
 }
 
 /* The pid of another live agent serving `t` (heartbeat fresh, process
@@ -284,7 +283,7 @@ tk_agent_add_table(struct tk_agent *a, const char *path, char *err,
 	a->ntables++;
 	/* Attached, Redis not yet asked: workers keep to their failure
 	 * policy until the first round reaches Redis. */
-	tk_agent_publish(a, t, true);
+	tk_agent_publish(a, t, tk_mono_ms());
 	return TKSHM_OK;
 }
 
@@ -388,9 +387,12 @@ tk_agent_settle(struct tk_agent *a, double now, bool first, double outage)
 
 /* True (and a handover begun) when the agent's last heartbeat is old
  * enough that its workers may have judged it gone and fallen back: the
- * process was stopped, or a round ran long.  last_beat is read before
- * the beats are published, so the age measured here is never less than
- * the one a worker saw (lease_check.c, on a coarser clock that lags). */
+ * process was stopped, or a round ran long.  last_beat is the beat the
+ * tables hold (or an older one), so the age measured here is never less
+ * than the one a worker saw before (lease_check.c, on a coarser clock
+ * that lags).  Asked before each exchange, after it, and once the
+ * round's beats are out: a stall anywhere in a round is seen before its
+ * grants are written or the beat that hides it becomes last_beat. */
 static bool
 tk_agent_stalled(struct tk_agent *a)
 {
@@ -492,6 +494,7 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n, double now,
 	struct tk_conn_stats before, after;
 	double sent = tkshm_now_ms(), t0 = tk_mono_ms(), mono;
 	uint64_t bad = 0;
+	bool stalled;
 	int rc;
 
 	for (size_t i = 0; i < n; i++) {
@@ -518,9 +521,17 @@ tk_agent_send(struct tk_agent *a, struct tk_atable *at, size_t n, double now,
 	tk_gcount(t->global, TK_G_REDIS_CALLS, n);
 	tk_gcount(t->global, TK_G_NOSCRIPT_RELOADS,
 		  after.noscript_reloads - before.noscript_reloads);
+	/* A stall during the exchange: Redis may have granted after it,
+	 * counting the units in a window the workers' shares, fallen back
+	 * meanwhile, admit in, while the expiries measured from `sent` can
+	 * leave them live.  Not written: units Redis counted and no host
+	 * spends. */
+	stalled = tk_agent_stalled(a);
 	for (size_t i = 0; i < n; i++) {
 		if (tk_lease_reply_valid(replies[i], &a->asks[i], gcra)) {
-			tk_agent_take(a, at, i, replies[i], now, sent, r);
+			if (!stalled)
+				tk_agent_take(a, at, i, replies[i], now, sent,
+					      r);
 		} else {
 			/* Not asked again before the breaker's period: a
 			 * fault of one key (a WRONGTYPE) must not make
@@ -664,7 +675,9 @@ tk_agent_follow(struct tk_agent *a, struct tk_atable *at)
 		at->nslots = nslots;
 	}
 	at->t = cur;
-	tk_agent_publish(a, cur, true);
+	/* Not older than the beat the other tables hold (tk_agent_stalled
+	 * measures from that one). */
+	tk_agent_publish(a, cur, tk_mono_ms());
 }
 
 static void tk_agent_round_in(struct tk_agent *a, double now_ms,
@@ -687,6 +700,7 @@ static void
 tk_agent_round_in(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 {
 	struct tk_agent_round r;
+	double beat;
 	bool was_up;
 
 	memset(&r, 0, sizeof r);
@@ -722,14 +736,21 @@ tk_agent_round_in(struct tk_agent *a, double now_ms, struct tk_agent_round *out)
 	r.redis_up = a->redis_up;
 	if (was_up && !a->redis_up)
 		a->down_at = now_ms; /* before any worker fell back */
-	a->last_beat = tk_mono_ms();
+	beat = tk_mono_ms();
 	for (size_t i = 0; i < a->ntables; i++) {
 		/* Relaxed: published by the beat's release below. */
 		if (a->redis_up)
 			tk_store_relaxed(&a->tables[i].t->global->up_at,
 					 tk_f64_word(now_ms));
-		tk_agent_publish(a, a->tables[i].t, true);
+		tk_agent_publish(a, a->tables[i].t, beat);
 	}
+	/* Once the beats are out, before `beat` replaces the beat the
+	 * workers judged by until then: a stall since the last check of
+	 * this round (in the heartbeat's exchange, say) would else be
+	 * forgotten, and the next round would lease in a window the shares
+	 * admitted in. */
+	(void)tk_agent_stalled(a);
+	a->last_beat = beat;
 	a->totals.keys_scanned += r.keys_scanned;
 	a->totals.leases_asked += r.leases_asked;
 	a->totals.leases_granted += r.leases_granted;
@@ -763,7 +784,7 @@ tk_agent_free(struct tk_agent *a)
 		return;
 	for (size_t i = 0; i < a->ntables; i++) {
 		tk_rcu_lock();
-		tk_agent_publish(a, tk_resolve(a->tables[i].handle), false);
+		tk_agent_publish(a, tk_resolve(a->tables[i].handle), 0);
 		tk_leave();
 		free(a->tables[i].track);
 		tkshm_close(a->tables[i].handle);

@@ -177,6 +177,8 @@ tk_spans_to_sliding(const struct tk_span *s, unsigned k,
 	double newest = -1;
 
 	memset(out, 0, sizeof(uint64_t) * tk_sliding_window_words(w));
+	for (unsigned p = 0; p < w->slots; p++)
+		top[p] = -1; /* no span at p */
 	for (unsigned i = 0; i < k; i++)
 		newest = fmax(newest, tk_span_tick(&s[i], w));
 	for (unsigned i = 0; i < k; i++) {
@@ -192,7 +194,7 @@ tk_spans_to_sliding(const struct tk_span *s, unsigned k,
 		out[1 + p] = tk_f64_word(n);
 	}
 	for (unsigned p = 0; p < w->slots; p++)
-		if (out[1 + p] != 0 && top[p] < newest - w->S)
+		if (top[p] < newest - w->S)
 			out[1 + p] = 0;
 	if (newest >= 0)
 		out[0] = (uint64_t)newest + 1;

@@ -33,12 +33,11 @@
 #include "tkshm.h"
 
 /* The most state words of any algorithm: a concurrency limit of 256
- * permits (6 + 256); a sliding window of 64 buckets (2 * 65) and a log of
+ * permits (6 + 256); a sliding window of 64 buckets (64 + 2) and a log of
  * 128 stamps (129) fit in it. */
 #define TK_ALGO_MAX_WORDS TK_CONC_MAX_WORDS
 _Static_assert(TK_ALGO_MAX_WORDS >= 1u + TK_SLIDING_LOG_MAX_LIMIT &&
-		       TK_ALGO_MAX_WORDS >=
-			       2u * (TK_SLIDING_WINDOW_MAX_BUCKETS + 1u),
+		       TK_ALGO_MAX_WORDS >= TK_SLIDING_WINDOW_MAX_BUCKETS + 2u,
 	       "every state fits the largest");
 
 /* A policy's derived constants, fixed for the life of a handle.  `words` is

@@ -123,14 +123,16 @@ tk_window_spans(const struct tk_algo *a, const uint64_t *st, double now,
 		return s[0].n > 0 ? 1 : 0;
 	}
 	for (unsigned p = 0; p < a->u.sliding_window.slots; p++) {
-		double w = a->u.sliding_window.w;
+		const struct tk_sliding_window *sw = &a->u.sliding_window;
+		int64_t newest = tk_sliding_window_stored_newest(st);
 
-		if (st[2 * p] == 0)
+		if (st[1 + p] == 0)
 			continue;
 		s[k].at = tk_span_latest(
-			(double)tk_sliding_window_entry_tick(st, p) * w, w,
-			now);
-		s[k].n = tk_word_f64(st[2 * p + 1]);
+			(double)tk_sliding_window_pos_tick(sw, newest, p) *
+				sw->w,
+			sw->w, now);
+		s[k].n = tk_word_f64(st[1 + p]);
 		k++;
 	}
 	return k;
@@ -152,33 +154,50 @@ tk_spans_to_fixed(const struct tk_span *s, unsigned k,
 	out[1] = tk_f64_word(sum);
 }
 
+/* The tick holding a span's time. */
+static double
+tk_span_tick(const struct tk_span *s, const struct tk_sliding_window *w)
+{
+	double tick = floor(s->at / w->w);
+
+	return tick < TK_SLIDING_WINDOW_TICK_MAX ? tick :
+						   TK_SLIDING_WINDOW_TICK_MAX;
+}
+
 /* Window spans into a slidingWindow state: each at the tick holding its
- * time; two ticks that meet in one ring entry keep the newer tick and
- * both counts. */
+ * time; two ticks that meet in one ring position keep the newer tick and
+ * both counts, as a ring entry did.  A position whose newest tick is older
+ * than the window (newest - S) is one the ring kept at an older lap, which
+ * no decision reads: it stays 0. */
 static void
 tk_spans_to_sliding(const struct tk_span *s, unsigned k,
 		    const struct tk_sliding_window *w, uint64_t *out)
 {
-	memset(out, 0, sizeof(uint64_t) * 2 * w->slots);
+	double top[TK_SLIDING_WINDOW_MAX_BUCKETS + 1];
+	double newest = -1;
+
+	memset(out, 0, sizeof(uint64_t) * tk_sliding_window_words(w));
+	for (unsigned p = 0; p < w->slots; p++)
+		top[p] = -1; /* no span at p */
+	for (unsigned i = 0; i < k; i++)
+		newest = fmax(newest, tk_span_tick(&s[i], w));
 	for (unsigned i = 0; i < k; i++) {
-		double tick = floor(s[i].at / w->w);
-		unsigned p;
-		double n;
+		double tick = tk_span_tick(&s[i], w);
+		unsigned p = (unsigned)fmod(tick, w->slots);
+		double n = s[i].n;
 
-		if (tick > TK_SLIDING_WINDOW_TICK_MAX)
-			tick = TK_SLIDING_WINDOW_TICK_MAX;
-		p = (unsigned)fmod(tick, w->slots);
-		n = s[i].n;
-		if (out[2 * p] != 0) {
-			double had =
-				(double)tk_sliding_window_entry_tick(out, p);
-
-			n += tk_word_f64(out[2 * p + 1]);
-			tick = fmax(tick, had);
+		if (out[1 + p] != 0) {
+			n += tk_word_f64(out[1 + p]);
+			tick = fmax(tick, top[p]);
 		}
-		out[2 * p] = (uint64_t)tick + 1;
-		out[2 * p + 1] = tk_f64_word(n);
+		top[p] = tick;
+		out[1 + p] = tk_f64_word(n);
 	}
+	for (unsigned p = 0; p < w->slots; p++)
+		if (top[p] < newest - w->S)
+			out[1 + p] = 0;
+	if (newest >= 0)
+		out[0] = (uint64_t)newest + 1;
 }
 
 bool

@@ -80,7 +80,7 @@ tk_sliding_window_bound(const struct tk_sliding_window *a, const uint64_t *st,
 			double now, double cost, tkshm_decision *d)
 {
 	struct tk_sliding_window_view v;
-	uint64_t unused[2 * (TK_SLIDING_WINDOW_MAX_BUCKETS + 1)];
+	uint64_t unused[TK_SLIDING_WINDOW_MAX_BUCKETS + 2];
 	double boundary, retry;
 
 	if (tk_sliding_window_check(a, true, st, now, cost, unused, d))

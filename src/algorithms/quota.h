@@ -27,7 +27,7 @@
  *
  * The `rolling` cadence is ThrottleKit's slidingWindow({limit, windowMs:
  * periodMs, buckets}) under the quota name: every function here delegates
- * to sliding_window.h (its decisions, its state of 2*(buckets+1) words, its
+ * to sliding_window.h (its decisions, its state of buckets + 2 words, its
  * own regression rule).
  *
  * State (calendar and fixed cadences): TK_QUOTA_PERIOD_WORDS = 2 words, the

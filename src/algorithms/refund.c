@@ -12,10 +12,12 @@
  *
  *   fixed window, quota period, token budget: the count of the window that
  *     starts where `at`'s window starts -> subtract cost from that count;
- *   sliding window (and rolling quota): the ring entry of tick(at) ->
- *     subtract from that entry (if a regression put the admission in a
- *     later tick, taking it from an earlier one only leaves the later, longer
- *     lived count in place: conservative);
+ *   sliding window (and rolling quota): the count of tick(at), while that
+ *     tick is in the window -> subtract from that count (if a regression put
+ *     the admission in a later tick, taking it from an earlier one only
+ *     leaves the later, longer lived count in place: conservative); a count
+ *     emptied at the newest tick steps the newest back to the newest tick
+ *     still holding units (or to empty), as the ring's newest did;
  *   sliding-window log: ceil(cost) stamps equal to `at` -> remove that many;
  *   token bucket: tokens taken at `at` -> give them back only while the
  *     bucket's `last` is still `at`, i.e. no time has passed for it since,
@@ -53,24 +55,40 @@ tk_refund_count(uint64_t *st, double start, double cost)
 	return true;
 }
 
+/* After the newest tick's count went to 0: the newest tick left with units
+ * becomes the newest (the canonical form, sliding_window.h), or the state
+ * empties.  The positions skipped hold 0, as they must for ticks beyond
+ * the newest. */
+static void
+tk_sliding_window_step_back(const struct tk_sliding_window *a, uint64_t *st,
+			    int64_t newest)
+{
+	for (int64_t t = newest - 1; t >= 0 && t >= newest - (int64_t)a->S;
+	     t--) {
+		if (st[1 + (unsigned)(t % a->slots)] != 0) {
+			st[0] = tk_i64_word(t + 1);
+			return;
+		}
+	}
+	st[0] = 0;
+}
+
 static bool
 tk_refund_sliding_window(const struct tk_sliding_window *a, uint64_t *st,
 			 double cost, double at)
 {
 	int64_t c = tk_sliding_window_tick(a, at);
+	int64_t newest = tk_sliding_window_stored_newest(st);
 	unsigned p = (unsigned)(c % a->slots);
-	double n = tk_word_f64(st[2 * p + 1]);
+	double n = tk_word_f64(st[1 + p]);
 	double left;
 
-	if (tk_sliding_window_entry_tick(st, p) != c || !(n > 0))
+	if (c > newest || c < newest - (int64_t)a->S || !(n > 0))
 		return false;
 	left = tk_sub_up(n, cost);
-	if (left > 0) {
-		st[2 * p + 1] = tk_f64_word(left);
-	} else {
-		st[2 * p] = 0; /* an empty entry: tick and count 0 */
-		st[2 * p + 1] = 0;
-	}
+	st[1 + p] = tk_f64_word(left);
+	if (!(left > 0) && c == newest)
+		tk_sliding_window_step_back(a, st, newest);
 	return true;
 }
 

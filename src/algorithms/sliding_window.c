@@ -6,7 +6,7 @@
  * ThrottleKit's slidingWindow() requires limit and windowMs finite and > 0
  * (requirePositive) and buckets an integer >= 1 (requireInteger).  This
  * port also refuses, each with a sentence naming the parameter:
- * - buckets above TK_SLIDING_WINDOW_MAX_BUCKETS (the state is 2*(S+1)
+ * - buckets above TK_SLIDING_WINDOW_MAX_BUCKETS (the state is S + 2
  *   words per key);
  * - a sub-bucket windowMs / buckets narrower than 1/64 ms, whose ticks
  *   would pass 2^51 before now = 2^45 ms (year 3084);

@@ -43,25 +43,42 @@
  * bit-identical to ThrottleKit's.
  *
  * Limits of this port (refused by tk_sliding_window_init):
- * - buckets <= TK_SLIDING_WINDOW_MAX_BUCKETS (64): the state is 2*(S+1)
- *   words per key, at most 130 (1040 bytes);
+ * - buckets <= TK_SLIDING_WINDOW_MAX_BUCKETS (64): the state is S + 2
+ *   words per key, at most 66 (528 bytes);
  * - the sub-bucket width w >= TK_SLIDING_WINDOW_MIN_WIDTH_MS (1/64 ms), so
  *   that ticks stay below 2^51 until now = TK_SLIDING_WINDOW_TICK_MAX * w
  *   >= 2^45 ms (year 3084).  A `now` beyond that horizon is decided at tick
  *   TK_SLIDING_WINDOW_TICK_MAX (the window stops moving: conservative);
  * - limit and windowMs below 1e300, so every decision field stays finite.
  *
- * State: tk_sliding_window_words() = 2*(S+1) words, S+1 ring entries of two
- * words each, entry p (holding ticks congruent to p mod S+1) at
- * st[2p], st[2p+1]:
- *   st[2p]   = tick + 1, an integer in [1, 2^51), or 0 for an empty entry
- *              (ThrottleKit's -1 sentinel would be all ones, a special word);
- *   st[2p+1] = the entry's count, the bit pattern of a double in
- *              (0, limit], or 0 for an empty entry.
- * Neither word is ever negative, so no state word has its top 13 bits all
- * set (I4).  An admission changes one entry only (c mod slots).  The
- * functions take `now` finite and >= 0, as the API checks it; a negative
- * now is decided at tick 0.
+ * State: tk_sliding_window_words() = S + 2 words.  ThrottleKit's ring
+ * keeps a tick per entry, but every read above is of ticks c-S .. c with
+ * c >= the newest tick stored, so only the entries holding one of the S + 1
+ * ticks newest-S .. newest can ever be read: those are kept, one count per
+ * position, and the newest tick once:
+ *   st[0]     = newest + 1, an integer in [1, 2^51), or 0 when empty;
+ *   st[1 + p] = the count of the one tick t = p (mod S+1) with
+ *               newest-S <= t <= newest, the bit pattern of a double > 0,
+ *               or 0 when that tick holds no units (or t < 0).
+ * So get(idx) = count[idx mod (S+1)] if newest-S <= idx <= newest, else 0:
+ * what ThrottleKit's get() reads for every idx a decision looks at.  The
+ * form is canonical (state_valid refuses any other): the newest tick holds
+ * units (count[newest mod (S+1)] > 0, so newest is the newest tick with
+ * units, as in the ring), and positions without units are 0.  An admission
+ * at c > newest zeroes the positions of the ticks newest+1 .. c (they held
+ * ticks c-S-1 and older, which leave the window), sets st[0] and adds to
+ * count[c mod (S+1)]; at c = newest it changes that count only.
+ *
+ * What the narrower state gives up: the ring's entries older than
+ * newest-S, which no decision reads.  They showed only after a refund
+ * (refund.c) emptied the newest tick, when the ring's newest stepped back
+ * to them; here it steps back to the newest tick left with units in the
+ * window, or to empty.  Forward decisions are unchanged; after such a
+ * refund, a clock regression can be decided at a different tick.
+ *
+ * No word is ever negative, so no state word has its top 13 bits all set
+ * (I4).  The functions take `now` finite and >= 0, as the API checks it; a
+ * negative now is decided at tick 0.
  */
 #ifndef TKSHM_ALGORITHMS_SLIDING_WINDOW_H
 #define TKSHM_ALGORITHMS_SLIDING_WINDOW_H
@@ -102,19 +119,46 @@ int tk_sliding_window_init(struct tk_sliding_window *a, double limit,
 			   double window_ms, double buckets, char *err,
 			   size_t err_len);
 
-/* The state size in 64-bit words: 2 * (buckets + 1). */
+/* The state size in 64-bit words: buckets + 2. */
 static inline unsigned
 tk_sliding_window_words(const struct tk_sliding_window *a)
 {
-	return 2 * a->slots;
+	return 1 + a->slots;
 }
 
-/* The tick stored in ring entry p, or -1 when the entry is empty.  (The
- * subtraction is unsigned, so no word, valid or not, overflows.) */
+/* The newest tick stored, or -1 when the state is empty.  In [-1,
+ * TICK_MAX] even for an invalid state (the subtraction is unsigned), so no
+ * tick arithmetic overflows. */
 static inline int64_t
-tk_sliding_window_entry_tick(const uint64_t *st, unsigned p)
+tk_sliding_window_stored_newest(const uint64_t *st)
 {
-	return tk_word_i64(st[2 * p] - 1);
+	int64_t t = tk_word_i64(st[0] - 1);
+
+	if (t < 0)
+		return -1;
+	return t < TK_SLIDING_WINDOW_TICK_MAX ? t : TK_SLIDING_WINDOW_TICK_MAX;
+}
+
+/* The newest tick stored, or -1 when empty or absent (st NULL). */
+static inline int64_t
+tk_sliding_window_newest(const struct tk_sliding_window *a, const uint64_t *st)
+{
+	(void)a;
+	return st ? tk_sliding_window_stored_newest(st) : -1;
+}
+
+/* The tick position p stands for when the newest tick is `newest`: the one
+ * t = p (mod S+1) in newest-S .. newest (negative when newest < S and p >
+ * newest: no tick). */
+static inline int64_t
+tk_sliding_window_pos_tick(const struct tk_sliding_window *a, int64_t newest,
+			   unsigned p)
+{
+	int64_t back = (newest - (int64_t)p) % (int64_t)a->slots;
+
+	if (back < 0)
+		back += (int64_t)a->slots; /* newest = -1 */
+	return newest - back;
 }
 
 /* ThrottleKit's get(idx); st is NULL for an absent key. */
@@ -122,32 +166,14 @@ static inline double
 tk_sliding_window_get(const struct tk_sliding_window *a, const uint64_t *st,
 		      int64_t idx)
 {
-	unsigned p;
+	int64_t newest;
 
 	if (!st || idx < 0)
 		return 0;
-	p = (unsigned)(idx % a->slots);
-	if (tk_sliding_window_entry_tick(st, p) != idx)
+	newest = tk_sliding_window_stored_newest(st);
+	if (idx > newest || idx < newest - (int64_t)a->S)
 		return 0;
-	return tk_word_f64(st[2 * p + 1]);
-}
-
-/* The newest tick stored in the ring, or -1 when it is empty.  At most
- * TICK_MAX, even for an invalid state, so no tick arithmetic overflows. */
-static inline int64_t
-tk_sliding_window_newest(const struct tk_sliding_window *a, const uint64_t *st)
-{
-	int64_t newest = -1;
-
-	if (!st)
-		return -1;
-	for (unsigned p = 0; p < a->slots; p++) {
-		int64_t t = tk_sliding_window_entry_tick(st, p);
-		if (t > newest)
-			newest = t;
-	}
-	return newest < TK_SLIDING_WINDOW_TICK_MAX ? newest :
-						     TK_SLIDING_WINDOW_TICK_MAX;
+	return tk_word_f64(st[1 + (unsigned)(idx % a->slots)]);
 }
 
 /* Everything a decision at `now` reads from the ring. */
@@ -219,11 +245,33 @@ tk_sliding_window_retry(const struct tk_sliding_window *a,
 	return tk_field(retry);
 }
 
+/* st (NULL: empty) moved to newest tick c >= its own into st_out (it may be
+ * st itself): the positions of the ticks newest+1 .. c are zeroed, for the
+ * ticks they held (c-S-1 and older) leave the window, and st_out[0] = c+1.
+ * At c = newest, a copy. */
+static inline void
+tk_sliding_window_advance(const struct tk_sliding_window *a, const uint64_t *st,
+			  int64_t c, uint64_t *st_out)
+{
+	int64_t newest = st ? tk_sliding_window_stored_newest(st) : -1;
+
+	if (!st || c - newest >= (int64_t)a->slots) {
+		memset(st_out, 0, sizeof *st_out * tk_sliding_window_words(a));
+	} else {
+		if (st_out != st)
+			memcpy(st_out, st,
+			       sizeof *st_out * tk_sliding_window_words(a));
+		for (int64_t t = newest + 1; t <= c; t++)
+			st_out[1 + (unsigned)(t % a->slots)] = 0;
+	}
+	st_out[0] = tk_i64_word(c + 1);
+}
+
 /* One check.  `present` says whether a state exists (st may be NULL when it
  * does not).  Returns true when the request is admitted, with st_out (all
- * tk_sliding_window_words() words; it may be st itself) the new state: a
- * copy of st (or an empty ring) with entry c mod (S+1) replaced.  A denial
- * returns false, leaves st_out untouched and consumes nothing. */
+ * tk_sliding_window_words() words; it may be st itself) the new state: st
+ * (or an empty state) moved to tick c, with c's count raised by cost.  A
+ * denial returns false, leaves st_out untouched and consumes nothing. */
 static inline bool
 tk_sliding_window_check(const struct tk_sliding_window *a, bool present,
 			const uint64_t *st, double now, double cost,
@@ -231,7 +279,6 @@ tk_sliding_window_check(const struct tk_sliding_window *a, bool present,
 {
 	struct tk_sliding_window_view v;
 	double projected;
-	unsigned p;
 
 	if (!present)
 		st = NULL;
@@ -246,15 +293,8 @@ tk_sliding_window_check(const struct tk_sliding_window *a, bool present,
 		d->allowed = true;
 		d->remaining = tk_field_floor0(a->limit - projected);
 		d->retry_after_ms = 0;
-		if (!st)
-			memset(st_out, 0,
-			       sizeof *st_out * tk_sliding_window_words(a));
-		else if (st_out != st)
-			memcpy(st_out, st,
-			       sizeof *st_out * tk_sliding_window_words(a));
-		p = (unsigned)(v.c % a->slots);
-		st_out[2 * p] = tk_i64_word(v.c + 1);
-		st_out[2 * p + 1] = tk_f64_word(count);
+		tk_sliding_window_advance(a, st, v.c, st_out);
+		st_out[1 + (unsigned)(v.c % a->slots)] = tk_f64_word(count);
 		return true;
 	}
 	d->allowed = false;
@@ -319,23 +359,25 @@ tk_sliding_window_debt(const struct tk_sliding_window *a, const uint64_t *st,
 	return units;
 }
 
-/* I4: every entry is empty ({0, 0}) or holds a tick in [0, TICK_MAX] that
- * belongs to its position (tick mod S+1 = p) and a count in (0, limit]. */
+/* I4 and the canonical form: empty (all words 0), or newest in [0,
+ * TICK_MAX] with a count > 0 at its position, every count 0 or a finite
+ * double > 0, and 0 at the positions that stand for no tick (t < 0). */
 static inline bool
 tk_sliding_window_state_valid(const struct tk_sliding_window *a,
 			      const uint64_t *st)
 {
-	for (unsigned p = 0; p < a->slots; p++) {
-		int64_t t = tk_sliding_window_entry_tick(st, p);
-		double n = tk_word_f64(st[2 * p + 1]);
+	int64_t newest = tk_word_i64(st[0] - 1);
 
-		if (st[2 * p] == 0) {
-			if (st[2 * p + 1] != 0)
-				return false;
+	if (st[0] != 0 && (newest < 0 || newest > TK_SLIDING_WINDOW_TICK_MAX))
+		return false;
+	if (st[0] != 0 && st[1 + (unsigned)(newest % a->slots)] == 0)
+		return false; /* the newest tick holds no units */
+	for (unsigned p = 0; p < a->slots; p++) {
+		double n = tk_word_f64(st[1 + p]);
+
+		if (st[1 + p] == 0)
 			continue;
-		}
-		if (t < 0 || t > TK_SLIDING_WINDOW_TICK_MAX ||
-		    (unsigned)(t % a->slots) != p)
+		if (st[0] == 0 || tk_sliding_window_pos_tick(a, newest, p) < 0)
 			return false;
 		if (!(n > 0) || !isfinite(n))
 			return false;

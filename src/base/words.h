@@ -2,7 +2,7 @@
  * words.h - algorithm states as arrays of 64-bit words.
  *
  * Every algorithm's state is a fixed number of 64-bit words (GCRA: 1, token
- * bucket: 2, sliding window: 2 * (buckets + 1), ...), so the store can move
+ * bucket: 2, sliding window: buckets + 2, ...), so the store can move
  * states without knowing their meaning.  Doubles are kept as their exact
  * IEEE-754 bit patterns (round-trip exact, like ThrottleKit's "%.17g"),
  * integers as two's complement.

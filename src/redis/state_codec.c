@@ -142,33 +142,49 @@ tk_ring_entry(const struct tk_sliding_window *sw, const redisReply *f,
 	return true;
 }
 
-/* HGETALL of a ring: entry p at words 2p (tick + 1) and 2p+1 (count). */
+/* HGETALL of a ring, into tkshm's state (sliding_window.h): the newest
+ * tick of the entries in word 0, the count of entry p at word 1 + p when
+ * its tick is in the window newest-S .. newest (an older entry is never
+ * read by sliding_window.lua either: its decisions look at ticks c-S .. c,
+ * c >= newest).  Every parsed entry's count must be a double > 0, as the
+ * Lua script writes them, older ones too. */
 static int
 tk_decode_ring(const struct tk_sliding_window *sw, const redisReply *const *e,
 	       size_t n, uint64_t *w, bool *present)
 {
-	bool seen[TK_SLIDING_WINDOW_MAX_BUCKETS + 1] = { false };
-	bool any = false;
+	int64_t tick[TK_SLIDING_WINDOW_MAX_BUCKETS + 1];
+	double count[TK_SLIDING_WINDOW_MAX_BUCKETS + 1];
+	int64_t newest = -1;
 
 	if (n % 2 != 0 || sw->slots > TK_SLIDING_WINDOW_MAX_BUCKETS + 1)
 		return TKSHM_EREDIS;
+	for (unsigned p = 0; p < sw->slots; p++)
+		tick[p] = -1;
 	for (size_t i = 0; i < n; i += 2) {
 		unsigned p;
 		int64_t idx;
-		double count;
+		double c;
 
 		if (!tk_is_string(e[i]) || !tk_is_string(e[i + 1]))
 			return TKSHM_EREDIS;
-		if (!tk_ring_entry(sw, e[i], e[i + 1], &p, &idx, &count))
+		if (!tk_ring_entry(sw, e[i], e[i + 1], &p, &idx, &c))
 			continue;
-		if (seen[p])
+		if (tick[p] >= 0)
 			return TKSHM_EREDIS; /* a field listed twice */
-		seen[p] = true;
-		any = true;
-		w[2 * p] = tk_i64_word(idx + 1);
-		w[2 * p + 1] = tk_f64_word(count);
+		if (!(c > 0) || !isfinite(c))
+			return TKSHM_EREDIS;
+		tick[p] = idx;
+		count[p] = c;
+		if (idx > newest)
+			newest = idx;
 	}
-	*present = any;
+	*present = newest >= 0;
+	if (newest < 0)
+		return TKSHM_OK;
+	w[0] = tk_i64_word(newest + 1);
+	for (unsigned p = 0; p < sw->slots; p++)
+		if (tick[p] >= 0 && tick[p] >= newest - (int64_t)sw->S)
+			w[1 + p] = tk_f64_word(count[p]);
 	return TKSHM_OK;
 }
 

@@ -37,7 +37,7 @@
 #include "tkshm.h"
 
 /* Bumped whenever any byte of the segment changes meaning. */
-#define TK_LAYOUT_VERSION 8u
+#define TK_LAYOUT_VERSION 9u
 
 /* "TKSHM", NUL, CR, LF: the CR LF catches text-mode mangling. */
 #define TK_MAGIC     "TKSHM\0\r\n"

@@ -134,7 +134,7 @@
  * Wide states (src/shm/wide.c)
  * ----------------------------
  * Every algorithm but GCRA keeps more than one 64-bit word per key (token
- * bucket 2, sliding window 2 * (buckets + 1), log 1 + limit, ...).  In a
+ * bucket 2, sliding window buckets + 2, log 1 + limit, ...).  In a
  * wide table the REAL st of a slot is a *control word*, and the state lives
  * in the slot's wide area: a 64-bit `floor` and two *records* of U *units*,
  * one unit per state word.  A unit is the 16-byte pair {gen, value}.

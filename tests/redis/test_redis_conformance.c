@@ -722,10 +722,36 @@ test_codec_edges(void **state)
 	listing_str(l, "16"); /* no colon */
 	assert_rc(decode(sw, l, &st), TKSHM_OK);
 	assert_true(st.present);
-	for (unsigned p = 0; p < sw->algo.words / 2; p++) {
-		assert_true(st.w[2 * p] == (p == 3 ? 15u : 0u));
-		assert_true(st.w[2 * p + 1] == (p == 3 ? lua_word("2") : 0u));
-	}
+	/* tkshm's state: the newest tick + 1, then a count per field. */
+	assert_true(st.w[0] == 15u);
+	for (unsigned p = 0; p + 1 < sw->algo.words; p++)
+		assert_true(st.w[1 + p] == (p == 3 ? lua_word("2") : 0u));
+	/* An entry older than the window (tick 2 < 14 - 10) is one no
+	 * decision reads: dropped; tick 5 is kept. */
+	listing_init(l);
+	listing_str(l, "2");
+	listing_str(l, "2:1");
+	listing_str(l, "3");
+	listing_str(l, "14:2");
+	listing_str(l, "5");
+	listing_str(l, "5:1");
+	assert_rc(decode(sw, l, &st), TKSHM_OK);
+	assert_true(st.present);
+	assert_true(st.w[0] == 15u);
+	for (unsigned p = 0; p + 1 < sw->algo.words; p++)
+		assert_true(st.w[1 + p] == (p == 3 ? lua_word("2") :
+					    p == 5 ? lua_word("1") :
+						     0u));
+	listing_init(l);
+	listing_str(l, "3");
+	listing_str(l, "14:0");
+	expect_refused(sw, l, "slidingWindow: a count of 0");
+	listing_init(l);
+	listing_str(l, "2");
+	listing_str(l, "2:-1");
+	listing_str(l, "3");
+	listing_str(l, "14:2");
+	expect_refused(sw, l, "slidingWindow: an old entry's negative count");
 	listing_init(l);
 	listing_str(l, "4");
 	listing_str(l, "14:1");

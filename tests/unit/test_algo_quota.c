@@ -605,7 +605,7 @@ rolling(double limit, double period_ms, double buckets)
 	if (tk_quota_init(&q, limit, TK_QUOTA_ROLLING, 9999, -3, period_ms, 0.5,
 			  buckets, err, sizeof err) != TKSHM_OK)
 		fail_msg("tk_quota_init(rolling): %s", err);
-	assert_int_equal(tk_quota_words(&q), 2 * ((size_t)buckets + 1));
+	assert_int_equal(tk_quota_words(&q), (size_t)buckets + 2);
 	return q;
 }
 
@@ -626,9 +626,7 @@ test_rolling_golden_sliding_window(void **state)
 		{
 			const cJSON *opts, *op;
 			struct tk_quota q;
-			uint64_t st[2 * (TK_SLIDING_WINDOW_MAX_BUCKETS + 1)] = {
-				0
-			};
+			uint64_t st[TK_SLIDING_WINDOW_MAX_BUCKETS + 2] = { 0 };
 			bool present = false;
 			unsigned n = 0;
 
@@ -689,8 +687,8 @@ test_rolling_is_sliding_window(void **state)
 		struct tk_quota q = rolling(cases[c].limit, cases[c].period,
 					    cases[c].buckets);
 		struct tk_sliding_window sw;
-		uint64_t a[2 * (TK_SLIDING_WINDOW_MAX_BUCKETS + 1)] = { 0 };
-		uint64_t b[2 * (TK_SLIDING_WINDOW_MAX_BUCKETS + 1)] = { 0 };
+		uint64_t a[TK_SLIDING_WINDOW_MAX_BUCKETS + 2] = { 0 };
+		uint64_t b[TK_SLIDING_WINDOW_MAX_BUCKETS + 2] = { 0 };
 		size_t words = tk_quota_words(&q);
 		uint64_t rs = 31337 + c;
 		double now = ALGO_EPOCH;
@@ -774,7 +772,7 @@ test_rolling_validation(void **state)
 	assert_rc(tk_quota_init(&q, 10, TK_QUOTA_ROLLING, 0, 1, 1000, 0,
 				TK_QUOTA_BUCKETS_DEFAULT, NULL, 0),
 		  TKSHM_OK);
-	assert_int_equal(tk_quota_words(&q), 22);
+	assert_int_equal(tk_quota_words(&q), 12);
 }
 
 static void

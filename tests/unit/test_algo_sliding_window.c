@@ -21,11 +21,12 @@
 
 #include "algo_testing.h"
 
+#include "algorithms/algorithm.h"
 #include "algorithms/sliding_window.h"
 
 #define EPOCH	 1.7e12
 #define MAXS	 64
-#define MAXWORDS (2 * (MAXS + 1))
+#define MAXWORDS (MAXS + 2)
 #define PATTERN	 UINT64_C(0xA5A5A5A5A5A5A5A5)
 
 /* ------------------------------------------------------------------------
@@ -230,33 +231,36 @@ assert_same(const char *what, const tkshm_decision *got,
 			 (long long)got->retry_after_ms);
 }
 
-/* The state holds exactly the model's ring: empty entries as {0, 0},
- * others as {tick + 1, count bits}. */
+/* The state holds exactly the part of the model's ring a decision can
+ * read: the newest tick as tick + 1 (0 when empty), then per position the
+ * count bits of its entry if its tick is one of newest-S .. newest, else 0
+ * (an older lap, or empty). */
 static void
 assert_ring(const char *what, const struct tk_sliding_window *a,
 	    const uint64_t *st, const struct model *m)
 {
-	assert_int_equal(tk_sliding_window_words(a), 2 * m->slots);
-	for (int64_t p = 0; p < m->slots; p++) {
-		uint64_t want_t = m->tick[p] < 0 ? 0 : (uint64_t)m->tick[p] + 1;
-		uint64_t want_n;
+	int64_t newest = -1;
 
-		if (m->tick[p] < 0)
-			want_n = 0;
-		else
+	assert_int_equal(tk_sliding_window_words(a), m->slots + 1);
+	for (int64_t p = 0; p < m->slots; p++)
+		if (m->tick[p] > newest)
+			newest = m->tick[p];
+	if (st[0] != (uint64_t)(newest + 1))
+		fail_msg("%s: newest word %#llx, want %#llx", what,
+			 (unsigned long long)st[0],
+			 (unsigned long long)(newest + 1));
+	for (int64_t p = 0; p < m->slots; p++) {
+		uint64_t want_n = 0;
+
+		if (m->tick[p] >= 0 && m->tick[p] >= newest - m->S)
 			memcpy(&want_n, &m->count[p], sizeof want_n);
-		if (st[2 * p] != want_t || st[2 * p + 1] != want_n)
-			fail_msg(
-				"%s: entry %lld = {%#llx, %#llx}, want {%#llx, "
-				"%#llx}",
-				what, (long long)p,
-				(unsigned long long)st[2 * p],
-				(unsigned long long)st[2 * p + 1],
-				(unsigned long long)want_t,
-				(unsigned long long)want_n);
+		if (st[1 + p] != want_n)
+			fail_msg("%s: count %lld = %#llx, want %#llx", what,
+				 (long long)p, (unsigned long long)st[1 + p],
+				 (unsigned long long)want_n);
 	}
 	assert_true(tk_sliding_window_state_valid(a, st));
-	algo_assert_real_words(what, st, 2 * (unsigned)m->slots);
+	algo_assert_real_words(what, st, (unsigned)m->slots + 1);
 }
 
 /* mulberry32, the PRNG of ThrottleKit's conformance tests. */
@@ -373,13 +377,13 @@ test_validation(void **state)
 	expect_refused(1e299, 1e299, 1, "limit");
 
 	a = algo(10, 1000, 10);
-	assert_int_equal(tk_sliding_window_words(&a), 22);
+	assert_int_equal(tk_sliding_window_words(&a), 12);
 	a = algo(10, 1000, 1);
-	assert_int_equal(tk_sliding_window_words(&a), 4);
+	assert_int_equal(tk_sliding_window_words(&a), 3);
 	a = algo(10, 1, 64); /* w = 1/64 exactly: the narrowest */
-	assert_int_equal(tk_sliding_window_words(&a), 130);
+	assert_int_equal(tk_sliding_window_words(&a), 66);
 	a = algo(0.5, 0.02, 1); /* fractional, small */
-	assert_int_equal(tk_sliding_window_words(&a), 4);
+	assert_int_equal(tk_sliding_window_words(&a), 3);
 	assert_int_equal(TK_SLIDING_WINDOW_DEFAULT_BUCKETS, 10);
 	assert_int_equal(TK_SLIDING_WINDOW_MAX_BUCKETS, 64);
 }
@@ -398,16 +402,14 @@ test_cloudflare_two_counter(void **state)
 	struct tk_sliding_window a = algo(50, 60000, 1);
 	const int64_t c = 28333334; /* a minute near EPOCH */
 	const double B = (double)c * 60000;
-	uint64_t st[4], out[4];
+	uint64_t st[3], out[3];
 	tkshm_decision d;
 	double half = 0.5;
 
 	(void)state;
-	memset(st, 0, sizeof st);
-	st[2 * ((c - 1) % 2)] = (uint64_t)c; /* tick c-1, stored + 1 */
-	st[2 * ((c - 1) % 2) + 1] = tk_f64_word(42);
-	st[2 * (c % 2)] = (uint64_t)c + 1;
-	st[2 * (c % 2) + 1] = tk_f64_word(18);
+	st[0] = (uint64_t)c + 1; /* the newest tick, c, stored + 1 */
+	st[1 + (c - 1) % 2] = tk_f64_word(42);
+	st[1 + c % 2] = tk_f64_word(18);
 	assert_true(tk_sliding_window_state_valid(&a, st));
 
 	/* The estimate is 49.5: one more unit (50.5) is denied, with half a
@@ -426,7 +428,7 @@ test_cloudflare_two_counter(void **state)
 	assert_true(tk_sliding_window_check(&a, true, st, B + 15000, half, out,
 					    &d));
 	assert_int_equal(d.remaining, 0);
-	assert_int_equal(tk_word_f64(out[2 * (c % 2) + 1]), 18.5);
+	assert_int_equal(tk_word_f64(out[1 + c % 2]), 18.5);
 	/* and then nothing more, not even a sliver. */
 	assert_false(tk_sliding_window_check(&a, true, out, B + 15000, 1e-9, st,
 					     &d));
@@ -986,7 +988,7 @@ test_regression_examples(void **state)
 	a = algo(2, 1000, 10);
 	model_init(&tk, 2, 1000, 10, false);
 	{
-		uint64_t s10[22], o10[22];
+		uint64_t s10[12], o10[12];
 
 		assert_true(tk_sliding_window_check(&a, false, NULL, 5000, 2,
 						    s10, &d));
@@ -1108,7 +1110,7 @@ test_horizon(void **state)
 {
 	struct tk_sliding_window a = algo(10, 1, 64); /* w = 1/64 ms */
 	const double nows[] = { 4611686018427387904.0, 1e17, 3.6e13 };
-	uint64_t st[130], out[130];
+	uint64_t st[66], out[66];
 	bool present = false;
 	unsigned admitted = 0;
 	tkshm_decision d;
@@ -1126,9 +1128,8 @@ test_horizon(void **state)
 			}
 	assert_int_equal(admitted, 10);
 	assert_true(tk_sliding_window_state_valid(&a, st));
-	algo_assert_real_words("horizon", st, 130);
-	for (unsigned i = 0; i < 130; i += 2)
-		assert_true(st[i] < (UINT64_C(1) << 51));
+	algo_assert_real_words("horizon", st, 66);
+	assert_true(st[0] < (UINT64_C(1) << 51));
 	assert_false(tk_sliding_window_is_idle(&a, st, nows[0]));
 	assert_true(tk_sliding_window_debt(&a, st, nows[0]) == 10);
 	/* 3.6e13 ms is tick 2.3e15, past TICK_MAX = 2^51 - 2 (about
@@ -1142,47 +1143,49 @@ test_horizon(void **state)
 static void
 test_state_valid(void **state)
 {
-	struct tk_sliding_window a = algo(10, 1000, 3); /* 4 entries */
-	uint64_t st[8];
+	struct tk_sliding_window a = algo(10, 1000, 3); /* 4 positions */
+	uint64_t st[5];
 
 	(void)state;
 	memset(st, 0, sizeof st);
 	assert_true(tk_sliding_window_state_valid(&a, st));
 	assert_true(tk_sliding_window_is_idle(&a, st, 0));
-	st[2 * 1] = 5 + 1; /* tick 5 at entry 5 mod 4 = 1 */
-	st[2 * 1 + 1] = tk_f64_word(2.5);
+	st[0] = 5 + 1; /* newest tick 5, at position 5 mod 4 = 1 */
+	st[1 + 1] = tk_f64_word(2.5);
 	assert_true(tk_sliding_window_state_valid(&a, st));
-	st[2 * 1] = 6 + 1; /* tick 6 does not belong to entry 1 */
-	assert_false(tk_sliding_window_state_valid(&a, st));
-	st[2 * 1] = 5 + 1;
 	/* Above the limit: a limit lowered in place since (protocol.h L1). */
-	st[2 * 1 + 1] = tk_f64_word(10.5);
+	st[1 + 1] = tk_f64_word(10.5);
 	assert_true(tk_sliding_window_state_valid(&a, st));
-	st[2 * 1 + 1] = tk_f64_word(INFINITY);
+	st[1 + 1] = tk_f64_word(INFINITY);
 	assert_false(tk_sliding_window_state_valid(&a, st));
-	st[2 * 1 + 1] = tk_f64_word(0); /* a tick without units */
+	st[1 + 1] = tk_f64_word(0); /* a newest tick without units */
 	assert_false(tk_sliding_window_state_valid(&a, st));
-	st[2 * 1 + 1] = tk_f64_word(-1);
+	st[1 + 1] = tk_f64_word(-1);
 	assert_false(tk_sliding_window_state_valid(&a, st));
-	st[2 * 1 + 1] = tk_f64_word(NAN);
+	st[1 + 1] = tk_f64_word(NAN);
 	assert_false(tk_sliding_window_state_valid(&a, st));
-	st[2 * 1] = 0; /* empty, but with a count */
-	st[2 * 1 + 1] = tk_f64_word(1);
+	st[1 + 1] = tk_f64_word(-0.0);
 	assert_false(tk_sliding_window_state_valid(&a, st));
-	st[2 * 1] = UINT64_MAX; /* a special word */
+	st[1 + 1] = tk_f64_word(2.5);
+	st[1 + 3] = tk_f64_word(-1); /* tick 3: a negative count */
 	assert_false(tk_sliding_window_state_valid(&a, st));
-	st[2 * 1] = (UINT64_C(1) << 51) + 2; /* tick 2^51 + 1 > TICK_MAX */
-	st[2 * 1 + 1] = tk_f64_word(1);
+	st[1 + 3] = tk_f64_word(1); /* tick 3 with units */
+	assert_true(tk_sliding_window_state_valid(&a, st));
+	st[0] = 0; /* empty, but with counts */
+	assert_false(tk_sliding_window_state_valid(&a, st));
+	st[0] = UINT64_MAX; /* a special word */
+	assert_false(tk_sliding_window_state_valid(&a, st));
+	st[0] = (UINT64_C(1) << 51) + 2; /* tick 2^51 + 1 > TICK_MAX */
 	assert_false(tk_sliding_window_state_valid(&a, st));
 	memset(st, 0, sizeof st);
-	st[2 * 2] = (UINT64_C(1) << 51) - 1; /* TICK_MAX, at entry 2 */
-	st[2 * 2 + 1] = tk_f64_word(1);
+	st[0] = (UINT64_C(1) << 51) - 1; /* TICK_MAX, at position 2 */
+	st[1 + 2] = tk_f64_word(1);
 	assert_true(tk_sliding_window_state_valid(&a, st));
 	/* A negative now (outside the contract) is decided at tick 0 and
 	 * stores a valid state. */
 	{
 		tkshm_decision d;
-		uint64_t out[8];
+		uint64_t out[5];
 
 		assert_true(tk_sliding_window_check(&a, false, NULL, -5, 1, out,
 						    &d));
@@ -1192,15 +1195,116 @@ test_state_valid(void **state)
 	/* An invalid state still decides without undefined behaviour. */
 	{
 		tkshm_decision d;
-		uint64_t out[8];
+		uint64_t out[5];
 
-		st[2 * 1] = UINT64_MAX;
+		st[0] = UINT64_MAX;
 		(void)tk_sliding_window_check(&a, true, st, 1000, 1, out, &d);
 		(void)tk_sliding_window_debt(&a, st, 1000);
-		st[2 * 1] = UINT64_C(0x8000000000000000);
+		st[0] = UINT64_C(0x8000000000000000);
+		(void)tk_sliding_window_check(&a, true, st, 1000, 1, out, &d);
+		(void)tk_sliding_window_debt(&a, st, 1000);
+		st[0] = (UINT64_C(1) << 51) + 2;
 		(void)tk_sliding_window_check(&a, true, st, 1000, 1, out, &d);
 		(void)tk_sliding_window_debt(&a, st, 1000);
 	}
+}
+
+/*
+ * The canonical form: a position whose tick leaves the window is zeroed as
+ * the window moves over it, and a state that is not canonical (units at a
+ * position standing for no tick) is refused.
+ */
+static void
+test_canonical_form(void **state)
+{
+	struct tk_sliding_window a = algo(100, 300, 3); /* w = 100, 4 pos. */
+	uint64_t st[5], out[5];
+	tkshm_decision d;
+
+	(void)state;
+	/* Ticks 10 (position 2), 11 (3) and 12 (0). */
+	assert_true(tk_sliding_window_check(&a, false, NULL, 1000, 1, st, &d));
+	assert_true(tk_sliding_window_check(&a, true, st, 1100, 2, st, &d));
+	assert_true(tk_sliding_window_check(&a, true, st, 1200, 3, st, &d));
+	assert_true(st[0] == 13);
+	assert_true(tk_word_f64(st[1 + 2]) == 1);
+	assert_true(tk_word_f64(st[1 + 3]) == 2);
+	assert_true(tk_word_f64(st[1 + 0]) == 3);
+	assert_true(st[1 + 1] == 0);
+	/* Tick 14 (position 2): tick 10 leaves, tick 13 (position 1) has
+	 * nothing; position 2 starts again from 0, not from tick 10's 1. */
+	assert_true(tk_sliding_window_check(&a, true, st, 1400, 4, out, &d));
+	assert_true(out[0] == 15);
+	assert_true(tk_word_f64(out[1 + 2]) == 4);
+	assert_true(tk_word_f64(out[1 + 3]) == 2); /* tick 11 */
+	assert_true(tk_word_f64(out[1 + 0]) == 3); /* tick 12 */
+	assert_true(out[1 + 1] == 0);		   /* tick 13 */
+	assert_true(tk_sliding_window_state_valid(&a, out));
+	/* Tick 16 (position 0): ticks 11 and 12 leave, both zeroed; tick 12's
+	 * position now stands for 16 and holds only the new unit. */
+	assert_true(tk_sliding_window_check(&a, true, out, 1600, 1, out, &d));
+	assert_true(out[0] == 17);
+	assert_true(tk_word_f64(out[1 + 0]) == 1);
+	assert_true(out[1 + 3] == 0);
+	assert_true(tk_word_f64(out[1 + 2]) == 4); /* tick 14 */
+	assert_true(out[1 + 1] == 0);
+	/* Far ahead: everything but the new tick is zeroed. */
+	assert_true(tk_sliding_window_check(&a, true, out, 99900, 5, out, &d));
+	assert_true(out[0] == 1000);
+	for (unsigned p = 0; p < 4; p++)
+		assert_true(p == 999 % 4 ? tk_word_f64(out[1 + p]) == 5 :
+					   out[1 + p] == 0);
+	/* Not canonical: newest tick 1 (positions 2 and 3 stand for no tick,
+	 * -2 and -1) with units at position 3. */
+	memset(st, 0, sizeof st);
+	st[0] = 1 + 1;
+	st[1 + 1] = tk_f64_word(1);
+	st[1 + 0] = tk_f64_word(2);
+	assert_true(tk_sliding_window_state_valid(&a, st));
+	st[1 + 3] = tk_f64_word(1);
+	assert_false(tk_sliding_window_state_valid(&a, st));
+	/* A state with units but no newest tick, or whose newest holds
+	 * nothing, is not canonical either. */
+	st[1 + 3] = 0;
+	st[1 + 1] = 0;
+	assert_false(tk_sliding_window_state_valid(&a, st));
+}
+
+/* A refund (refund.c) takes units from a tick of the window; emptying the
+ * newest tick steps the newest back to the newest tick with units, or
+ * empties the state: canonical either way. */
+static void
+test_refund(void **state)
+{
+	struct tk_algo x;
+	uint64_t st[5];
+	tkshm_decision d;
+
+	(void)state;
+	memset(&x, 0, sizeof x);
+	x.kind = TKSHM_KIND_SLIDING_WINDOW;
+	x.u.sliding_window = algo(100, 300, 3); /* w = 100 */
+	x.words = tk_sliding_window_words(&x.u.sliding_window);
+	assert_true(tk_sliding_window_check(&x.u.sliding_window, false, NULL,
+					    1000, 2, st, &d));
+	assert_true(tk_sliding_window_check(&x.u.sliding_window, true, st, 1200,
+					    3, st, &d));
+	/* Tick 8 has left the window (its position holds tick 12's units),
+	 * tick 13 is not stored yet. */
+	assert_false(tk_algo_refund_w(&x, st, 1, 850));
+	assert_false(tk_algo_refund_w(&x, st, 1, 1300));
+	/* Tick 11 is in the window but holds nothing. */
+	assert_false(tk_algo_refund_w(&x, st, 1, 1100));
+	assert_true(tk_algo_refund_w(&x, st, 1, 1250));
+	assert_true(st[0] == 13 && tk_word_f64(st[1 + 0]) == 2);
+	assert_true(tk_algo_refund_w(&x, st, 2, 1250));
+	assert_true(st[0] == 11); /* back to tick 10 */
+	assert_true(st[1 + 0] == 0 && tk_word_f64(st[1 + 2]) == 2);
+	assert_true(tk_sliding_window_state_valid(&x.u.sliding_window, st));
+	assert_true(tk_algo_refund_w(&x, st, 5, 1000));
+	assert_true(st[0] == 0 && st[1 + 2] == 0);
+	assert_true(tk_sliding_window_state_valid(&x.u.sliding_window, st));
+	assert_true(tk_sliding_window_is_idle(&x.u.sliding_window, st, 1000));
 }
 
 int
@@ -1221,6 +1325,8 @@ main(void)
 		cmocka_unit_test(test_regression_timelines),
 		cmocka_unit_test(test_horizon),
 		cmocka_unit_test(test_state_valid),
+		cmocka_unit_test(test_canonical_form),
+		cmocka_unit_test(test_refund),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -153,11 +153,10 @@ test_sliding_window_rounding(void **state)
 				     &p, err, sizeof err),
 		  TKSHM_OK);
 	assert_rc(tk_algo_init(&a, &p, err, sizeof err), TKSHM_OK);
-	/* Entry tick % 2 holds {tick + 1, count}. */
-	st[2] = 9 + 1;
-	st[3] = tk_f64_word(530);
+	/* The newest tick + 1, then the count of tick t at 1 + t % 2. */
 	st[0] = 10 + 1;
-	st[1] = tk_f64_word(999);
+	st[1 + 9 % 2] = tk_f64_word(530);
+	st[1 + 10 % 2] = tk_f64_word(999);
 	assert_false(tk_algo_check_w(&a, true, st, 1001, 1, next, &real));
 	assert_int_equal(real.retry_after_ms, 100); /* the boundary: 99 */
 	assert_true(tk_algo_deny_bound_w(&a, st, 1001, 1, &bound));

@@ -1051,14 +1051,15 @@ test_times_by_hand(void **state)
 	assert_int_equal(f.next_replenish_at, f.full_at);
 }
 
-/* Sets ring entry `tick` of a sliding-window state to `count`. */
+/* Sets the count of `tick` in a sliding-window state (sliding_window.h),
+ * called in ascending tick order: `tick` becomes the newest. */
 static void
 sw_entry(const struct tk_algo *a, uint64_t *st, int64_t tick, double count)
 {
 	unsigned p = (unsigned)(tick % a->u.sliding_window.slots);
 
-	st[2 * p] = (uint64_t)(tick + 1);
-	st[2 * p + 1] = tk_f64_word(count);
+	st[0] = (uint64_t)(tick + 1);
+	st[1 + p] = tk_f64_word(count);
 }
 
 /*

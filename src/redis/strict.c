@@ -519,7 +519,6 @@ tk_strict_multi(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 			   mode == TKSHM_MULTI_ALL ? 1 : 0, (double)n };
 	redisReply *reply = NULL;
 	struct tk_multi_ans ans = { dims, n, each };
-	bool all_ok = true;
 	int rc;
 
 	for (size_t i = 0; i < n; i++) {
@@ -552,17 +551,8 @@ tk_strict_multi(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 	if (rc != TKSHM_OK) /* whatever the fault: each failure policy */
 		return tk_multi_fallback(mode, dims, n, now, each);
 	freeReplyObject(reply);
-	for (size_t i = 0; i < n; i++)
-		all_ok = all_ok && each[i].allowed;
-	/* As the shared-memory path counts (multi.c): each decision that
-	 * stands, once; a denied `all` counts its deniers only (the others
-	 * consumed nothing). */
-	for (size_t i = 0; i < n; i++) {
-		if (!each[i].allowed)
-			tk_count(dims[i].table, TK_C_DENIED, 1);
-		else if (mode == TKSHM_MULTI_ANY || all_ok)
-			tk_count(dims[i].table, TK_C_ALLOWED, 1);
-	}
+	/* Counted as the shared-memory path counts. */
+	tk_multi_count(mode, dims, n, each);
 	return TKSHM_OK;
 }
 

@@ -183,10 +183,7 @@ tk_decide_in_order(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 	return TKSHM_OK;
 }
 
-/* The decisions that stand, once each: a denied `all` counts its deniers
- * (the dimensions that would have admitted consumed nothing), otherwise
- * every dimension counts what it decided. */
-static void
+void
 tk_multi_count(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 	       const tkshm_decision *d)
 {

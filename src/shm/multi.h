@@ -21,6 +21,13 @@
 int tk_multi_local(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 		   double now_ms, tkshm_decision *d);
 
+/* Counts in each dimension's table the decisions d[0..n) that stand, once
+ * each: a denied `all` counts its deniers (the dimensions that would have
+ * admitted consumed nothing), otherwise every dimension counts what it
+ * decided (the Redis script's decisions too: src/redis/strict.c). */
+void tk_multi_count(tkshm_multi_mode mode, const tkshm_dimension *dims,
+		    size_t n, const tkshm_decision *d);
+
 /* What tk_multi_all_one_word returns when it did not decide. */
 #define TK_MULTI_GENERAL 1
 

@@ -202,10 +202,10 @@ tk_multi_count(tkshm_multi_mode mode, const tkshm_dimension *dims, size_t n,
 /* `all`'s common case: one-word GCRA dimensions of present keys, each
  * decided on its slot as read, then each slot replaced by one CAS from
  * what was read (what tk_table_decide and tk_table_commit do, without
- * their records of a wider state).  TKSHM_OK when decided (a denial
- * wrote nothing; the decisions counted), TK_MULTI_GENERAL when the general path must decide: a
- * key absent (an insert, a debt to recall) or a CAS lost, the commits
- * before it given back. */
+ * their records of a wider state).  TKSHM_OK when decided, the decisions
+ * counted (a denial wrote nothing); TK_MULTI_GENERAL when the general
+ * path must decide: a key absent (an insert, a debt to recall) or a CAS
+ * lost, the commits before it given back. */
 static int
 tk_multi_all_gcra(const tkshm_dimension *dims, size_t n, struct tk_commits *k,
 		  tkshm_decision *d)
